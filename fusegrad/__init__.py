@@ -1,0 +1,46 @@
+"""fusegrad: reverse-mode automatic differentiation in the PyTorch autograd style.
+
+>>> import fusegrad as torch
+>>> x = torch.ones(2, 2, requires_grad=True)
+>>> out = ((x + 2) * (x + 2) * 3).mean()
+>>> out.backward()
+>>> x.grad
+tensor([[4.5000, 4.5000],
+        [4.5000, 4.5000]])
+"""
+
+import warnings as _warnings
+
+from . import tracer as _tracer  # noqa: F401  (binds the Tensor methods)
+from .ir.dtypes import bool_ as bool
+from .ir.dtypes import float32, float64, int32, int64
+from .runtime.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .tracer.creation import (BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
+                              arange, as_tensor, empty, empty_like, eye, from_numpy, full,
+                              full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
+                              randint, randn, randn_like, randperm, tensor, zeros, zeros_like)
+from .tracer.ops import (abs, add, all, allclose, amax, amin, any, argmax, argmin, bmm,
+                         broadcast_tensors, broadcast_to, cat, chunk, clamp, clip, clone, concat,
+                         concatenate, cos, detach, div, dot, eq, equal, erf, exp, expm1, flatten,
+                         gather, ge, gelu, gt, index_select, is_floating_point, is_tensor, isfinite,
+                         isinf, isnan, le, log, log1p, log_softmax, logical_and, logical_not,
+                         logical_or, logical_xor, logsumexp, lt, matmul, max, maximum, mean, min,
+                         minimum, mm, mul, mv, narrow, ne, neg, norm, numel, outer, permute, pow,
+                         prod, relu, reshape, rsqrt, sigmoid, sign, sin, softmax, softplus, split,
+                         sqrt, squeeze, stack, std, sub, sum, swapaxes, t, take_along_dim, tan,
+                         tanh, transpose, true_divide, unbind, unflatten, unsqueeze, var, where)
+from .tracer.tensor import Size, Tensor
+from . import autograd, nn, optim  # noqa: E402
+
+float = float32
+double = float64
+long = int64
+int = int32
+dtype = type(float32)
+multiply, subtract, divide, negative = mul, sub, div, neg
+
+# numpy's floating-point warnings (log(0), 0/0) would be noise: PyTorch gives
+# inf and nan silently, and so do we.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"fusegrad\.")
+
+__version__ = "0.1.0"

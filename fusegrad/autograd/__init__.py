@@ -1,0 +1,12 @@
+"""``fusegrad.autograd``: the autograd API (backward, grad, custom Functions,
+gradient checks and higher-order helpers)."""
+
+from ..runtime.grad_mode import enable_grad, no_grad, set_grad_enabled
+from ..tracer.creation import Variable
+from . import functional
+from .api import backward, grad
+from .function import Function, FunctionCtx
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+
+__all__ = ["Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "enable_grad",
+           "functional", "grad", "gradcheck", "gradgradcheck", "no_grad", "set_grad_enabled"]

@@ -1,0 +1,113 @@
+"""Element types and PyTorch's type-promotion rules.
+
+The IR and the tracer share these objects; a dtype knows its numpy equivalent
+and its short IR spelling (``f32``), nothing about tensors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BOOL, INTEGER, FLOATING = 0, 1, 2  # promotion categories, lowest first
+
+
+class DType:
+    __slots__ = ("name", "short", "np", "category", "itemsize")
+
+    def __init__(self, name: str, short: str, np_dtype: type, category: int):
+        self.name = name
+        self.short = short
+        self.np = np.dtype(np_dtype)
+        self.category = category
+        self.itemsize = self.np.itemsize
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == FLOATING
+
+    def __repr__(self) -> str:
+        return f"fusegrad.{self.name}"
+
+    def __reduce__(self):
+        return (from_numpy_dtype, (self.np,))
+
+
+float32 = DType("float32", "f32", np.float32, FLOATING)
+float64 = DType("float64", "f64", np.float64, FLOATING)
+int64 = DType("int64", "i64", np.int64, INTEGER)
+int32 = DType("int32", "i32", np.int32, INTEGER)
+bool_ = DType("bool", "bool", np.bool_, BOOL)
+
+ALL_DTYPES = (float32, float64, int64, int32, bool_)
+_BY_NUMPY = {d.np: d for d in ALL_DTYPES}
+# numpy types we accept on input and map to the nearest fusegrad dtype
+_NUMPY_ALIASES = {
+    np.dtype(np.float16): float32,
+    np.dtype(np.int8): int32,
+    np.dtype(np.int16): int32,
+    np.dtype(np.uint8): int32,
+    np.dtype(np.uint16): int32,
+    np.dtype(np.uint32): int64,
+}
+DEFAULT_FOR_CATEGORY = {BOOL: bool_, INTEGER: int64, FLOATING: float32}
+_RANK = {bool_: 0, int32: 1, int64: 2, float32: 3, float64: 4}
+
+
+def from_numpy_dtype(np_dtype) -> DType:
+    np_dtype = np.dtype(np_dtype)
+    found = _BY_NUMPY.get(np_dtype) or _NUMPY_ALIASES.get(np_dtype)
+    if found is None:
+        raise TypeError(f"can't convert numpy array of type {np_dtype}: fusegrad supports "
+                        "float32, float64, int64, int32 and bool")
+    return found
+
+
+def as_dtype(dtype) -> DType:
+    """Accepts a fusegrad dtype, a numpy dtype, or the Python types float/int/bool."""
+    if isinstance(dtype, DType):
+        return dtype
+    if dtype is float:
+        return float32
+    if dtype is int:
+        return int64
+    if dtype is bool:
+        return bool_
+    try:
+        return from_numpy_dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a fusegrad dtype, not {dtype!r}") from None
+
+
+def promote(a: DType, b: DType) -> DType:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def scalar_category(value) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        return BOOL
+    if isinstance(value, (int, np.integer)):
+        return INTEGER
+    return FLOATING
+
+
+def result_type(*operands) -> DType:
+    """PyTorch's promotion: dimensioned tensors outrank 0-d tensors, which
+    outrank Python scalars; a lower-priority operand only matters when it is of
+    a higher category (so ``float32_tensor * 2.0`` stays float32 while
+    ``int_tensor * 2.5`` becomes the default float)."""
+    dimensioned = zero_dim = None
+    scalar_cat = -1
+    for op in operands:
+        dtype = getattr(op, "dtype", None)
+        if dtype is None:
+            scalar_cat = max(scalar_cat, scalar_category(op))
+        elif op.ndim:
+            dimensioned = dtype if dimensioned is None else promote(dimensioned, dtype)
+        else:
+            zero_dim = dtype if zero_dim is None else promote(zero_dim, dtype)
+    result = dimensioned
+    if zero_dim is not None and (result is None or zero_dim.category > result.category):
+        result = zero_dim
+    if scalar_cat >= 0 and (result is None or scalar_cat > result.category):
+        result = DEFAULT_FOR_CATEGORY[scalar_cat]
+    return result

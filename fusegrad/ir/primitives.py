@@ -1,0 +1,469 @@
+"""The primitives: the closed set of operations everything else is built from.
+
+Each primitive is declared once, in one block: its numpy implementation, its
+shape/dtype rule and its vector-Jacobian rules. VJP rules are written with
+these same primitives, so they are differentiable themselves and higher-order
+gradients need no extra code.
+
+A VJP rule is a function whose parameter names say what it reads, in the
+manner of PyTorch's derivatives.yaml: ``g`` (the output cotangent), ``out``
+(the primal output), an input's name (its primal value), ``<input>_shape``,
+``<input>_dtype``, ``shapes``/``i`` (for variadic inputs), and any of the
+primitive's parameters. A backward node saves exactly the values its rules
+name. Rules return the cotangent in the output's shape and dtype: reducing a
+broadcast cotangent to the input's shape and casting it to the input's dtype
+is done once, by the caller (see ``unbroadcast``).
+
+``bind`` is interpreter-agnostic: the value types that take part (the eager
+Tensor now, tracer values for the IR later) register a handler, and the
+highest-level handler among the arguments runs the primitive.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+
+from . import dtypes
+from .shapes import broadcast_shapes, reduced_shape
+
+
+class Primitive:
+    def __init__(self, name, impl, shape_rule, inputs=("x",), backward_name=None, view=False):
+        self.name = name
+        self.impl = impl
+        self.shape_rule = shape_rule
+        self.inputs = inputs
+        self.variadic = inputs[-1].startswith("*")
+        self.backward_name = backward_name or _camel(name) + "Backward0"
+        self.view = view  # the numpy impl may return a view sharing the input's memory
+        self.vjp_rules: dict = {}
+        self.rule_args: dict = {}
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __call__(self, *args, **params):
+        return bind(self, args, params)
+
+    def defvjp(self, **rules):
+        """Declares the VJP rule of each differentiable input, by input name."""
+        for input_name, rule in rules.items():
+            known = {n.lstrip("*") for n in self.inputs}
+            if input_name not in known:
+                raise ValueError(f"{self.name} has no input {input_name!r}")
+            self.vjp_rules[input_name] = rule
+            self.rule_args[input_name] = tuple(inspect.signature(rule).parameters)
+        return self
+
+    def input_name(self, position: int) -> str:
+        if position < len(self.inputs) - 1 or not self.variadic:
+            return self.inputs[position]
+        return self.inputs[-1][1:]
+
+    def rule_for(self, position: int):
+        return self.vjp_rules.get(self.input_name(position))
+
+
+_handlers: list = []  # (level, type, handler), highest level first
+
+
+def register_value_type(value_type: type, handler, level: int) -> None:
+    """Makes ``bind`` run ``handler(prim, args, params)`` when a ``value_type``
+    is the highest-level argument."""
+    _handlers.append((level, value_type, handler))
+    _handlers.sort(key=lambda entry: -entry[0])
+
+
+def bind(prim: Primitive, args: tuple, params: dict):
+    for _, value_type, handler in _handlers:
+        for arg in args:
+            if isinstance(arg, value_type):
+                return handler(prim, args, params)
+    raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
+                    f"{', '.join(type(a).__name__ for a in args)}")
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+# ---------------------------------------------------------------- shape rules
+
+def _require_float(prim_name, aval):
+    if not aval.dtype.is_floating_point:
+        raise TypeError(f"{prim_name} expects a floating-point tensor, got {aval.dtype}")
+
+
+def _same_dtype(prim_name, *avals):
+    first = avals[0].dtype
+    for aval in avals[1:]:
+        if aval.dtype is not first:
+            raise TypeError(f"{prim_name}: operands must have one dtype, got "
+                            f"{', '.join(str(a.dtype) for a in avals)}")
+    return first
+
+
+def _float_unary_rule(name):
+    def rule(x):
+        _require_float(name, x)
+        return x.shape, x.dtype
+    return rule
+
+
+def _binary_rule(name, out_dtype=None, require=None):
+    def rule(x, y):
+        dtype = _same_dtype(name, x, y)
+        if require is not None and dtype.category not in require:
+            raise TypeError(f"{name} does not support {dtype}")
+        return broadcast_shapes(x.shape, y.shape), out_dtype or dtype
+    return rule
+
+
+def _reduce_rule(name, out_dtype=None):
+    def rule(x, axes):
+        return reduced_shape(x.shape, axes), out_dtype or x.dtype
+    return rule
+
+
+# ------------------------------------------------- helpers the rules are written with
+
+def expand_reduced(g, shape, axes):
+    """Broadcasts a reduction's cotangent back over the reduced axes."""
+    return broadcast_to(reshape(g, shape=reduced_shape(shape, axes, keepdims=True)), shape=shape)
+
+
+def unbroadcast(g, shape, dtype):
+    """Sums a cotangent down to an input's shape and casts it to the input's
+    dtype: the one place broadcasting and promotion are undone."""
+    if g.shape != shape:
+        lead = g.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, size in enumerate(shape) if size == 1 and g.shape[lead + i] != 1)
+        if axes:
+            g = reduce_sum(g, axes=axes)
+        if g.shape != shape:
+            g = reshape(g, shape=shape)
+    if g.dtype is not dtype:
+        g = convert(g, dtype=dtype)
+    return g
+
+
+def swap_last(x):
+    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return transpose(x, perm=perm)
+
+
+def _share_extremum(g, x, out, axes):
+    """amax/amin gradient: split evenly between the elements that tie for the extremum."""
+    hit = x == expand_reduced(out, x.shape, axes)
+    count = expand_reduced(reduce_sum(convert(hit, dtype=x.dtype), axes=axes), x.shape, axes)
+    return where(hit, expand_reduced(g, x.shape, axes), 0.0) / count
+
+
+# ------------------------------------------------------------ elementwise unary
+
+neg = Primitive("neg", np.negative, _float_unary_rule("neg"))
+neg.defvjp(x=lambda g: -g)
+
+exp = Primitive("exp", np.exp, _float_unary_rule("exp"))
+exp.defvjp(x=lambda g, out: g * out)
+
+log = Primitive("log", np.log, _float_unary_rule("log"))
+log.defvjp(x=lambda g, x: g / x)
+
+log1p = Primitive("log1p", np.log1p, _float_unary_rule("log1p"), backward_name="Log1PBackward0")
+log1p.defvjp(x=lambda g, x: g / (x + 1.0))
+
+expm1 = Primitive("expm1", np.expm1, _float_unary_rule("expm1"))
+expm1.defvjp(x=lambda g, out: g * (out + 1.0))
+
+sqrt = Primitive("sqrt", np.sqrt, _float_unary_rule("sqrt"))
+sqrt.defvjp(x=lambda g, out: g / (out * 2.0))
+
+sin = Primitive("sin", np.sin, _float_unary_rule("sin"))
+sin.defvjp(x=lambda g, x: g * cos(x))
+
+cos = Primitive("cos", np.cos, _float_unary_rule("cos"))
+cos.defvjp(x=lambda g, x: -(g * sin(x)))
+
+tanh = Primitive("tanh", np.tanh, _float_unary_rule("tanh"))
+tanh.defvjp(x=lambda g, out: g * (1.0 - out * out))
+
+
+def _sigmoid_impl(x):
+    # exp of a non-positive argument only, so neither branch overflows
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+# A primitive rather than 1/(1+exp(-x)): that composition's gradient is
+# inf/inf = nan once exp(-x) overflows (x < -88 in float32); this rule reuses out.
+sigmoid = Primitive("sigmoid", _sigmoid_impl, _float_unary_rule("sigmoid"))
+sigmoid.defvjp(x=lambda g, out: g * (out * (1.0 - out)))
+
+# A primitive for the same reason: log1p(exp(x)) overflows, and the stable
+# max(x,0) + log1p(exp(-|x|)) has the wrong second derivative at 0.
+softplus = Primitive("softplus", lambda x: np.logaddexp(x, 0).astype(x.dtype, copy=False),
+                     _float_unary_rule("softplus"))
+softplus.defvjp(x=lambda g, x: g * sigmoid(x))
+
+_erf_scalar = np.frompyfunc(math.erf, 1, 1)
+erf = Primitive("erf", lambda x: _erf_scalar(x).astype(x.dtype), _float_unary_rule("erf"))
+erf.defvjp(x=lambda g, x: g * (exp(-(x * x)) * (2.0 / math.sqrt(math.pi))))
+
+abs_ = Primitive("abs", np.abs, lambda x: (x.shape, x.dtype))
+abs_.defvjp(x=lambda g, x: g * sign(x))
+
+sign = Primitive("sign", np.sign, lambda x: (x.shape, x.dtype))  # zero derivative: no rule
+
+# The cotangent's cast back to the input dtype is unbroadcast's job, so the rule is g.
+convert = Primitive("convert", lambda x, dtype: x.astype(dtype.np),
+                    lambda x, dtype: (x.shape, dtype), backward_name="ToCopyBackward0")
+convert.defvjp(x=lambda g: g)
+
+logical_not = Primitive("logical_not", np.logical_not, lambda x: (x.shape, dtypes.bool_))
+
+# ----------------------------------------------------------- elementwise binary
+
+add = Primitive("add", np.add, _binary_rule("add"), inputs=("x", "y"))
+add.defvjp(x=lambda g: g, y=lambda g: g)
+
+sub = Primitive("sub", np.subtract, _binary_rule("sub"), inputs=("x", "y"))
+sub.defvjp(x=lambda g: g, y=lambda g: -g)
+
+mul = Primitive("mul", np.multiply, _binary_rule("mul"), inputs=("x", "y"))
+mul.defvjp(x=lambda g, y: g * y, y=lambda g, x: g * x)
+
+div = Primitive("div", np.true_divide, _binary_rule("div", require=(dtypes.FLOATING,)),
+                inputs=("x", "y"))
+div.defvjp(x=lambda g, y: g / y, y=lambda g, x, y: -(g * x) / (y * y))
+
+# The where() masks give PyTorch's values at 0**0 and at log(0) * 0.
+pow_ = Primitive("pow", np.power, _binary_rule("pow"), inputs=("x", "y"))
+pow_.defvjp(
+    x=lambda g, x, y: where(y == 0.0, 0.0, g * y * pow_(x, y - 1.0)),
+    y=lambda g, x, y, out: where((x == 0.0) & (y >= 0.0), 0.0, g * out * log(x)),
+)
+
+# Ties split the gradient evenly, as PyTorch does.
+maximum = Primitive("maximum", np.maximum, _binary_rule("maximum"), inputs=("x", "y"))
+maximum.defvjp(
+    x=lambda g, x, y: where(x > y, g, where(x == y, g * 0.5, 0.0)),
+    y=lambda g, x, y: where(y > x, g, where(x == y, g * 0.5, 0.0)),
+)
+
+minimum = Primitive("minimum", np.minimum, _binary_rule("minimum"), inputs=("x", "y"))
+minimum.defvjp(
+    x=lambda g, x, y: where(x < y, g, where(x == y, g * 0.5, 0.0)),
+    y=lambda g, x, y: where(y < x, g, where(x == y, g * 0.5, 0.0)),
+)
+
+eq = Primitive("eq", np.equal, _binary_rule("eq", dtypes.bool_), inputs=("x", "y"))
+ne = Primitive("ne", np.not_equal, _binary_rule("ne", dtypes.bool_), inputs=("x", "y"))
+lt = Primitive("lt", np.less, _binary_rule("lt", dtypes.bool_), inputs=("x", "y"))
+le = Primitive("le", np.less_equal, _binary_rule("le", dtypes.bool_), inputs=("x", "y"))
+gt = Primitive("gt", np.greater, _binary_rule("gt", dtypes.bool_), inputs=("x", "y"))
+ge = Primitive("ge", np.greater_equal, _binary_rule("ge", dtypes.bool_), inputs=("x", "y"))
+logical_and = Primitive("logical_and", np.logical_and,
+                        _binary_rule("logical_and", dtypes.bool_), inputs=("x", "y"))
+logical_or = Primitive("logical_or", np.logical_or,
+                       _binary_rule("logical_or", dtypes.bool_), inputs=("x", "y"))
+
+
+def _where_rule(cond, x, y):
+    if cond.dtype is not dtypes.bool_:
+        raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                        f"with dtype {cond.dtype}")
+    return broadcast_shapes(cond.shape, x.shape, y.shape), _same_dtype("where", x, y)
+
+
+where = Primitive("where", np.where, _where_rule, inputs=("cond", "x", "y"))
+where.defvjp(x=lambda g, cond: where(cond, g, 0.0), y=lambda g, cond: where(cond, 0.0, g))
+
+# ------------------------------------------------------------------ reductions
+
+reduce_sum = Primitive("reduce_sum", lambda x, axes: np.add.reduce(x, axis=axes),
+                       _reduce_rule("reduce_sum"), backward_name="SumBackward1")
+reduce_sum.defvjp(x=lambda g, x_shape, axes: expand_reduced(g, x_shape, axes))
+
+reduce_max = Primitive("reduce_max", lambda x, axes: np.maximum.reduce(x, axis=axes),
+                       _reduce_rule("reduce_max"), backward_name="AmaxBackward0")
+reduce_max.defvjp(x=_share_extremum)
+
+reduce_min = Primitive("reduce_min", lambda x, axes: np.minimum.reduce(x, axis=axes),
+                       _reduce_rule("reduce_min"), backward_name="AminBackward0")
+reduce_min.defvjp(x=_share_extremum)
+
+
+def _prod_vjp(g, x, axes):
+    # d prod / d x_i is the product of the other elements. Written without
+    # dividing by x_i, so zeros are exact: one zero makes its own slot
+    # non-zero and every other slot zero; two zeros make every slot zero.
+    is_zero = x == 0.0
+    zeros = expand_reduced(reduce_sum(convert(is_zero, dtype=x.dtype), axes=axes), x.shape, axes)
+    nonzero_prod = expand_reduced(reduce_prod(where(is_zero, 1.0, x), axes=axes), x.shape, axes)
+    others = where(is_zero, where(zeros == 1.0, nonzero_prod, 0.0),
+                   where(zeros == 0.0, nonzero_prod / where(is_zero, 1.0, x), 0.0))
+    return expand_reduced(g, x.shape, axes) * others
+
+
+reduce_prod = Primitive("reduce_prod", lambda x, axes: np.multiply.reduce(x, axis=axes),
+                        _reduce_rule("reduce_prod"), backward_name="ProdBackward1")
+reduce_prod.defvjp(x=_prod_vjp)
+
+argmax = Primitive("argmax", lambda x, axis: np.argmax(x, axis=axis),
+                   lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64))
+argmin = Primitive("argmin", lambda x, axis: np.argmin(x, axis=axis),
+                   lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64))
+
+# ---------------------------------------------------------------- shape ops
+
+reshape = Primitive("reshape", lambda x, shape: np.reshape(x, shape),
+                    lambda x, shape: (shape, x.dtype), backward_name="ViewBackward0", view=True)
+reshape.defvjp(x=lambda g, x_shape: reshape(g, shape=x_shape))
+
+transpose = Primitive("transpose", lambda x, perm: np.transpose(x, perm),
+                      lambda x, perm: (tuple(x.shape[p] for p in perm), x.dtype),
+                      backward_name="PermuteBackward0", view=True)
+transpose.defvjp(x=lambda g, perm: transpose(g, perm=tuple(np.argsort(perm).tolist())))
+
+
+def _broadcast_to_rule(x, shape):
+    if broadcast_shapes(x.shape, shape) != shape:
+        raise RuntimeError(f"The expanded size of the tensor must match the existing size "
+                           f"{list(x.shape)} at a non-singleton dimension; target sizes: "
+                           f"{list(shape)}")
+    return shape, x.dtype
+
+
+# The cotangent comes back in the broadcast shape; unbroadcast sums it down.
+broadcast_to = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
+                         _broadcast_to_rule, backward_name="ExpandBackward0", view=True)
+broadcast_to.defvjp(x=lambda g: g)
+
+
+# An index spec is a hashable tuple: ("slice", start, stop, step), ("int", i),
+# ("none",), ("array",) — the next index operand — and ("ellipsis",).
+def spec_to_numpy(spec, indices):
+    arrays = iter(indices)
+    out = []
+    for entry in spec:
+        kind = entry[0]
+        if kind == "slice":
+            out.append(slice(*entry[1:]))
+        elif kind == "int":
+            out.append(entry[1])
+        elif kind == "none":
+            out.append(None)
+        elif kind == "array":
+            out.append(next(arrays))
+        else:
+            out.append(Ellipsis)
+    return tuple(out)
+
+
+def _index_impl(x, *indices, spec):
+    return x[spec_to_numpy(spec, indices)]
+
+
+def _index_rule(x, *indices, spec):
+    for idx in indices:
+        if idx.dtype.category != dtypes.INTEGER:
+            raise IndexError(f"tensors used as indices must be long or int tensors, "
+                             f"got {idx.dtype}")
+    # Index a zero-strided stand-in: numpy's own rules give the result shape,
+    # with nothing allocated but the result of an index-array lookup.
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x.shape,
+                                               (0,) * len(x.shape))
+    fake = [np.zeros(idx.shape, np.intp) for idx in indices]
+    return stand_in[spec_to_numpy(spec, fake)].shape, x.dtype
+
+
+def _scatter_add_impl(v, *indices, spec, shape):
+    out = np.zeros(shape, v.dtype)
+    np.add.at(out, spec_to_numpy(spec, indices), v)
+    return out
+
+
+def _scatter_add_rule(v, *indices, spec, shape):
+    return shape, v.dtype
+
+
+index = Primitive("index", _index_impl, _index_rule, inputs=("x", "*indices"),
+                  backward_name="IndexBackward0", view=True)
+index.defvjp(x=lambda g, indices, x_shape, spec: scatter_add(g, *indices, spec=spec,
+                                                             shape=x_shape))
+
+# The transpose of index: zeros of `shape` with v added at the indexed places.
+scatter_add = Primitive("scatter_add", _scatter_add_impl, _scatter_add_rule,
+                        inputs=("v", "*indices"), backward_name="IndexAddBackward0")
+scatter_add.defvjp(v=lambda g, indices, spec: index(g, *indices, spec=spec))
+
+
+def _index_put_impl(x, v, *indices, spec):
+    out = x.copy()
+    out[spec_to_numpy(spec, indices)] = v
+    return out
+
+
+def _index_put_rule(x, v, *indices, spec):
+    target, _ = _index_rule(x, *indices, spec=spec)
+    if broadcast_shapes(v.shape, target) != target:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(target)}")
+    return x.shape, _same_dtype("index_put", x, v)
+
+
+# Functional form of `x[spec] = v`: a copy of x with v written at the indexed places.
+index_put = Primitive("index_put", _index_put_impl, _index_put_rule,
+                      inputs=("x", "v", "*indices"), backward_name="CopySlices")
+index_put.defvjp(
+    x=lambda g, indices, spec: index_put(g, 0.0, *indices, spec=spec),
+    v=lambda g, indices, spec: index(g, *indices, spec=spec),
+)
+
+
+def _concatenate_rule(*xs, axis):
+    dtype = _same_dtype("cat", *xs)
+    first = xs[0].shape
+    for k, x in enumerate(xs[1:], 1):
+        if len(x.shape) != len(first) or any(
+                a != b for d, (a, b) in enumerate(zip(x.shape, first)) if d != axis):
+            raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. "
+                               f"Expected size {list(first)} but got size {list(x.shape)} "
+                               f"for tensor number {k} in the list.")
+    return first[:axis] + (sum(x.shape[axis] for x in xs),) + first[axis + 1:], dtype
+
+
+def _concatenate_vjp(g, i, shapes, axis):
+    start = sum(s[axis] for s in shapes[:i])
+    spec = (("slice", None, None, None),) * axis + (("slice", start, start + shapes[i][axis],
+                                                      None),)
+    return index(g, spec=spec)
+
+
+concatenate = Primitive("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
+                        _concatenate_rule, inputs=("*xs",), backward_name="CatBackward0")
+concatenate.defvjp(xs=_concatenate_vjp)
+
+
+def _matmul_rule(x, y):
+    dtype = _same_dtype("matmul", x, y)
+    if x.ndim < 2 or y.ndim < 2:
+        raise RuntimeError("matmul primitive expects operands of rank >= 2")
+    if x.shape[-1] != y.shape[-2]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                           f"({'x'.join(map(str, x.shape[-2:]))} and "
+                           f"{'x'.join(map(str, y.shape[-2:]))})")
+    batch = broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    return batch + (x.shape[-2], y.shape[-1]), dtype
+
+
+matmul = Primitive("matmul", np.matmul, _matmul_rule, inputs=("x", "y"),
+                   backward_name="MmBackward0")
+matmul.defvjp(x=lambda g, y: matmul(g, swap_last(y)), y=lambda g, x: matmul(swap_last(x), g))
+
+PRIMITIVES = {p.name: p for p in globals().values() if isinstance(p, Primitive)}

@@ -1,0 +1,98 @@
+"""Shape arithmetic shared by the shape rules and the tensor front end.
+
+Error messages follow PyTorch's wording, since users meet them first.
+"""
+
+from __future__ import annotations
+
+import operator
+from math import prod
+
+
+def broadcast_shapes(*shapes: tuple) -> tuple:
+    result = shapes[0]
+    for shape in shapes[1:]:
+        if shape == result:
+            continue
+        if len(shape) > len(result):
+            result, shape = shape, result
+        merged = list(result)
+        offset = len(result) - len(shape)
+        for i, size in enumerate(shape):
+            current = merged[offset + i]
+            if size == current or size == 1:
+                continue
+            if current == 1:
+                merged[offset + i] = size
+            else:
+                raise RuntimeError(
+                    f"The size of tensor a ({current}) must match the size of tensor b ({size}) "
+                    f"at non-singleton dimension {offset + i}")
+        result = tuple(merged)
+    return result
+
+
+def normalize_dim(dim, ndim: int) -> int:
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+    bound = max(ndim, 1)  # a 0-d tensor accepts dim 0 and -1, as in PyTorch
+    if not -bound <= dim < bound:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-bound}, {bound - 1}], but got {dim})")
+    return dim % bound if ndim else 0
+
+
+def normalize_axes(dim, ndim: int) -> tuple:
+    """`dim` as given to a reduction (None, an int, or a sequence) to sorted axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not dims:
+        return tuple(range(ndim))  # PyTorch: sum(dim=[]) reduces everything
+    axes = [normalize_dim(d, ndim) for d in dims]
+    if ndim == 0:
+        return ()
+    if len(set(axes)) != len(axes):
+        raise RuntimeError(f"dim {axes} appears multiple times in the list of dims")
+    return tuple(sorted(axes))
+
+
+def reduced_shape(shape: tuple, axes: tuple, keepdims: bool = False) -> tuple:
+    if keepdims:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def infer_reshape(shape, numel: int) -> tuple:
+    """Resolves one -1 in a requested shape, checking the element count."""
+    shape = tuple(shape)
+    for s in shape:
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise TypeError(f"shape must be a sequence of ints, got {shape!r}")
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"invalid shape dimension {min(shape)}")
+    known = prod(s for s in shape if s != -1)
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[: unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def sizes_from_args(args, name: str = "size") -> tuple:
+    """Sizes given as varargs `f(2, 3)`, a tuple `f((2, 3))` or a list."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    try:
+        args = tuple(operator.index(s) for s in args)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of ints, got {args!r}") from None
+    for s in args:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(args)}")
+    return tuple(args)

@@ -1,0 +1,1 @@
+"""Running what was recorded: grad mode and the autograd engine."""

@@ -1,0 +1,359 @@
+"""The eager autograd engine: backward nodes, saved tensors and the executor.
+
+A node is one recorded operation. ``next_functions`` points at the nodes that
+produced its inputs (an ``AccumulateGrad`` for a leaf), so the recorded graph
+is walked backward from the outputs, each node run once all its consumers
+have sent their cotangents, exactly as PyTorch's engine does.
+
+The engine works on whatever values the rules produce; it never builds a
+tensor itself (``Tensor`` hands it the root cotangents and a zeros factory).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import weakref
+
+from ..ir.primitives import unbroadcast
+from . import grad_mode
+
+_sequence = itertools.count()
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+class RemovableHandle:
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self.id = next(self._ids)
+        self._hooks = weakref.ref(hooks) if hasattr(hooks, "__weakref__") else (lambda: hooks)
+
+    def remove(self) -> None:
+        hooks = self._hooks()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class SavedTensor:
+    """A value a backward rule reads, with the version it had when saved."""
+
+    __slots__ = ("tensor", "version", "data", "counter", "output_of")
+
+    def __init__(self, tensor, is_output_of=None):
+        self.version = tensor._version[0]
+        self.counter = tensor._version
+        if is_output_of is None:
+            self.tensor = tensor
+            self.output_of = None
+        else:
+            # An output is kept as its data and rebuilt on unpack, so the node
+            # does not hold the tensor that holds the node.
+            self.tensor = None
+            self.data = tensor._data
+            self.output_of = (is_output_of, tensor._output_nr, type(tensor))
+
+    def unpack(self):
+        if self.counter[0] != self.version:
+            raise RuntimeError(self._modified_message())
+        if self.output_of is None:
+            return self.tensor
+        node, nr, tensor_type = self.output_of
+        return tensor_type._from_saved_output(self.data, self.counter, node, nr)
+
+    def _modified_message(self) -> str:
+        tensor = self.tensor
+        if tensor is not None:
+            shape, type_name = list(tensor.shape), tensor.type()
+            node = tensor.grad_fn
+        else:
+            shape, type_name, node = list(self.data.shape), None, self.output_of[0]
+            from ..tracer.tensor import tensor_type_name
+            type_name = tensor_type_name(self.data.dtype)
+        where = f", which is output 0 of {node.name()}," if node is not None else ""
+        return ("one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{type_name} {shape}]{where} is at version "
+                f"{self.counter[0]}; expected version {self.version} instead. Hint: the "
+                "backtrace further above shows the operation that failed to compute its "
+                "gradient. The variable in question was changed in there or anywhere later. "
+                "Good luck!")
+
+
+class Node:
+    """Base of all backward nodes. Subclasses implement ``apply`` (a list of
+    cotangents per output -> a list of cotangents per input) and ``release``."""
+
+    num_outputs = 1
+
+    def __init__(self, next_functions: tuple):
+        self.next_functions = next_functions
+        self.sequence_nr = next(_sequence)
+        self.tensor_hooks: dict = {}  # output_nr -> {handle id: hook}
+        self.retained: dict = {}  # output_nr -> weakref of a tensor that retains its grad
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    def hooks_for(self, output_nr: int):
+        hooks = self.tensor_hooks.get(output_nr)
+        return list(hooks.values()) if hooks else ()
+
+    def release(self) -> None:
+        pass
+
+
+class PrimitiveBackward(Node):
+    """The backward of one primitive application: runs the primitive's VJP rules."""
+
+    def __init__(self, prim, params, inputs, output, needs_grad):
+        super().__init__(tuple(_edge(t) if need else (None, 0)
+                               for t, need in zip(inputs, needs_grad)))
+        self.prim = prim
+        self.params = params
+        self.needs_grad = needs_grad
+        self.in_shapes = tuple(t.shape for t in inputs)
+        self.in_dtypes = tuple(t.dtype for t in inputs)
+        self.label = prim.backward_name
+        saved_inputs, saves_out = _what_to_save(prim, needs_grad)
+        self.saved = {i: SavedTensor(inputs[i]) for i in saved_inputs}
+        self.saved_out = SavedTensor(output, is_output_of=self) if saves_out else None
+        self.freed = False
+
+    def name(self) -> str:
+        return self.label
+
+    def release(self) -> None:
+        if self.saved or self.saved_out is not None:
+            self.saved = {}
+            self.saved_out = None
+            self.freed = True
+
+    def apply(self, grads):
+        g = grads[0]
+        prim = self.prim
+        if self.freed:
+            raise RuntimeError(FREED_MESSAGE)
+        result = []
+        for i, need in enumerate(self.needs_grad):
+            if not need:
+                result.append(None)
+                continue
+            rule = prim.rule_for(i)
+            kwargs = {name: self._rule_arg(name, g, i) for name in prim.rule_args[prim.input_name(i)]}
+            grad = rule(**kwargs)
+            result.append(None if grad is None else
+                          unbroadcast(grad, self.in_shapes[i], self.in_dtypes[i]))
+        return result
+
+    def _rule_arg(self, name, g, i):
+        prim = self.prim
+        if name == "g":
+            return g
+        if name == "out":
+            return self.saved_out.unpack()
+        if name == "i":
+            return i
+        if name == "shapes":
+            return self.in_shapes
+        if name in self.params:
+            return self.params[name]
+        positions = _input_positions(prim, name.rsplit("_", 1)[0] if name.endswith(
+            ("_shape", "_dtype")) else name, len(self.in_shapes))
+        if name.endswith("_shape"):
+            return self.in_shapes[positions[0]]
+        if name.endswith("_dtype"):
+            return self.in_dtypes[positions[0]]
+        values = tuple(self.saved[p].unpack() for p in positions)
+        return values if prim.variadic and name == prim.inputs[-1][1:] else values[0]
+
+
+def _input_positions(prim, name, count):
+    fixed = len(prim.inputs) - 1 if prim.variadic else len(prim.inputs)
+    if prim.variadic and name == prim.inputs[-1][1:]:
+        return tuple(range(fixed, count))
+    return (prim.inputs.index(name),)
+
+
+_save_cache: dict = {}
+
+
+def _what_to_save(prim, needs_grad):
+    """The inputs and whether the output that the rules of the inputs needing
+    a gradient read: a node saves no more than PyTorch's would."""
+    key = (prim, tuple(needs_grad))
+    found = _save_cache.get(key)
+    if found is None:
+        names = set()
+        for i, need in enumerate(needs_grad):
+            if need and prim.rule_for(i) is not None:
+                names.update(prim.rule_args[prim.input_name(i)])
+        positions = set()
+        for name in names:
+            if name in {n.lstrip("*") for n in prim.inputs}:
+                positions.update(_input_positions(prim, name, len(needs_grad)))
+        found = (tuple(sorted(positions)), "out" in names)
+        _save_cache[key] = found
+    return found
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: hooks registered on the leaf run, then the cotangent
+    is added into ``leaf.grad``."""
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+        self.sequence_nr = float("inf")  # run as soon as ready, as PyTorch does
+
+    def hooks_for(self, output_nr):
+        hooks = self.variable._hooks
+        return list(hooks.values()) if hooks else ()
+
+    def apply(self, grads):
+        accumulate_into(self.variable, grads[0])
+        return []
+
+
+def accumulate_into(tensor, grad) -> None:
+    if grad is None:
+        return
+    if tensor.grad is None:
+        if grad_mode.is_grad_enabled() and grad.grad_fn is not None:
+            tensor._grad = grad  # create_graph: keep the graph of the gradient
+        else:
+            tensor._grad = grad.detach().clone()
+    elif grad_mode.is_grad_enabled():
+        tensor._grad = tensor.grad + grad
+    else:
+        tensor.grad.add_(grad)
+
+
+def _edge(tensor):
+    if tensor.grad_fn is not None:
+        return (tensor.grad_fn, tensor._output_nr)
+    return (tensor._grad_accumulator(), 0)
+
+
+def gradient_edge(tensor):
+    """The (node, output_nr) where ``tensor``'s gradient arrives."""
+    return _edge(tensor)
+
+
+def execute(roots, root_grads, *, retain_graph: bool, create_graph: bool, capture=None,
+            accumulate_only=None):
+    """Runs the backward pass from ``roots`` (edges) seeded with ``root_grads``.
+
+    ``capture``: edges whose incoming gradient is returned instead of
+    accumulated (``autograd.grad``). ``accumulate_only``: the tensors whose
+    ``.grad`` receives gradients (``backward(inputs=...)``). Either restricts
+    the walk to the nodes that lead to them.
+    """
+    accumulate_edges = None
+    if accumulate_only is not None:
+        accumulate_edges = [(_edge(t), t) for t in accumulate_only]
+    targets = capture if capture is not None else (
+        [edge for edge, _ in accumulate_edges] if accumulate_edges is not None else None)
+    dependencies, needed = _walk(roots, targets)
+    captured = [None] * len(capture) if capture is not None else None
+    arrivals: dict = {}  # node -> [(output_nr, callback)]
+    for k, edge in enumerate(capture or ()):
+        arrivals.setdefault(edge[0], []).append((edge[1], k))
+    for edge, tensor in accumulate_edges or ():
+        if not isinstance(edge[0], AccumulateGrad):  # a non-leaf asked for its .grad
+            arrivals.setdefault(edge[0], []).append((edge[1], tensor))
+    accumulate_nodes = None if accumulate_edges is None else {
+        edge[0] for edge, _ in accumulate_edges}
+
+    buffers: dict = {}
+    ready: list = []
+    for (node, nr), grad in zip(roots, root_grads):
+        slot = buffers.setdefault(node, [None] * node.num_outputs)
+        slot[nr] = grad if slot[nr] is None else slot[nr] + grad
+    for node in buffers:
+        if dependencies.get(node, 0) == 0:
+            heapq.heappush(ready, (-node.sequence_nr, id(node), node))
+
+    with grad_mode.set_grad_enabled(create_graph):
+        while ready:
+            node = heapq.heappop(ready)[2]
+            grads = buffers.pop(node)
+            for nr in range(node.num_outputs):
+                if grads[nr] is None:
+                    continue
+                for hook in node.hooks_for(nr):
+                    replaced = hook(grads[nr])
+                    if replaced is not None:
+                        grads[nr] = replaced
+                if nr in node.retained:
+                    tensor = node.retained[nr]()
+                    if tensor is not None:
+                        accumulate_into(tensor, grads[nr])
+            for nr, receiver in arrivals.get(node, ()):
+                if isinstance(receiver, int):
+                    captured[receiver] = grads[nr]
+                else:
+                    accumulate_into(receiver, grads[nr])
+            if isinstance(node, AccumulateGrad):
+                run = capture is None and (accumulate_nodes is None or node in accumulate_nodes)
+            else:
+                run = needed is None or node in needed
+            outputs = ()
+            if run and any(g is not None for g in grads):
+                outputs = node.apply(grads)
+                if not retain_graph:
+                    node.release()
+            for (next_node, nr), grad in itertools.zip_longest(node.next_functions, outputs):
+                if next_node is None:
+                    continue
+                if grad is not None:
+                    slot = buffers.setdefault(next_node, [None] * next_node.num_outputs)
+                    slot[nr] = grad if slot[nr] is None else slot[nr] + grad
+                remaining = dependencies[next_node] - 1
+                dependencies[next_node] = remaining
+                if remaining == 0:
+                    buffers.setdefault(next_node, [None] * next_node.num_outputs)
+                    heapq.heappush(ready, (-next_node.sequence_nr, id(next_node), next_node))
+    return captured
+
+
+def _walk(roots, targets):
+    """Counts each node's consumers; with targets, also finds the nodes that lead to one."""
+    dependencies: dict = {}
+    seen = set()
+    order = []
+    stack = [node for node, _ in roots if node is not None]
+    for node in stack:
+        seen.add(node)
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for next_node, _ in node.next_functions:
+            if next_node is None:
+                continue
+            dependencies[next_node] = dependencies.get(next_node, 0) + 1
+            if next_node not in seen:
+                seen.add(next_node)
+                stack.append(next_node)
+    if targets is None:
+        return dependencies, None
+    needed = {edge[0] for edge in targets}
+    # reverse topological order: a node's inputs are decided before the node
+    for node in sorted(order, key=lambda n: n.sequence_nr):
+        if any(n in needed for n, _ in node.next_functions):
+            needed.add(node)
+    return dependencies, needed

@@ -1,0 +1,275 @@
+"""Creating tensors: ``tensor``, ``ones``, ``arange``, ``randn``, ... and the
+legacy constructors (``Tensor(...)``, ``FloatTensor``, ``autograd.Variable``).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir.shapes import sizes_from_args
+from .tensor import Tensor
+
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int):
+    """Seeds the generator behind rand, randn, dropout and nn.Linear's initialization."""
+    global _rng
+    _rng = np.random.default_rng(int(seed))
+    return _rng
+
+
+def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
+    t = Tensor._make(data, dtype)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _flatten_data(data):
+    """Nested lists that may hold tensors or numpy values, as plain Python numbers."""
+    if isinstance(data, Tensor):
+        return data._data.tolist()
+    if isinstance(data, (list, tuple)):
+        return [_flatten_data(d) for d in data]
+    if isinstance(data, np.ndarray):
+        return data.tolist()
+    if isinstance(data, np.generic):
+        return data.item()
+    if not isinstance(data, (numbers.Number, bool)):
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    return data
+
+
+def _infer_dtype(values) -> "dtypes.DType":
+    category = dtypes.BOOL
+    stack = [values]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(v)
+        else:
+            category = max(category, dtypes.scalar_category(v))
+    return dtypes.DEFAULT_FOR_CATEGORY[category]
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays).
+
+    >>> import fusegrad
+    >>> fusegrad.tensor([[1., 2.], [3., 4.]])
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    if isinstance(data, np.ndarray):
+        inferred = dtypes.from_numpy_dtype(data.dtype)
+        array = data
+    elif isinstance(data, Tensor):
+        inferred, array = data._dtype, data._data
+    else:
+        values = _flatten_data(data)
+        inferred = _infer_dtype(values)
+        try:
+            array = np.array(values, dtype=inferred.np)
+        except ValueError as exc:
+            raise ValueError(f"expected sequence of equal-length lists: {exc}") from None
+        if array.dtype == object:
+            raise ValueError("expected sequence of equal-length lists")
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else inferred
+    return _finish(np.array(array, dtype=dtype.np, copy=True), dtype, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    if isinstance(data, Tensor) and (dtype is None or dtypes.as_dtype(dtype) is data._dtype):
+        return data
+    if isinstance(data, np.ndarray) and (dtype is None or
+                                         dtypes.as_dtype(dtype).np == data.dtype):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``array``."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    return Tensor._make(array, dtypes.from_numpy_dtype(array.dtype)) if array.dtype in (
+        np.float32, np.float64, np.int64, np.int32, np.bool_) else tensor(array)
+
+
+def _filled(value, size, dtype, requires_grad, default=dtypes.float32):
+    shape = sizes_from_args(size)
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else default
+    return _finish(np.full(shape, value, dtype=dtype.np), dtype, requires_grad)
+
+
+def _size(args, kwargs):
+    """Sizes as varargs or as the keyword ``size=`` (which can't be named in the signature)."""
+    size = kwargs.pop("size", None)
+    if kwargs:
+        raise TypeError(f"got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if size is not None and args:
+        raise TypeError("size given both positionally and as a keyword")
+    return size if size is not None else args
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    return _filled(0, _size(size, kwargs), dtype, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    return _filled(1, _size(size, kwargs), dtype, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    return _filled(0, _size(size, kwargs), dtype, requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    default = dtypes.DEFAULT_FOR_CATEGORY[dtypes.scalar_category(fill_value)]
+    return _filled(fill_value, size, dtype, requires_grad, default)
+
+
+def _like(input, dtype):
+    return dtypes.as_dtype(dtype) if dtype is not None else input._dtype
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _filled(0, input.shape, _like(input, dtype), requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _filled(1, input.shape, _like(input, dtype), requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _filled(0, input.shape, _like(input, dtype), requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return _filled(fill_value, input.shape, _like(input, dtype), requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    default = dtypes.DEFAULT_FOR_CATEGORY[max(dtypes.INTEGER, *(dtypes.scalar_category(v)
+                                                                for v in values))]
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else default
+    return _finish(np.arange(*values).astype(dtype.np), dtype, requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    return _finish(np.linspace(start, end, steps).astype(dtype.np), dtype, requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    return _finish(np.eye(n, m, dtype=dtype.np), dtype, requires_grad)
+
+
+def _random(sample, size, dtype, requires_grad):
+    shape = sizes_from_args(size)
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"random floats are not implemented for {dtype}")
+    return _finish(sample(shape).astype(dtype.np), dtype, requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    return _random(lambda s: _rng.random(s), _size(size, kwargs), dtype, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    return _random(lambda s: _rng.standard_normal(s), _size(size, kwargs), dtype,
+                   requires_grad)
+
+
+def rand_like(input, *, dtype=None, requires_grad=False):
+    return rand(input.shape, dtype=_like(input, dtype), requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, requires_grad=False):
+    return randn(input.shape, dtype=_like(input, dtype), requires_grad=requires_grad)
+
+
+def randint(low, high=None, size=(), *, dtype=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
+    return _finish(_rng.integers(low, high, size=tuple(size)).astype(dtype.np), dtype, False)
+
+
+def randperm(n, *, dtype=None):
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
+    return _finish(_rng.permutation(n).astype(dtype.np), dtype, False)
+
+
+def bernoulli_mask(shape, keep_probability: float, dtype) -> Tensor:
+    """Ones where a uniform draw falls under ``keep_probability`` (dropout's mask)."""
+    return Tensor._make((_rng.random(shape) < keep_probability).astype(dtype.np), dtype)
+
+
+# ----------------------------------------------------------------- legacy
+
+def _legacy(dtype, args, kwargs):
+    if len(args) == 1 and not isinstance(args[0], numbers.Number):
+        return tensor(args[0], dtype=dtype, requires_grad=kwargs.get("requires_grad", False))
+    if kwargs.get("size") is not None or all(isinstance(a, numbers.Integral) for a in args):
+        return zeros(*args, dtype=dtype, **kwargs)
+    raise TypeError(f"Tensor(): invalid arguments {args!r}")
+
+
+def legacy_tensor(cls, args, kwargs):
+    """``Tensor(data)`` copies data as float32; ``Tensor(2, 3)`` makes a 2x3 tensor."""
+    t = _legacy(dtypes.float32, args, kwargs)
+    if cls is not Tensor:
+        raise TypeError(f"{cls.__name__} cannot be constructed this way")
+    return t
+
+
+def FloatTensor(*args, **kwargs):
+    return _legacy(dtypes.float32, args, kwargs)
+
+
+def DoubleTensor(*args, **kwargs):
+    return _legacy(dtypes.float64, args, kwargs)
+
+
+def LongTensor(*args, **kwargs):
+    return _legacy(dtypes.int64, args, kwargs)
+
+
+def IntTensor(*args, **kwargs):
+    return _legacy(dtypes.int32, args, kwargs)
+
+
+def BoolTensor(*args, **kwargs):
+    return _legacy(dtypes.bool_, args, kwargs)
+
+
+def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tensor:
+    """The pre-0.4 wrapper: returns a tensor sharing ``data``'s storage.
+
+    ``volatile=True`` is the old inference mode: the tensor and everything
+    computed from it record no graph."""
+    if not isinstance(data, Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+    t = data.detach()
+    if volatile:
+        warnings.warn("volatile is deprecated: use `with fusegrad.no_grad():` instead. This "
+                      "Variable, and what is computed from it, records no graph.",
+                      UserWarning, stacklevel=2)
+        t._volatile = True
+    elif requires_grad:
+        t.requires_grad = True
+    return t

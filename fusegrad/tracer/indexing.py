@@ -1,0 +1,94 @@
+"""``tensor[index]`` and ``tensor[index] = value``.
+
+A Python index (ints, slices, None, Ellipsis, integer or boolean tensors,
+lists) becomes a hashable spec plus integer index tensors, the operands of
+the ``index`` / ``index_put`` primitives. Boolean masks become the integer
+positions of their True elements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir import primitives as P
+from .tensor import Tensor
+
+
+def _index_tensor(value) -> Tensor:
+    data = np.asarray(value._data if isinstance(value, Tensor) else value)
+    if data.dtype == np.bool_:
+        return data
+    if data.size == 0:
+        data = data.astype(np.int64)
+    if data.dtype.kind not in "iu":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return Tensor._make(data.astype(np.int64, copy=False), dtypes.int64)
+
+
+def parse_index(index, ndim: int):
+    """Returns (spec, index tensors) for a Python index into a tensor of rank ``ndim``."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    spec, arrays = [], []
+    consumed = 0  # dimensions of the input the index walks over
+    for item in index:
+        if item is None:
+            spec.append(("none",))
+        elif item is Ellipsis:
+            spec.append(("ellipsis",))
+        elif isinstance(item, slice):
+            if item.step is not None and int(item.step) <= 0:
+                raise ValueError("step must be greater than zero")
+            spec.append(("slice", *(None if v is None else int(v)
+                                    for v in (item.start, item.stop, item.step))))
+            consumed += 1
+        elif isinstance(item, (bool, np.bool_)):
+            spec.append(("none",))  # numpy and PyTorch: x[True] adds a dimension of size 1
+            arrays.append(Tensor._make(np.zeros(1 if item else 0, np.int64), dtypes.int64))
+            spec[-1] = ("array",)
+        elif isinstance(item, (int, np.integer)) or (
+                isinstance(item, Tensor) and item.ndim == 0 and
+                item._dtype.category == dtypes.INTEGER):
+            spec.append(("int", int(item)))
+            consumed += 1
+        elif isinstance(item, (Tensor, list, np.ndarray)):
+            converted = _index_tensor(item)
+            if isinstance(converted, np.ndarray):  # a boolean mask
+                for positions in np.nonzero(converted):
+                    spec.append(("array",))
+                    arrays.append(Tensor._make(positions.astype(np.int64), dtypes.int64))
+                consumed += converted.ndim
+            else:
+                spec.append(("array",))
+                arrays.append(converted)
+                consumed += 1
+        else:
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             "byte Variables are valid indices (got "
+                             f"{type(item).__name__})")
+    if consumed > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    return tuple(spec), arrays
+
+
+def getitem(tensor: Tensor, index) -> Tensor:
+    spec, arrays = parse_index(index, tensor.ndim)
+    out = P.index(tensor, *arrays, spec=spec)
+    if out.grad_fn is not None and not arrays:
+        kinds = {entry[0] for entry in spec}
+        out.grad_fn.label = ("SelectBackward0" if kinds == {"int"} and len(spec) == 1 else
+                             "SliceBackward0" if kinds == {"slice"} and len(spec) == 1 else
+                             "IndexBackward0")
+    return out
+
+
+def setitem(tensor: Tensor, index, value) -> None:
+    tensor._check_inplace()
+    spec, arrays = parse_index(index, tensor.ndim)
+    if isinstance(value, Tensor):
+        value = value if value._dtype is tensor._dtype else P.convert(value, dtype=tensor._dtype)
+    elif not isinstance(value, (bool, int, float, np.number)):
+        raise TypeError(f"can't assign a {type(value).__name__} to a "
+                        f"{tensor.type()}")
+    tensor._commit_inplace(P.index_put(tensor, value, *arrays, spec=spec))

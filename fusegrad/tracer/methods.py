@@ -1,0 +1,107 @@
+"""Tensor methods and operators: each is an op from ``ops`` (one definition,
+two spellings, as in PyTorch), plus the in-place variants."""
+
+from __future__ import annotations
+
+from ..ir import dtypes
+from . import indexing, ops
+from .tensor import Tensor
+
+_METHODS = (
+    "add sub mul div true_divide pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos tan "
+    "tanh sigmoid relu erf clamp clip maximum minimum eq ne lt le gt ge logical_and "
+    "logical_or logical_xor logical_not isnan isinf isfinite sum mean prod max min amax amin "
+    "argmax argmin all any var std norm logsumexp softmax log_softmax matmul mm mv bmm dot "
+    "outer reshape view flatten unflatten permute transpose swapaxes t unsqueeze squeeze "
+    "expand expand_as broadcast_to split chunk unbind narrow index_select gather clone "
+    "contiguous to allclose equal").split()
+
+for _name in _METHODS:
+    setattr(Tensor, _name, getattr(ops, _name))
+
+
+def _reflected(op):
+    return lambda self, other: op(other, self)
+
+
+def _no_bitwise(self, other):
+    raise TypeError("bitwise operators are only supported for bool tensors")
+
+
+def _logical(op):
+    def method(self, other):
+        if self.dtype.name != "bool" or (isinstance(other, Tensor) and other.dtype.name != "bool"):
+            _no_bitwise(self, other)
+        return op(self, other)
+    return method
+
+
+Tensor.__add__ = Tensor.__radd__ = ops.add
+Tensor.__sub__ = ops.sub
+Tensor.__rsub__ = ops.rsub
+Tensor.__mul__ = Tensor.__rmul__ = ops.mul
+Tensor.__truediv__ = ops.div
+Tensor.__rtruediv__ = _reflected(ops.div)
+Tensor.__pow__ = ops.pow
+Tensor.__rpow__ = _reflected(ops.pow)
+Tensor.__matmul__ = ops.matmul
+Tensor.__rmatmul__ = _reflected(ops.matmul)
+Tensor.__neg__ = ops.neg
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = ops.abs
+Tensor.__eq__ = ops.eq
+Tensor.__ne__ = ops.ne
+Tensor.__lt__ = ops.lt
+Tensor.__le__ = ops.le
+Tensor.__gt__ = ops.gt
+Tensor.__ge__ = ops.ge
+Tensor.__and__ = Tensor.__rand__ = _logical(ops.logical_and)
+Tensor.__or__ = Tensor.__ror__ = _logical(ops.logical_or)
+Tensor.__xor__ = Tensor.__rxor__ = _logical(ops.logical_xor)
+Tensor.__invert__ = lambda self: ops.logical_not(self) if self.dtype.name == "bool" else \
+    _no_bitwise(self, None)
+Tensor.__getitem__ = indexing.getitem
+Tensor.__setitem__ = indexing.setitem
+
+Tensor.float = lambda self: ops.to(self, dtypes.float32)
+Tensor.double = lambda self: ops.to(self, dtypes.float64)
+Tensor.long = lambda self: ops.to(self, dtypes.int64)
+Tensor.int = lambda self: ops.to(self, dtypes.int32)
+Tensor.bool = lambda self: ops.to(self, dtypes.bool_)
+Tensor.cpu = lambda self: self
+Tensor.type_as = lambda self, other: ops.to(self, other.dtype)
+
+
+def _inplace(op):
+    def method(self, *args, **kwargs):
+        self._check_inplace()
+        return self._commit_inplace(op(self, *args, **kwargs))
+    method.__name__ = op.__name__ + "_"
+    return method
+
+
+for _name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "exp", "log", "sqrt", "neg",
+              "abs", "relu", "sigmoid", "tanh"):
+    setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
+
+Tensor.__iadd__ = Tensor.add_
+Tensor.__isub__ = Tensor.sub_
+Tensor.__imul__ = Tensor.mul_
+Tensor.__itruediv__ = Tensor.div_
+
+
+def fill_(self, value):
+    indexing.setitem(self, Ellipsis, value)
+    return self
+
+
+def copy_(self, src):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    indexing.setitem(self, Ellipsis, src)
+    return self
+
+
+Tensor.fill_ = fill_
+Tensor.zero_ = lambda self: fill_(self, 0)
+Tensor.copy_ = copy_

@@ -1,0 +1,981 @@
+"""The tensor operations users call, as functions (``fusegrad.exp(x)``); the
+Tensor methods and operators are these same functions.
+
+Each op does PyTorch's argument handling and type promotion, then applies
+primitives. Composite ops (softmax, gelu, var, ...) are compositions of
+primitives with no derivative code of their own; ``_named`` only gives the
+node they end in PyTorch's name, which is what ``grad_fn`` prints.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir import primitives as P
+from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim, sizes_from_args
+from ..runtime import autograd
+from .tensor import Tensor
+
+# ------------------------------------------------------------------ plumbing
+
+
+def _named(backward_name):
+    """Gives the node an op ends in the PyTorch name of the op (for grad_fn's repr)."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            mark = next(autograd._sequence)
+            out = fn(*args, **kwargs)
+            node = getattr(out, "grad_fn", None)
+            if node is not None and node.sequence_nr > mark:
+                node.label = backward_name(*args, **kwargs) if callable(backward_name) \
+                    else backward_name
+            return out
+        return wrapper
+    return decorate
+
+
+def as_tensor_arg(value, name: str = "input") -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    raise TypeError(f"{name} must be a Tensor, not {type(value).__name__}")
+
+
+def _check_operand(value):
+    if isinstance(value, Tensor) or isinstance(value, (bool, int, float, np.number, np.bool_)):
+        return value
+    raise TypeError(f"unsupported operand type: {type(value).__name__} (expected a Tensor or a "
+                    "Python number)")
+
+
+def _cast(value, dtype):
+    if isinstance(value, Tensor) and value._dtype is not dtype:
+        return P.convert(value, dtype=dtype)
+    return value
+
+
+def _to_float(x: Tensor) -> Tensor:
+    return x if x._dtype.is_floating_point else P.convert(x, dtype=dtypes.float32)
+
+
+def _binary(prim, a, b, floating=False):
+    a, b = _check_operand(a), _check_operand(b)
+    dtype = dtypes.result_type(a, b)
+    if floating and not dtype.is_floating_point:
+        dtype = dtypes.float32
+    return prim(_cast(a, dtype), _cast(b, dtype))
+
+
+def _unary_float(prim):
+    def op(input):
+        return prim(_to_float(as_tensor_arg(input)))
+    op.__name__ = prim.name
+    return op
+
+
+# ---------------------------------------------------------------- arithmetic
+
+def add(input, other, *, alpha=1):
+    return _binary(P.add, input, other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, *, alpha=1):
+    if isinstance(input, Tensor) and input._dtype is dtypes.bool_ and \
+            isinstance(other, Tensor) and other._dtype is dtypes.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    return _binary(P.sub, input, other if alpha == 1 else other * alpha)
+
+
+@_named("RsubBackward1")
+def rsub(input, other):
+    return _binary(P.sub, other, input)
+
+
+def mul(input, other):
+    return _binary(P.mul, input, other)
+
+
+def div(input, other):
+    return _binary(P.div, input, other, floating=True)
+
+
+true_divide = div
+
+
+@_named(lambda input, exponent: "PowBackward0" if not isinstance(exponent, Tensor) else (
+    "PowBackward1" if isinstance(input, Tensor) else "PowBackward2"))
+def pow(input, exponent):
+    return _binary(P.pow_, input, exponent)
+
+
+def neg(input):
+    input = as_tensor_arg(input)
+    if input._dtype is dtypes.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    return P.neg(input)
+
+
+def abs(input):
+    return P.abs_(as_tensor_arg(input))
+
+
+exp = _unary_float(P.exp)
+log = _unary_float(P.log)
+log1p = _unary_float(P.log1p)
+expm1 = _unary_float(P.expm1)
+sqrt = _unary_float(P.sqrt)
+sin = _unary_float(P.sin)
+cos = _unary_float(P.cos)
+tanh = _unary_float(P.tanh)
+sigmoid = _unary_float(P.sigmoid)
+erf = _unary_float(P.erf)
+
+
+def sign(input):
+    return P.sign(as_tensor_arg(input))
+
+
+@_named("RsqrtBackward0")
+def rsqrt(input):
+    return 1.0 / sqrt(input)
+
+
+@_named("TanBackward0")
+def tan(input):
+    input = _to_float(as_tensor_arg(input))
+    return P.sin(input) / P.cos(input)
+
+
+@_named("ReluBackward0")
+def relu(input):
+    input = as_tensor_arg(input)
+    return P.where(input > 0, input, 0)
+
+
+@_named("GeluBackward0")
+def gelu(input, approximate: str = "none"):
+    x = _to_float(as_tensor_arg(input))
+    if approximate == "none":
+        return x * 0.5 * (1.0 + P.erf(x * (1.0 / math.sqrt(2.0))))
+    if approximate == "tanh":
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return x * 0.5 * (1.0 + P.tanh(inner))
+    raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
+
+
+@_named("SoftplusBackward0")
+def softplus(input, beta=1.0, threshold=20.0):
+    x = _to_float(as_tensor_arg(input))
+    scaled = x * beta if beta != 1 else x
+    smooth = P.softplus(scaled)
+    if beta != 1:
+        smooth = smooth / beta
+    return P.where(scaled > threshold, x, smooth)
+
+
+@_named("ClampBackward1")
+def clamp(input, min=None, max=None):
+    input = as_tensor_arg(input)
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    out = input
+    if min is not None:
+        out = where(out < min, min, out)
+    if max is not None:
+        out = where(out > max, max, out)
+    return out
+
+
+clip = clamp
+
+
+def maximum(input, other):
+    return _binary(P.maximum, as_tensor_arg(input), as_tensor_arg(other, "other"))
+
+
+def minimum(input, other):
+    return _binary(P.minimum, as_tensor_arg(input), as_tensor_arg(other, "other"))
+
+
+def where(condition, input, other):
+    condition = as_tensor_arg(condition, "condition")
+    if condition._dtype is not dtypes.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {condition._dtype}")
+    input, other = _check_operand(input), _check_operand(other)
+    dtype = dtypes.result_type(input, other)
+    return P.where(condition, _cast(input, dtype), _cast(other, dtype))
+
+
+# ---------------------------------------------------------------- comparisons
+
+def eq(input, other):
+    return _binary(P.eq, input, other)
+
+
+def ne(input, other):
+    return _binary(P.ne, input, other)
+
+
+def lt(input, other):
+    return _binary(P.lt, input, other)
+
+
+def le(input, other):
+    return _binary(P.le, input, other)
+
+
+def gt(input, other):
+    return _binary(P.gt, input, other)
+
+
+def ge(input, other):
+    return _binary(P.ge, input, other)
+
+
+def _logical(prim, a, b):
+    return prim(_cast(a, dtypes.bool_) if isinstance(a, Tensor) else bool(a),
+                _cast(b, dtypes.bool_) if isinstance(b, Tensor) else bool(b))
+
+
+def logical_and(input, other):
+    return _logical(P.logical_and, input, other)
+
+
+def logical_or(input, other):
+    return _logical(P.logical_or, input, other)
+
+
+def logical_xor(input, other):
+    return _logical(P.ne, input, other)
+
+
+def logical_not(input):
+    return P.logical_not(as_tensor_arg(input))
+
+
+def isnan(input):
+    input = as_tensor_arg(input)
+    return input != input
+
+
+def isinf(input):
+    input = as_tensor_arg(input)
+    return abs(input) == math.inf
+
+
+def isfinite(input):
+    input = as_tensor_arg(input)
+    return logical_not(isnan(input) | isinf(input))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(input, other) -> bool:
+    return input.shape == other.shape and bool(np.array_equal(input._data, other._data))
+
+
+# ----------------------------------------------------------------- reductions
+
+def _keep(out, input, axes, keepdim):
+    if keepdim:
+        return P.reshape(out, shape=tuple(1 if i in axes else s
+                                          for i, s in enumerate(input.shape)))
+    return out
+
+
+def _sum_name(input, dim=None, keepdim=False, *, dtype=None):
+    return "SumBackward0" if dim is None else "SumBackward1"
+
+
+@_named(_sum_name)
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    input = as_tensor_arg(input)
+    axes = normalize_axes(dim, input.ndim)
+    if dtype is not None:
+        input = _cast(input, dtypes.as_dtype(dtype))
+    elif input._dtype.category != dtypes.FLOATING:
+        input = _cast(input, dtypes.int64)
+    return _keep(P.reduce_sum(input, axes=axes), input, axes, keepdim)
+
+
+@_named(lambda input, dim=None, keepdim=False, **kw: "MeanBackward0" if dim is None
+        else "MeanBackward1")
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    input = as_tensor_arg(input)
+    if dtype is not None:
+        input = _cast(input, dtypes.as_dtype(dtype))
+    if not input._dtype.is_floating_point:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {_short(input._dtype)}")
+    axes = normalize_axes(dim, input.ndim)
+    count = math.prod(input.shape[a] for a in axes)
+    return _keep(P.reduce_sum(input, axes=axes), input, axes, keepdim) / float(count)
+
+
+def _short(dtype) -> str:
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
+            "bool": "Bool"}[dtype.name]
+
+
+@_named(lambda input, dim=None, keepdim=False, **kw: "ProdBackward0" if dim is None
+        else "ProdBackward1")
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    input = as_tensor_arg(input)
+    if dtype is not None:
+        input = _cast(input, dtypes.as_dtype(dtype))
+    elif input._dtype.category != dtypes.FLOATING:
+        input = _cast(input, dtypes.int64)
+    axes = normalize_axes(dim, input.ndim)
+    return _keep(P.reduce_prod(input, axes=axes), input, axes, keepdim)
+
+
+def _require_nonempty(input, axes, name):
+    if any(input.shape[a] == 0 for a in axes) or (not axes and input.numel() == 0):
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
+
+
+@_named("AmaxBackward0")
+def amax(input, dim=(), keepdim=False):
+    input = as_tensor_arg(input)
+    axes = normalize_axes(dim, input.ndim)
+    _require_nonempty(input, axes, "amax")
+    return _keep(P.reduce_max(input, axes=axes), input, axes, keepdim)
+
+
+@_named("AminBackward0")
+def amin(input, dim=(), keepdim=False):
+    input = as_tensor_arg(input)
+    axes = normalize_axes(dim, input.ndim)
+    _require_nonempty(input, axes, "amin")
+    return _keep(P.reduce_min(input, axes=axes), input, axes, keepdim)
+
+
+MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
+
+
+def _select_along(input, indices, axis):
+    """input[..., indices[...], ...] with `indices` holding one position per row of `axis`."""
+    grids = []
+    for d in range(input.ndim):
+        if d == axis:
+            grids.append(indices)
+        else:
+            shape = [1] * indices.ndim
+            keep = d if d < axis else d - 1
+            shape[keep] = input.shape[d]
+            grids.append(Tensor._make(np.arange(input.shape[d]).reshape(shape), dtypes.int64))
+    return index_with_arrays(input, grids)
+
+
+def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, backward_name,
+              name):
+    input = as_tensor_arg(input)
+    if isinstance(dim, Tensor):
+        return (maximum if name == "max" else minimum)(input, dim)
+    if other is not None:
+        return (maximum if name == "max" else minimum)(input, other)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        out = reduce_all(input, axes=tuple(range(input.ndim)))
+        if out.grad_fn is not None:
+            out.grad_fn.label = name.capitalize() + "Backward1"
+        return out
+    axis = normalize_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return result_type(input * 1, Tensor._make(np.array(0), dtypes.int64))
+    if input.shape[axis] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
+    indices = arg_prim(input, axis=axis)
+    values = _select_along(input, indices, axis)
+    if values.grad_fn is not None:
+        values.grad_fn.label = backward_name
+    if keepdim:
+        values, indices = unsqueeze(values, axis), unsqueeze(indices, axis)
+    return result_type(values, indices)
+
+
+def max(input, dim=None, keepdim=False, *, other=None):
+    return _extremum(input, dim, keepdim, other, P.reduce_max, P.argmax, MaxResult,
+                     "MaxBackward0", "max")
+
+
+def min(input, dim=None, keepdim=False, *, other=None):
+    return _extremum(input, dim, keepdim, other, P.reduce_min, P.argmin, MinResult,
+                     "MinBackward0", "min")
+
+
+def _arg(prim, input, dim, keepdim):
+    input = as_tensor_arg(input)
+    if dim is None:
+        flat = P.reshape(input, shape=(input.numel(),))
+        out = prim(flat, axis=0)
+        return P.reshape(out, shape=(1,) * input.ndim) if keepdim else out
+    axis = normalize_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return Tensor._make(np.array(0), dtypes.int64)
+    out = prim(input, axis=axis)
+    return unsqueeze(out, axis) if keepdim else out
+
+
+def argmax(input, dim=None, keepdim=False):
+    return _arg(P.argmax, input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    return _arg(P.argmin, input, dim, keepdim)
+
+
+def all(input, dim=None, keepdim=False):
+    input = as_tensor_arg(input)
+    axes = normalize_axes(dim, input.ndim)
+    return _keep(P.reduce_min(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim) \
+        if input.numel() else Tensor._make(np.array(True))
+
+
+def any(input, dim=None, keepdim=False):
+    input = as_tensor_arg(input)
+    axes = normalize_axes(dim, input.ndim)
+    return _keep(P.reduce_max(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim) \
+        if input.numel() else Tensor._make(np.array(False))
+
+
+def _var(input, dim, correction, keepdim):
+    input = as_tensor_arg(input)
+    if not input._dtype.is_floating_point:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    axes = normalize_axes(dim, input.ndim)
+    count = math.prod(input.shape[a] for a in axes)
+    centered = input - P.reduce_sum(input, axes=axes).reshape(
+        tuple(1 if i in axes else s for i, s in enumerate(input.shape))) / float(count)
+    squares = _keep(P.reduce_sum(centered * centered, axes=axes), input, axes, keepdim)
+    return squares / float(builtins.max(count - correction, 0))
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    return 1 if unbiased is None or unbiased else 0
+
+
+@_named("VarBackward0")
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):  # var(x, False): the legacy `unbiased` positional
+        dim, unbiased = None, dim
+    return _var(input, dim, _correction(unbiased, correction), keepdim)
+
+
+@_named("StdBackward0")
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return sqrt(_var(input, dim, _correction(unbiased, correction), keepdim))
+
+
+@_named("LinalgVectorNormBackward0")
+def norm(input, p="fro", dim=None, keepdim=False):
+    x = _to_float(as_tensor_arg(input))
+    axes = normalize_axes(dim, x.ndim)
+    if p in ("fro", 2, 2.0):
+        out = P.sqrt(P.reduce_sum(x * x, axes=axes))
+    elif p in (math.inf, "inf"):
+        out = P.reduce_max(abs(x), axes=axes)
+    elif p in (-math.inf, "-inf"):
+        out = P.reduce_min(abs(x), axes=axes)
+    elif p == 1:
+        out = P.reduce_sum(abs(x), axes=axes)
+    elif p == 0:
+        out = P.reduce_sum(_cast(x != 0, x._dtype), axes=axes)
+    elif isinstance(p, (int, float)):
+        out = P.reduce_sum(abs(x) ** p, axes=axes) ** (1.0 / p)
+    else:
+        raise ValueError(f"norm: unsupported p={p!r}")
+    return _keep(out, x, axes, keepdim)
+
+
+@_named("LogsumexpBackward0")
+def logsumexp(input, dim, keepdim=False):
+    x = _to_float(as_tensor_arg(input))
+    axes = normalize_axes(dim, x.ndim)
+    # Shifting by the (detached) max keeps exp from overflowing; the shift's
+    # gradient cancels exactly, so detaching it changes no derivative.
+    shift = P.reduce_max(x, axes=axes).detach() if x.numel() else \
+        Tensor._make(np.zeros(tuple(s for i, s in enumerate(x.shape) if i not in axes),
+                              x._dtype.np))
+    shift = where(isinf(shift), 0.0, shift)
+    kept = P.reshape(shift, shape=tuple(1 if i in axes else s for i, s in enumerate(x.shape)))
+    out = P.log(P.reduce_sum(P.exp(x - kept), axes=axes)) + shift
+    return _keep(out, x, axes, keepdim)
+
+
+def _softmax_dim(input, dim):
+    if dim is None:
+        import warnings
+        warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the "
+                      "call to include dim=X as an argument.", stacklevel=3)
+        return 0 if input.ndim in (0, 1, 3) else 1
+    return dim
+
+
+@_named("SoftmaxBackward0")
+def softmax(input, dim=None, dtype=None):
+    x = as_tensor_arg(input)
+    x = _to_float(x if dtype is None else _cast(x, dtypes.as_dtype(dtype)))
+    dim = _softmax_dim(x, dim)
+    e = exp(x - amax(x, dim, keepdim=True).detach())
+    return e / sum(e, dim, keepdim=True)
+
+
+@_named("LogSoftmaxBackward0")
+def log_softmax(input, dim=None, dtype=None):
+    x = as_tensor_arg(input)
+    x = _to_float(x if dtype is None else _cast(x, dtypes.as_dtype(dtype)))
+    dim = _softmax_dim(x, dim)
+    return x - logsumexp(x, dim, keepdim=True)
+
+
+# ----------------------------------------------------------- matrix products
+
+def _check_same_dtype(a, b, what):
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"{what}: expected both operands to have the same dtype, but got "
+                           f"{_short(a._dtype)} and {_short(b._dtype)}")
+
+
+@_named("DotBackward0")
+def dot(input, other):
+    input, other = as_tensor_arg(input), as_tensor_arg(other, "other")
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           "tensors")
+    if input.shape != other.shape:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
+                           f"src [{other.shape[0]}] to have the same number of elements, but "
+                           "got 1 and 1 elements respectively")
+    _check_same_dtype(input, other, "dot")
+    out = P.matmul(P.reshape(input, shape=(1, input.shape[0])),
+                   P.reshape(other, shape=(other.shape[0], 1)))
+    return P.reshape(out, shape=())
+
+
+@_named("MmBackward0")
+def mm(input, mat2):
+    input, mat2 = as_tensor_arg(input), as_tensor_arg(mat2, "mat2")
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
+    _check_same_dtype(input, mat2, "mm")
+    return P.matmul(input, mat2)
+
+
+@_named("MvBackward0")
+def mv(input, vec):
+    input, vec = as_tensor_arg(input), as_tensor_arg(vec, "vec")
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
+    _check_same_dtype(input, vec, "mv")
+    out = P.matmul(input, P.reshape(vec, shape=(vec.shape[0], 1)))
+    return P.reshape(out, shape=(input.shape[0],))
+
+
+@_named("BmmBackward0")
+def bmm(input, mat2):
+    input, mat2 = as_tensor_arg(input), as_tensor_arg(mat2, "mat2")
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"batch{1 if input.ndim != 3 else 2} must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError("batch1 and batch2 must have same number of batches, got "
+                           f"{input.shape[0]} and {mat2.shape[0]}")
+    _check_same_dtype(input, mat2, "bmm")
+    return P.matmul(input, mat2)
+
+
+def matmul(input, other):
+    input, other = as_tensor_arg(input), as_tensor_arg(other, "other")
+    if input.ndim == 0 or other.ndim == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{input.ndim}D and {other.ndim}D")
+    _check_same_dtype(input, other, "matmul")
+    if input.ndim == 1 and other.ndim == 1:
+        return dot(input, other)
+    if input.ndim == 2 and other.ndim == 2:
+        return mm(input, other)
+    if input.ndim == 2 and other.ndim == 1:
+        return mv(input, other)
+    if input.ndim == 3 and other.ndim == 3 and input.shape[0] == other.shape[0]:
+        return bmm(input, other)
+    return _batched_matmul(input, other)
+
+
+@_named("UnsafeViewBackward0")
+def _batched_matmul(input, other):
+    a = P.reshape(input, shape=(1,) + input.shape) if input.ndim == 1 else input
+    b = P.reshape(other, shape=other.shape + (1,)) if other.ndim == 1 else other
+    out = P.matmul(a, b)
+    if input.ndim == 1:
+        out = P.reshape(out, shape=out.shape[:-2] + out.shape[-1:])
+    if other.ndim == 1:
+        out = P.reshape(out, shape=out.shape[:-1])
+    return out
+
+
+def outer(input, vec2):
+    return unsqueeze(input, 1) * unsqueeze(vec2, 0)
+
+
+# --------------------------------------------------------------- shape ops
+
+@_named("ViewBackward0")
+def reshape(input, *shape):
+    input = as_tensor_arg(input)
+    shape = infer_reshape(sizes_from_args(shape, "shape") if not (
+        len(shape) == 1 and isinstance(shape[0], (tuple, list))) else shape[0], input.numel())
+    return P.reshape(input, shape=tuple(shape))
+
+
+def view(input, *shape):
+    input = as_tensor_arg(input)
+    if len(shape) == 1 and isinstance(shape[0], (dtypes.DType, type)):
+        raise TypeError("view(dtype) is not supported; use .to(dtype)")
+    target = infer_reshape(shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list))
+                           else shape, input.numel())
+    trial = input._data.view()
+    try:
+        trial.shape = target
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride "
+                           "(at least one dimension spans across two contiguous subspaces). "
+                           "Use .reshape(...) instead.") from None
+    return reshape(input, target)
+
+
+@_named("ViewBackward0")
+def flatten(input, start_dim=0, end_dim=-1):
+    input = as_tensor_arg(input)
+    if input.ndim == 0:
+        return P.reshape(input, shape=(1,))
+    start, end = normalize_dim(start_dim, input.ndim), normalize_dim(end_dim, input.ndim)
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = input.shape[:start] + (math.prod(input.shape[start:end + 1]),) + input.shape[end + 1:]
+    return P.reshape(input, shape=shape)
+
+
+def unflatten(input, dim, sizes):
+    input = as_tensor_arg(input)
+    d = normalize_dim(dim, input.ndim)
+    inner = infer_reshape(sizes, input.shape[d])
+    return reshape(input, input.shape[:d] + inner + input.shape[d + 1:])
+
+
+@_named("PermuteBackward0")
+def permute(input, *dims):
+    input = as_tensor_arg(input)
+    dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    if len(dims) != input.ndim:
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}")
+    perm = tuple(normalize_dim(d, input.ndim) for d in dims)
+    if len(set(perm)) != len(perm):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return P.transpose(input, perm=perm)
+
+
+@_named("TransposeBackward0")
+def transpose(input, dim0, dim1):
+    input = as_tensor_arg(input)
+    if input.ndim == 0:
+        return P.reshape(input, shape=())
+    a, b = normalize_dim(dim0, input.ndim), normalize_dim(dim1, input.ndim)
+    perm = list(range(input.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return P.transpose(input, perm=tuple(perm))
+
+
+swapaxes = transpose
+
+
+@_named("TBackward0")
+def t(input):
+    input = as_tensor_arg(input)
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input.ndim}D")
+    return P.transpose(input, perm=tuple(reversed(range(input.ndim))))
+
+
+@_named("UnsqueezeBackward0")
+def unsqueeze(input, dim):
+    input = as_tensor_arg(input)
+    d = normalize_dim(dim, input.ndim + 1)
+    return P.reshape(input, shape=input.shape[:d] + (1,) + input.shape[d:])
+
+
+@_named(lambda input, dim=None: "SqueezeBackward0" if dim is None else "SqueezeBackward1")
+def squeeze(input, dim=None):
+    input = as_tensor_arg(input)
+    if dim is None:
+        axes = {i for i, s in enumerate(input.shape) if s == 1}
+    else:
+        axes = {normalize_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)}
+        axes = {a for a in axes if input.ndim and input.shape[a] == 1}
+    return P.reshape(input, shape=tuple(s for i, s in enumerate(input.shape) if i not in axes))
+
+
+@_named("ExpandBackward0")
+def expand(input, *sizes):
+    input = as_tensor_arg(input)
+    sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    if len(sizes) < input.ndim:
+        raise RuntimeError(f"expand(torch.{input.type().split('.')[-1]}{{{list(input.shape)}}}, "
+                           f"size={list(sizes)}): the number of sizes provided "
+                           f"({len(sizes)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({input.ndim})")
+    lead = len(sizes) - input.ndim
+    target = []
+    for i, s in enumerate(sizes):
+        if s == -1:
+            if i < lead:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            s = input.shape[i - lead]
+        target.append(s)
+    return P.broadcast_to(input, shape=tuple(target))
+
+
+def expand_as(input, other):
+    return expand(input, other.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, tuple(size))
+
+
+def broadcast_tensors(*tensors):
+    from ..ir.shapes import broadcast_shapes
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(expand(t, shape) for t in tensors)
+
+
+def _promote_all(tensors, what):
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{what}() argument 'tensors' must be a tuple or list of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{what}() expects a non-empty TensorList")
+    for k, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got "
+                            f"{type(t).__name__}")
+    dtype = tensors[0]._dtype
+    for t in tensors[1:]:
+        dtype = dtypes.promote(dtype, t._dtype)
+    return [_cast(t, dtype) for t in tensors]
+
+
+@_named("CatBackward0")
+def cat(tensors, dim=0):
+    tensors = _promote_all(tensors, "cat")
+    if tensors[0].ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    axis = normalize_dim(dim, tensors[0].ndim)
+    for k, t in enumerate(tensors):
+        if t.ndim != tensors[0].ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got "
+                               f"{tensors[0].ndim} and {t.ndim}")
+    return P.concatenate(*tensors, axis=axis)
+
+
+concat = concatenate = cat
+
+
+@_named("StackBackward0")
+def stack(tensors, dim=0):
+    tensors = _promote_all(tensors, "stack")
+    for k, t in enumerate(tensors):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at "
+                               f"entry {k}")
+    axis = normalize_dim(dim, tensors[0].ndim + 1)
+    shape = tensors[0].shape[:axis] + (1,) + tensors[0].shape[axis:]
+    return P.concatenate(*[P.reshape(t, shape=shape) for t in tensors], axis=axis)
+
+
+def _narrow_spec(ndim, axis, start, stop):
+    return (("slice", None, None, None),) * axis + (("slice", start, stop, None),)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    tensor = as_tensor_arg(tensor, "tensor")
+    axis = normalize_dim(dim, tensor.ndim)
+    size = tensor.shape[axis]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and size:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {size}")
+        bounds = [(s, builtins.min(s + step, size)) for s in range(0, size, builtins.max(step, 1))]
+        name = "SplitBackward0"
+    else:
+        sections = list(split_size_or_sections)
+        if builtins.sum(sections) != size:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                               f"(input tensor's size at dimension {axis}), but got "
+                               f"split_sizes={sections}")
+        starts = np.cumsum([0] + sections[:-1]).tolist()
+        bounds = [(s, s + n) for s, n in zip(starts, sections)]
+        name = "SplitWithSizesBackward0"
+    parts = []
+    for start, stop in bounds:
+        part = P.index(tensor, spec=_narrow_spec(tensor.ndim, axis, start, stop))
+        if part.grad_fn is not None:
+            part.grad_fn.label = name
+        parts.append(part)
+    return tuple(parts)
+
+
+def chunk(input, chunks, dim=0):
+    input = as_tensor_arg(input)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    axis = normalize_dim(dim, input.ndim)
+    size = input.shape[axis]
+    return split(input, builtins.max(1, -(-size // chunks)), axis)
+
+
+def unbind(input, dim=0):
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dim, input.ndim)
+    spec = (("slice", None, None, None),) * axis
+    return tuple(P.index(input, spec=spec + (("int", i),)) for i in range(input.shape[axis]))
+
+
+def narrow(input, dim, start, length):
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dim, input.ndim)
+    return P.index(input, spec=_narrow_spec(input.ndim, axis, start, start + length))
+
+
+# --------------------------------------------------------------- gathering
+
+def index_with_arrays(input, arrays):
+    """input[arrays[0], arrays[1], ...] with integer tensors (numpy advanced indexing)."""
+    return P.index(input, *arrays, spec=(("array",),) * len(arrays))
+
+
+def _as_index_tensor(index, name="index"):
+    index = as_tensor_arg(index, name)
+    if index._dtype.category != dtypes.INTEGER:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    return index
+
+
+@_named("IndexSelectBackward0")
+def index_select(input, dim, index):
+    input = as_tensor_arg(input)
+    index = _as_index_tensor(index, "index_select")
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    axis = normalize_dim(dim, input.ndim)
+    _check_bounds(index, input.shape[axis] if input.ndim else 1, axis, "index_select")
+    spec = (("slice", None, None, None),) * axis + (("array",),)
+    return P.index(input, P.reshape(index, shape=(index.numel(),)), spec=spec)
+
+
+def _check_bounds(index, size, axis, what):
+    if index.numel() and (index._data.max() >= size or index._data.min() < -size):
+        bad = index._data.max() if index._data.max() >= size else index._data.min()
+        raise IndexError(f"{what}(): index {bad} is out of bounds for dimension {axis} with "
+                         f"size {size}")
+
+
+@_named("GatherBackward0")
+def gather(input, dim, index):
+    input = as_tensor_arg(input)
+    index = _as_index_tensor(index, "gather")
+    axis = normalize_dim(dim, input.ndim)
+    if index.ndim != input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input "
+                           "tensor")
+    for d in range(input.ndim):
+        if d != axis and index.shape[d] > input.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index "
+                               f"{list(index.shape)} to be smaller than self "
+                               f"{list(input.shape)} apart from dimension {axis}")
+    _check_bounds(index, input.shape[axis], axis, "gather")
+    grids = []
+    for d in range(input.ndim):
+        if d == axis:
+            grids.append(index)
+        else:
+            shape = [1] * input.ndim
+            shape[d] = index.shape[d]
+            grids.append(Tensor._make(np.arange(index.shape[d]).reshape(shape), dtypes.int64))
+    return index_with_arrays(input, grids)
+
+
+def take_along_dim(input, indices, dim):
+    return gather(input, dim, indices)
+
+
+# ------------------------------------------------------------ copies and casts
+
+@_named("CloneBackward0")
+def clone(input):
+    input = as_tensor_arg(input)
+    return P.convert(input, dtype=input._dtype)
+
+
+def contiguous(input):
+    input = as_tensor_arg(input)
+    return input if input._data.flags.c_contiguous else clone(input)
+
+
+def to(input, *args, **kwargs):
+    """``to(dtype)``, ``to("cpu")``, ``to(other_tensor)``; there is only the CPU."""
+    dtype = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a._dtype
+        elif isinstance(a, dtypes.DType) or a in (float, int, bool):
+            dtype = a
+        elif not (isinstance(a, str) and a.startswith("cpu")) and a is not None:
+            raise TypeError(f"to() received an invalid argument {a!r}; fusegrad runs on the "
+                            "CPU only")
+    if dtype is None:
+        return input
+    dtype = dtypes.as_dtype(dtype)
+    return input if dtype is input._dtype else P.convert(input, dtype=dtype)
+
+
+def detach(input):
+    return input.detach()
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input) -> bool:
+    return input.is_floating_point()

@@ -1,0 +1,408 @@
+"""The eager Tensor: a numpy array plus what autograd needs to know about it.
+
+Every operation on tensors goes through ``primitives.bind``; the handler here
+runs the primitive's numpy implementation at once and, when a gradient is
+needed, records a backward node. Tensor methods are thin: the ops themselves
+live in ``ops.py``.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir import primitives as P
+from ..runtime import autograd, grad_mode
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+               "int32": "IntTensor", "bool": "BoolTensor"}
+
+
+def tensor_type_name(np_dtype) -> str:
+    return "fusegrad." + _TYPE_NAMES[dtypes.from_numpy_dtype(np_dtype).name]
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``fusegrad.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"fusegrad.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class Tensor:
+    """A multi-dimensional array that can record the operations applied to it.
+
+    >>> import fusegrad
+    >>> x = fusegrad.ones(2, 2, requires_grad=True)
+    >>> y = (x + 2).mean()
+    >>> y.backward()
+    >>> x.grad
+    tensor([[0.2500, 0.2500],
+            [0.2500, 0.2500]])
+    """
+
+    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad", "grad_fn", "_output_nr",
+                 "_version", "_base", "_view_version", "_hooks", "_accumulator",
+                 "_volatile", "__weakref__")
+    __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * t
+
+    def __new__(cls, *args, **kwargs):
+        from .creation import legacy_tensor
+        return legacy_tensor(cls, args, kwargs)
+
+    @classmethod
+    def _make(cls, data: np.ndarray, dtype=None) -> "Tensor":
+        t = object.__new__(cls)
+        t._data = data
+        t._dtype = dtype or dtypes.from_numpy_dtype(data.dtype)
+        t._requires_grad = False
+        t._grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._version = [0]
+        t._base = None
+        t._hooks = None
+        t._accumulator = None
+        t._volatile = False
+        return t
+
+    @classmethod
+    def _from_saved_output(cls, data, counter, node, output_nr) -> "Tensor":
+        t = cls._make(data)
+        t._version = counter
+        t.grad_fn = node
+        t._output_nr = output_nr
+        t._requires_grad = True
+        return t
+
+    # ------------------------------------------------------------ attributes
+
+    @property
+    def data(self) -> "Tensor":
+        """The same storage, detached from the graph (with its own version counter)."""
+        t = Tensor._make(self._data, self._dtype)
+        return t
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        self._data = value._data
+        self._dtype = value._dtype
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
+                                f"grad of type {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+            if value.dtype is not self._dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+        self._grad = value
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        flag = bool(flag)
+        if self.grad_fn is not None:
+            if flag == self._requires_grad:
+                return
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if flag and not self._dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        self._requires_grad = flag
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        node = self.grad_fn
+        return node is not None and self._output_nr in node.retained
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def T(self) -> "Tensor":
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self) -> "Tensor":
+        return self.transpose(-2, -1)
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        from ..ir.shapes import normalize_dim
+        return self._data.shape[normalize_dim(dim, self.ndim)]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    def nelement(self) -> int:
+        return self._data.size
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_contiguous(self) -> bool:
+        return self._data.flags.c_contiguous
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return tensor_type_name(self._data.dtype)
+        return self.to(dtype)
+
+    def stride(self, dim=None):
+        strides = tuple(s // self._dtype.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[dim]
+
+    # ---------------------------------------------------------- conversions
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self) -> np.ndarray:
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.category != dtypes.INTEGER or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        from .printing import tensor_repr
+        suffixes = []
+        if self.grad_fn is not None:
+            suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._requires_grad:
+            suffixes.append("requires_grad=True")
+        return tensor_repr(self._data, self._dtype, dtypes.float32, suffixes)
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self._data.copy(), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        t = type(self)._make(self._data.copy(), self._dtype)
+        t._requires_grad = self._requires_grad
+        if self._grad is not None:
+            t._grad = self._grad.detach().clone()
+        memo[id(self)] = t
+        return t
+
+    # ---------------------------------------------------------- autograd API
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulates the gradient of this tensor into the leaves' ``.grad``."""
+        from ..autograd.api import backward
+        backward((self,), None if gradient is None else (gradient,), retain_graph,
+                 create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        t = Tensor._make(self._data, self._dtype)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is not None:
+            self.grad_fn.retained[self._output_nr] = weakref.ref(self)
+
+    def register_hook(self, hook):
+        """Calls ``hook(grad)`` when this tensor's gradient is computed; a
+        returned tensor replaces the gradient. Returns a handle with ``remove()``."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            hooks = self._hooks
+        else:
+            hooks = self.grad_fn.tensor_hooks.setdefault(self._output_nr, {})
+        handle = autograd.RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def _grad_accumulator(self):
+        node = self._accumulator() if self._accumulator is not None else None
+        if node is None:
+            node = autograd.AccumulateGrad(self)
+            self._accumulator = weakref.ref(node)
+        return node
+
+    # -------------------------------------------------------- in-place ops
+
+    def _check_inplace(self) -> None:
+        if not grad_mode.is_grad_enabled():
+            return
+        if self.grad_fn is None and self._requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        if self._base is not None and (self._requires_grad or self._base._requires_grad):
+            raise RuntimeError(
+                "in-place modification of a view of a tensor that requires grad is not "
+                "supported by fusegrad; apply the op to the base tensor or clone() the view")
+
+    def _commit_inplace(self, result: "Tensor") -> "Tensor":
+        """Makes ``result`` (computed out of place from self) this tensor's value and history."""
+        if not np.can_cast(result._data.dtype, self._data.dtype, casting="same_kind"):
+            raise RuntimeError(f"result type {result._dtype.name.capitalize()} can't be cast "
+                               f"to the desired output type {self._dtype.name.capitalize()}")
+        np.copyto(self._data, result._data, casting="unsafe")
+        self._version[0] += 1
+        if result.grad_fn is not None:
+            self.grad_fn = result.grad_fn
+            self._output_nr = result._output_nr
+            self._requires_grad = True
+        return self
+
+
+def _rebuild(data, requires_grad):
+    t = Tensor._make(data)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _scalar_dtype(args):
+    chosen = None
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._dtype.category != dtypes.BOOL:
+                return a._dtype
+            chosen = chosen or a._dtype
+    return chosen
+
+
+def eager_bind(prim, args, params):
+    """Runs a primitive on tensors now, recording a backward node when needed."""
+    tensors = args
+    for a in args:
+        if not isinstance(a, Tensor):
+            dtype = _scalar_dtype(args)
+            tensors = tuple(a if isinstance(a, Tensor) else
+                            Tensor._make(np.array(a, dtype.np), dtype) for a in args)
+            break
+    shape, dtype = prim.shape_rule(*tensors, **params)
+    data = prim.impl(*[t._data for t in tensors], **params)
+    if data.__class__ is not np.ndarray or data.dtype is not dtype.np:
+        data = np.asarray(data, dtype.np)
+    out = Tensor._make(data, dtype)
+    first = tensors[0]
+    if prim.view and np.may_share_memory(data, first._data):
+        out._version = first._version
+        out._base = first._base if first._base is not None else first
+        out._view_version = first._version[0]
+    if any(t._volatile for t in tensors):
+        out._volatile = True
+    elif (grad_mode._state.enabled and dtype.category == dtypes.FLOATING
+            and any(t._requires_grad for t in tensors)):
+        needs = [t._requires_grad and prim.rule_for(i) is not None
+                 for i, t in enumerate(tensors)]
+        if any(needs):
+            for t in tensors:
+                if t._base is not None and t._requires_grad and t._version[0] != t._view_version:
+                    raise RuntimeError(
+                        "a view of a tensor that was since modified in-place is used in a "
+                        "computation that requires grad; take the view again after the "
+                        "in-place operation")
+            out.grad_fn = autograd.PrimitiveBackward(prim, params, tensors, out, needs)
+            out._requires_grad = True
+    return out
+
+
+P.register_value_type(Tensor, eager_bind, level=0)
