@@ -12,13 +12,14 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import operator
 from collections import namedtuple
 
 import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim, sizes_from_args
+from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim
 from ..runtime import autograd
 from .tensor import Tensor
 
@@ -640,20 +641,26 @@ def outer(input, vec2):
 
 # --------------------------------------------------------------- shape ops
 
+def _shape_arg(shape, input) -> tuple:
+    """A target shape given as varargs or one sequence, with one -1 resolved."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    try:
+        shape = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"shape must be a sequence of ints, got {shape!r}") from None
+    return infer_reshape(shape, input.numel())
+
+
 @_named("ViewBackward0")
 def reshape(input, *shape):
     input = as_tensor_arg(input)
-    shape = infer_reshape(sizes_from_args(shape, "shape") if not (
-        len(shape) == 1 and isinstance(shape[0], (tuple, list))) else shape[0], input.numel())
-    return P.reshape(input, shape=tuple(shape))
+    return P.reshape(input, shape=_shape_arg(shape, input))
 
 
 def view(input, *shape):
     input = as_tensor_arg(input)
-    if len(shape) == 1 and isinstance(shape[0], (dtypes.DType, type)):
-        raise TypeError("view(dtype) is not supported; use .to(dtype)")
-    target = infer_reshape(shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list))
-                           else shape, input.numel())
+    target = _shape_arg(shape, input)
     trial = input._data.view()
     try:
         trial.shape = target
