@@ -103,6 +103,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
 
     def vjp(*args):
+        with grad_mode.enable_grad():  # the numerical pass calls this under no_grad
+            return _vjp(*args)
+
+    def _vjp(*args):
         primal, cotangents = args[:n], args[n:]
         outs = [o for o in _float_outputs(func, primal) if o.requires_grad]
         grads = grad(outs, [primal[i] for i in diff], cotangents, create_graph=True,

@@ -211,7 +211,8 @@ softplus = Primitive("softplus", lambda x: np.logaddexp(x, 0).astype(x.dtype, co
 softplus.defvjp(x=lambda g, x: g * sigmoid(x))
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
-erf = Primitive("erf", lambda x: _erf_scalar(x).astype(x.dtype), _float_unary_rule("erf"))
+erf = Primitive("erf", lambda x: np.asarray(_erf_scalar(x), np.float64).astype(x.dtype),
+                _float_unary_rule("erf"))
 erf.defvjp(x=lambda g, x: g * (exp(-(x * x)) * (2.0 / math.sqrt(math.pi))))
 
 abs_ = Primitive("abs", np.abs, lambda x: (x.shape, x.dtype))
@@ -298,15 +299,16 @@ reduce_min = Primitive("reduce_min", lambda x, axes: np.minimum.reduce(x, axis=a
 reduce_min.defvjp(x=_share_extremum)
 
 
-def _prod_vjp(g, x, axes):
-    # d prod / d x_i is the product of the other elements. Written without
-    # dividing by x_i, so zeros are exact: one zero makes its own slot
-    # non-zero and every other slot zero; two zeros make every slot zero.
+def _prod_vjp(g, x, out, axes):
+    # d prod / d x_i is the product of the other elements: out / x_i where
+    # x_i != 0 (differentiable through out, so second order is right too).
+    # At a zero it is the product of the non-zeros if that zero is the only
+    # one, else 0; no division by zero happens on either branch.
     is_zero = x == 0.0
     zeros = expand_reduced(reduce_sum(convert(is_zero, dtype=x.dtype), axes=axes), x.shape, axes)
     nonzero_prod = expand_reduced(reduce_prod(where(is_zero, 1.0, x), axes=axes), x.shape, axes)
     others = where(is_zero, where(zeros == 1.0, nonzero_prod, 0.0),
-                   where(zeros == 0.0, nonzero_prod / where(is_zero, 1.0, x), 0.0))
+                   expand_reduced(out, x.shape, axes) / where(is_zero, 1.0, x))
     return expand_reduced(g, x.shape, axes) * others
 
 

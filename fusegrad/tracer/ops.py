@@ -343,7 +343,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def _require_nonempty(input, axes, name):
-    if any(input.shape[a] == 0 for a in axes) or (not axes and input.numel() == 0):
+    if builtins.any(input.shape[a] == 0 for a in axes) or (not axes and input.numel() == 0):
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                            "== 0. Specify the reduction dim with the 'dim' argument.")
 

@@ -1,0 +1,140 @@
+"""The op table (tests/op_table.py) through one parametrized suite."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.ir import primitives
+from fusegrad.tracer import tensor as tensor_module
+from op_table import OPS, OPS_BY_NAME
+
+CASES = [pytest.param(op, sample, id=f"{op.name}-{sample!r}")
+         for op in OPS for sample in op.samples]
+DIFF_CASES = [c for c in CASES if c.values[0].differentiable]
+SECOND_CASES = [c for c in DIFF_CASES if c.values[0].second_order]
+
+
+def _is_float_array(a):
+    return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+
+
+def _float_positions(op, sample):
+    if op.float_inputs is not None:
+        return op.float_inputs
+    return tuple(i for i, a in enumerate(sample.args) if _is_float_array(a))
+
+
+def _tensors(op, sample, dtype, requires_grad=False):
+    out = []
+    for i, a in enumerate(sample.args):
+        if not isinstance(a, np.ndarray):
+            out.append(a)
+        elif i in _float_positions(op, sample):
+            out.append(fg.tensor(a, dtype=dtype, requires_grad=requires_grad))
+        else:
+            out.append(fg.tensor(a))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op,sample", CASES)
+def test_values_match_numpy(op, sample, dtype):
+    result = op.op(*_tensors(op, sample, dtype), **sample.kwargs)
+    expected = np.asarray(op.ref(*sample.args, **sample.kwargs))
+    assert tuple(result.shape) == expected.shape
+    if expected.dtype.kind == "f":
+        assert result.dtype is dtype
+        rtol = op.rtol32 if dtype is fg.float32 else 1e-12
+        np.testing.assert_allclose(result.numpy(), expected, rtol=rtol, atol=rtol)
+    else:
+        np.testing.assert_array_equal(result.numpy(), expected)
+
+
+@pytest.mark.parametrize("op,sample", CASES)
+def test_differentiable_flag(op, sample):
+    """The flag holds both ways: differentiable ops give outputs that require grad, the others don't."""
+    args = _tensors(op, sample, fg.float64, requires_grad=True)
+    assert op.op(*args, **sample.kwargs).requires_grad == op.differentiable
+
+
+def _as_function(op, sample):
+    positions = _float_positions(op, sample)
+    args = _tensors(op, sample, fg.float64)
+
+    def fn(*diff_args):
+        full = list(args)
+        for p, a in zip(positions, diff_args):
+            full[p] = a
+        return op.op(*full, **sample.kwargs)
+
+    diff_inputs = tuple(fg.tensor(sample.args[p], dtype=fg.float64, requires_grad=True)
+                        for p in positions)
+    return fn, diff_inputs
+
+
+@pytest.mark.parametrize("op,sample", DIFF_CASES)
+def test_gradients_match_finite_differences(op, sample):
+    fn, inputs = _as_function(op, sample)
+    assert fg.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("op,sample", SECOND_CASES)
+def test_second_derivatives_match_finite_differences(op, sample):
+    fn, inputs = _as_function(op, sample)
+    assert fg.autograd.gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("op,sample", DIFF_CASES)
+def test_float32_gradients_agree_with_float64(op, sample):
+    grads = {}
+    for dtype in (fg.float32, fg.float64):
+        args = _tensors(op, sample, dtype, requires_grad=True)
+        out = op.op(*args, **sample.kwargs)
+        seed = fg.tensor(np.linspace(-1, 1, out.numel()).reshape(out.shape), dtype=dtype)
+        leaves = [a for a in args if isinstance(a, fg.Tensor) and a.requires_grad]
+        grads[dtype] = fg.autograd.grad(out, leaves, seed)
+        for g in grads[dtype]:
+            assert g.dtype is dtype
+    for g32, g64 in zip(grads[fg.float32], grads[fg.float64]):
+        np.testing.assert_allclose(g32.numpy(), g64.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_op_table_exercises_every_primitive(monkeypatch):
+    seen = set()
+    original = tensor_module.eager_bind
+
+    def recording_bind(prim, args, params):
+        seen.add(prim.name)
+        return original(prim, args, params)
+
+    monkeypatch.setattr(primitives, "_handlers", [(0, fg.Tensor, recording_bind)])
+    for op in OPS:
+        for sample in op.samples:
+            args = _tensors(op, sample, fg.float64, requires_grad=op.differentiable)
+            out = op.op(*args, **sample.kwargs)
+            if out.requires_grad:
+                leaves = [a for a in args if isinstance(a, fg.Tensor) and a.requires_grad]
+                grads = fg.autograd.grad(out.sum(), leaves, create_graph=True, allow_unused=True)
+                for g in grads:
+                    if g is not None and g.requires_grad:
+                        fg.autograd.grad(g.sum(), leaves, retain_graph=True, allow_unused=True)
+    fg.cat([fg.ones(2, requires_grad=True), fg.ones(1)]).sum().backward()  # concatenate
+    fg.ones(3).to(fg.float64)  # convert
+    (fg.ones(3) > 0) & (fg.ones(3) > 1) | ~(fg.ones(3) > 0)  # logical ops
+    missing = set(primitives.PRIMITIVES) - seen
+    assert not missing, f"primitives no op in the table reaches: {sorted(missing)}"
+
+
+SPEC_OPS = ("add sub mul div pow neg matmul_op abs exp log log1p expm1 sqrt rsqrt sin cos tan "
+            "tanh sigmoid relu gelu softplus erf clamp maximum minimum where lt le gt ge eq ne "
+            "sum mean prod max min amax amin argmax argmin norm var std logsumexp all any "
+            "softmax log_softmax matmul mm bmm dot reshape view flatten permute transpose t "
+            "unsqueeze squeeze expand broadcast_to cat stack split chunk getitem_basic "
+            "getitem_array getitem_mask setitem index_select gather mse_loss cross_entropy "
+            "linear layer_norm").split()
+
+
+def test_op_table_covers_every_op_in_spec():
+    assert [name for name in SPEC_OPS if name not in OPS_BY_NAME] == []
