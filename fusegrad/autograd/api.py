@@ -111,13 +111,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     captured = engine.execute(edges, seeds, retain_graph=retain_graph, create_graph=create_graph,
                               capture=[engine.gradient_edge(t) for t in inputs])
     result = []
-    for t, g in zip(inputs, captured):
+    for index, (t, g) in enumerate(zip(inputs, captured)):
         if g is None:
             if materialize_grads:
                 g = zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
-                                   "desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {index} appears to not "
+                                   "have been used in the graph. Set allow_unused=True if this is "
+                                   "the desired behavior.")
         result.append(g)
     return tuple(result)

@@ -30,6 +30,9 @@ class FunctionCtx(engine.Node):
     def name(self) -> str:
         return self._function_cls.__name__ + "Backward"
 
+    def __repr__(self) -> str:
+        return f"<fusegrad.autograd.function.{self.name()} object at {hex(id(self))}>"
+
     def save_for_backward(self, *tensors) -> None:
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
@@ -150,7 +153,7 @@ class Function:
             differentiable = id(out) not in ctx._non_differentiable
             if id(out) in ctx._dirty:
                 out._check_inplace()
-                out._version[0] += 1
+                out._version_counter[0] += 1
             elif id(out) in inputs_by_id:  # an input returned as it is: a new alias
                 out = out.detach()
             if record and differentiable and out.dtype.is_floating_point:

@@ -221,7 +221,7 @@ abs_.defvjp(x=lambda g, x: g * sign(x))
 sign = Primitive("sign", np.sign, lambda x: (x.shape, x.dtype))  # zero derivative: no rule
 
 # The cotangent's cast back to the input dtype is unbroadcast's job, so the rule is g.
-convert = Primitive("convert", lambda x, dtype: x.astype(dtype.np),
+convert = Primitive("convert", lambda x, dtype: np.array(x, dtype=dtype.np, order="C"),
                     lambda x, dtype: (x.shape, dtype), backward_name="ToCopyBackward0")
 convert.defvjp(x=lambda g: g)
 
@@ -277,7 +277,7 @@ logical_or = Primitive("logical_or", np.logical_or,
 def _where_rule(cond, x, y):
     if cond.dtype is not dtypes.bool_:
         raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                        f"with dtype {cond.dtype}")
+                        f"with dtype {cond.dtype.name}")
     return broadcast_shapes(cond.shape, x.shape, y.shape), _same_dtype("where", x, y)
 
 
@@ -334,10 +334,14 @@ transpose.defvjp(x=lambda g, perm: transpose(g, perm=tuple(np.argsort(perm).toli
 
 
 def _broadcast_to_rule(x, shape):
-    if broadcast_shapes(x.shape, shape) != shape:
-        raise RuntimeError(f"The expanded size of the tensor must match the existing size "
-                           f"{list(x.shape)} at a non-singleton dimension; target sizes: "
-                           f"{list(shape)}")
+    lead = len(shape) - len(x.shape)
+    for i, size in enumerate(x.shape):
+        if lead < 0 or size not in (1, shape[lead + i]):
+            dim = max(lead, 0) + i
+            raise RuntimeError(
+                f"The expanded size of the tensor ({shape[dim] if dim < len(shape) else -1}) "
+                f"must match the existing size ({size}) at non-singleton dimension {dim}.  "
+                f"Target sizes: {list(shape)}.  Tensor sizes: {list(x.shape)}")
     return shape, x.dtype
 
 
@@ -381,7 +385,10 @@ def _index_rule(x, *indices, spec):
     stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x.shape,
                                                (0,) * len(x.shape))
     fake = [np.zeros(idx.shape, np.intp) for idx in indices]
-    return stand_in[spec_to_numpy(spec, fake)].shape, x.dtype
+    try:
+        return stand_in[spec_to_numpy(spec, fake)].shape, x.dtype
+    except IndexError as exc:
+        raise IndexError(str(exc).replace(" axis ", " dimension ")) from None
 
 
 def _scatter_add_impl(v, *indices, spec, shape):
@@ -434,8 +441,9 @@ def _concatenate_rule(*xs, axis):
     for k, x in enumerate(xs[1:], 1):
         if len(x.shape) != len(first) or any(
                 a != b for d, (a, b) in enumerate(zip(x.shape, first)) if d != axis):
+            bad = next(d for d, (a, b) in enumerate(zip(x.shape, first)) if d != axis and a != b)
             raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. "
-                               f"Expected size {list(first)} but got size {list(x.shape)} "
+                               f"Expected size {first[bad]} but got size {x.shape[bad]} "
                                f"for tensor number {k} in the list.")
     return first[:axis] + (sum(x.shape[axis] for x in xs),) + first[axis + 1:], dtype
 

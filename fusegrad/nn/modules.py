@@ -23,7 +23,7 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter data must be a Tensor, not {type(data).__name__}")
         p = cls._make(data._data, data.dtype)
-        p._version = data._version
+        p._version_counter = data._version_counter
         p.requires_grad = requires_grad
         return p
 
@@ -156,7 +156,7 @@ class Module:
                                    f"{value.shape} from checkpoint, the shape in current model "
                                    f"is {own[name].shape}.")
             np.copyto(own[name]._data, value._data)
-            own[name]._version[0] += 1
+            own[name]._version_counter[0] += 1
 
     def extra_repr(self) -> str:
         return ""

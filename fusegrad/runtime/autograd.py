@@ -12,6 +12,7 @@ tensor itself (``Tensor`` hands it the root cotangents and a zeros factory).
 from __future__ import annotations
 
 import heapq
+import re
 import itertools
 import weakref
 
@@ -53,8 +54,8 @@ class SavedTensor:
     __slots__ = ("tensor", "version", "data", "counter", "output_of")
 
     def __init__(self, tensor, is_output_of=None):
-        self.version = tensor._version[0]
-        self.counter = tensor._version
+        self.version = tensor._version_counter[0]
+        self.counter = tensor._version_counter
         if is_output_of is None:
             self.tensor = tensor
             self.output_of = None
@@ -82,13 +83,13 @@ class SavedTensor:
             shape, type_name, node = list(self.data.shape), None, self.output_of[0]
             from ..tracer.tensor import tensor_type_name
             type_name = tensor_type_name(self.data.dtype)
-        where = f", which is output 0 of {node.name()}," if node is not None else ""
+        op = re.sub(r"Backward\d*$", "", node.name()) if node is not None else None
+        where = f", which is output 0 of {op}," if op else ""
         return ("one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{type_name} {shape}]{where} is at version "
-                f"{self.counter[0]}; expected version {self.version} instead. Hint: the "
-                "backtrace further above shows the operation that failed to compute its "
-                "gradient. The variable in question was changed in there or anywhere later. "
-                "Good luck!")
+                f"{self.counter[0]}; expected version {self.version} instead. Hint: the tensor "
+                "was saved for the backward pass and modified in place afterwards; clone() it "
+                "before the in-place operation, or use the out-of-place op.")
 
 
 class Node:

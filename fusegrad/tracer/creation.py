@@ -45,6 +45,18 @@ def _flatten_data(data):
     return data
 
 
+def _check_rectangular(values, dim):
+    if not isinstance(values, list) or not values:
+        return
+    lengths = [len(v) if isinstance(v, list) else None for v in values]
+    for length in lengths[1:]:
+        if length != lengths[0]:
+            raise ValueError(f"expected sequence of length {lengths[0]} at dim {dim + 1} "
+                             f"(got {length})")
+    for v in values:
+        _check_rectangular(v, dim + 1)
+
+
 def _infer_dtype(values) -> "dtypes.DType":
     category = dtypes.BOOL
     stack = [values]
@@ -72,13 +84,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         inferred, array = data._dtype, data._data
     else:
         values = _flatten_data(data)
+        _check_rectangular(values, 0)
         inferred = _infer_dtype(values)
-        try:
-            array = np.array(values, dtype=inferred.np)
-        except ValueError as exc:
-            raise ValueError(f"expected sequence of equal-length lists: {exc}") from None
-        if array.dtype == object:
-            raise ValueError("expected sequence of equal-length lists")
+        array = np.array(values, dtype=inferred.np)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else inferred
     return _finish(np.array(array, dtype=dtype.np, copy=True), dtype, requires_grad)
 

@@ -76,11 +76,22 @@ def getitem(tensor: Tensor, index) -> Tensor:
     spec, arrays = parse_index(index, tensor.ndim)
     out = P.index(tensor, *arrays, spec=spec)
     if out.grad_fn is not None and not arrays:
-        kinds = {entry[0] for entry in spec}
-        out.grad_fn.label = ("SelectBackward0" if kinds == {"int"} and len(spec) == 1 else
-                             "SliceBackward0" if kinds == {"slice"} and len(spec) == 1 else
-                             "IndexBackward0")
+        out.grad_fn.label = _basic_index_name(spec)
     return out
+
+
+def _basic_index_name(spec) -> str:
+    """PyTorch applies a basic index as a chain of select/slice/unsqueeze ops
+    (full slices are no-ops): the node printed is that of the last one."""
+    name = "AliasBackward0"
+    for entry in spec:
+        if entry[0] == "int":
+            name = "SelectBackward0"
+        elif entry[0] == "slice" and entry[1:] != (None, None, None):
+            name = "SliceBackward0"
+        elif entry[0] == "none":
+            name = "UnsqueezeBackward0"
+    return name
 
 
 def setitem(tensor: Tensor, index, value) -> None:

@@ -3,6 +3,8 @@ two spellings, as in PyTorch), plus the in-place variants."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir import dtypes
 from . import indexing, ops
 from .tensor import Tensor
@@ -20,8 +22,25 @@ for _name in _METHODS:
     setattr(Tensor, _name, getattr(ops, _name))
 
 
+_NUMBERS = (bool, int, float, np.number, np.bool_)
+
+
+def _operator(op):
+    """The operator form of a binary op: NotImplemented for foreign operands, so
+    Python raises its usual "unsupported operand type(s)" TypeError."""
+    def method(self, other):
+        if not isinstance(other, (Tensor,) + _NUMBERS):
+            return NotImplemented
+        return op(self, other)
+    return method
+
+
 def _reflected(op):
-    return lambda self, other: op(other, self)
+    def method(self, other):
+        if not isinstance(other, (Tensor,) + _NUMBERS):
+            return NotImplemented
+        return op(other, self)
+    return method
 
 
 def _no_bitwise(self, other):
@@ -36,25 +55,27 @@ def _logical(op):
     return method
 
 
-Tensor.__add__ = Tensor.__radd__ = ops.add
-Tensor.__sub__ = ops.sub
-Tensor.__rsub__ = ops.rsub
-Tensor.__mul__ = Tensor.__rmul__ = ops.mul
-Tensor.__truediv__ = ops.div
+Tensor.__add__ = _operator(ops.add)
+Tensor.__radd__ = _reflected(ops.add)
+Tensor.__sub__ = _operator(ops.sub)
+Tensor.__rsub__ = _operator(ops.rsub)
+Tensor.__mul__ = _operator(ops.mul)
+Tensor.__rmul__ = _reflected(ops.mul)
+Tensor.__truediv__ = _operator(ops.div)
 Tensor.__rtruediv__ = _reflected(ops.div)
-Tensor.__pow__ = ops.pow
+Tensor.__pow__ = _operator(ops.pow)
 Tensor.__rpow__ = _reflected(ops.pow)
-Tensor.__matmul__ = ops.matmul
+Tensor.__matmul__ = _operator(ops.matmul)
 Tensor.__rmatmul__ = _reflected(ops.matmul)
 Tensor.__neg__ = ops.neg
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = ops.abs
-Tensor.__eq__ = ops.eq
-Tensor.__ne__ = ops.ne
-Tensor.__lt__ = ops.lt
-Tensor.__le__ = ops.le
-Tensor.__gt__ = ops.gt
-Tensor.__ge__ = ops.ge
+Tensor.__eq__ = _operator(ops.eq)
+Tensor.__ne__ = _operator(ops.ne)
+Tensor.__lt__ = _operator(ops.lt)
+Tensor.__le__ = _operator(ops.le)
+Tensor.__gt__ = _operator(ops.gt)
+Tensor.__ge__ = _operator(ops.ge)
 Tensor.__and__ = Tensor.__rand__ = _logical(ops.logical_and)
 Tensor.__or__ = Tensor.__ror__ = _logical(ops.logical_or)
 Tensor.__xor__ = Tensor.__rxor__ = _logical(ops.logical_xor)

@@ -211,7 +211,7 @@ def where(condition, input, other):
     condition = as_tensor_arg(condition, "condition")
     if condition._dtype is not dtypes.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {condition._dtype}")
+                           f"with dtype {_short(condition._dtype)}")
     input, other = _check_operand(input), _check_operand(other)
     dtype = dtypes.result_type(input, other)
     return P.where(condition, _cast(input, dtype), _cast(other, dtype))
@@ -318,8 +318,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = _cast(input, dtypes.as_dtype(dtype))
     if not input._dtype.is_floating_point:
-        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                           f"floating point or complex dtype. Got: {_short(input._dtype)}")
+        which = "Input" if dtype is None else "Optional"
+        raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either "
+                           f"a floating point or complex dtype. Got: {_short(input._dtype)}")
     axes = normalize_axes(dim, input.ndim)
     count = math.prod(input.shape[a] for a in axes)
     return _keep(P.reduce_sum(input, axes=axes), input, axes, keepdim) / float(count)
@@ -364,8 +365,19 @@ def amin(input, dim=(), keepdim=False):
     return _keep(P.reduce_min(input, axes=axes), input, axes, keepdim)
 
 
-MaxResult = namedtuple("max", ["values", "indices"])
-MinResult = namedtuple("min", ["values", "indices"])
+def _return_type(name):
+    """(values, indices), printed the way PyTorch prints its return types."""
+    base = namedtuple(name, ["values", "indices"])
+
+    def __repr__(self):
+        return (f"fusegrad.return_types.{name}(\nvalues={self.values!r},\n"
+                f"indices={self.indices!r})")
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__})
+
+
+MaxResult = _return_type("max")
+MinResult = _return_type("min")
 
 
 def _select_along(input, indices, axis):
@@ -494,7 +506,11 @@ def norm(input, p="fro", dim=None, keepdim=False):
     x = _to_float(as_tensor_arg(input))
     axes = normalize_axes(dim, x.ndim)
     if p in ("fro", 2, 2.0):
-        out = P.sqrt(P.reduce_sum(x * x, axes=axes))
+        # PyTorch's subgradient at 0 is 0, where sqrt's derivative is infinite:
+        # sqrt only ever sees non-zero arguments (the "double where").
+        squares = P.reduce_sum(x * x, axes=axes)
+        zero = squares == 0.0
+        out = P.where(zero, 0.0, P.sqrt(P.where(zero, 1.0, squares)))
     elif p in (math.inf, "inf"):
         out = P.reduce_max(abs(x), axes=axes)
     elif p in (-math.inf, "-inf"):
@@ -555,8 +571,13 @@ def log_softmax(input, dim=None, dtype=None):
 
 def _check_same_dtype(a, b, what):
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"{what}: expected both operands to have the same dtype, but got "
-                           f"{_short(a._dtype)} and {_short(b._dtype)}")
+        if what == "dot":
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                               f"{_short(a._dtype)} and {_short(b._dtype)}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{a._dtype.name.replace('float32', 'float').replace('float64', 'double')}"
+                           f" != "
+                           f"{b._dtype.name.replace('float32', 'float').replace('float64', 'double')}")
 
 
 @_named("DotBackward0")
@@ -909,8 +930,8 @@ def index_select(input, dim, index):
 def _check_bounds(index, size, axis, what):
     if index.numel() and (index._data.max() >= size or index._data.min() < -size):
         bad = index._data.max() if index._data.max() >= size else index._data.min()
-        raise IndexError(f"{what}(): index {bad} is out of bounds for dimension {axis} with "
-                         f"size {size}")
+        raise RuntimeError(f"{what}(): index {bad} is out of bounds for dimension {axis} with "
+                           f"size {size}")
 
 
 @_named("GatherBackward0")

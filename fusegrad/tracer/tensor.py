@@ -50,7 +50,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_dtype", "_requires_grad", "_grad", "grad_fn", "_output_nr",
-                 "_version", "_base", "_view_version", "_hooks", "_accumulator",
+                 "_version_counter", "_base", "_view_version", "_hooks", "_accumulator",
                  "_volatile", "__weakref__")
     __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * t
 
@@ -67,7 +67,7 @@ class Tensor:
         t._grad = None
         t.grad_fn = None
         t._output_nr = 0
-        t._version = [0]
+        t._version_counter = [0]
         t._base = None
         t._hooks = None
         t._accumulator = None
@@ -77,7 +77,7 @@ class Tensor:
     @classmethod
     def _from_saved_output(cls, data, counter, node, output_nr) -> "Tensor":
         t = cls._make(data)
-        t._version = counter
+        t._version_counter = counter
         t.grad_fn = node
         t._output_nr = output_nr
         t._requires_grad = True
@@ -109,9 +109,14 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got "
                                 f"grad of type {type(value).__name__}")
             if value.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' "
+                                   f"to a tensor of size '{list(self.shape)}'. Please ensure that "
+                                   "the gradient and the tensor are the same size")
             if value.dtype is not self._dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError(f"attempting to assign a gradient with dtype "
+                                   f"'{value.dtype.name}' to a tensor with dtype "
+                                   f"'{self._dtype.name}'. Please ensure that the gradient and the "
+                                   "tensor have the same dtype")
         self._grad = value
 
     @property
@@ -122,20 +127,24 @@ class Tensor:
     def requires_grad(self, flag: bool) -> None:
         flag = bool(flag)
         if self.grad_fn is not None:
-            if flag == self._requires_grad:
-                return
+            if flag:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables.")
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use "
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
         if flag and not self._dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require "
-                               "gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = flag
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         self.requires_grad = requires_grad
         return self
+
+    @property
+    def _version(self) -> int:
+        """How many in-place operations this tensor's storage has seen."""
+        return self._version_counter[0]
 
     @property
     def is_leaf(self) -> bool:
@@ -285,7 +294,7 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         t = Tensor._make(self._data, self._dtype)
-        t._version = self._version
+        t._version_counter = self._version_counter
         return t
 
     def detach_(self) -> "Tensor":
@@ -344,7 +353,7 @@ class Tensor:
             raise RuntimeError(f"result type {result._dtype.name.capitalize()} can't be cast "
                                f"to the desired output type {self._dtype.name.capitalize()}")
         np.copyto(self._data, result._data, casting="unsafe")
-        self._version[0] += 1
+        self._version_counter[0] += 1
         if result.grad_fn is not None:
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
@@ -384,9 +393,9 @@ def eager_bind(prim, args, params):
     out = Tensor._make(data, dtype)
     first = tensors[0]
     if prim.view and np.may_share_memory(data, first._data):
-        out._version = first._version
+        out._version_counter = first._version_counter
         out._base = first._base if first._base is not None else first
-        out._view_version = first._version[0]
+        out._view_version = first._version_counter[0]
     if any(t._volatile for t in tensors):
         out._volatile = True
     elif (grad_mode._state.enabled and dtype.category == dtypes.FLOATING
@@ -395,7 +404,7 @@ def eager_bind(prim, args, params):
                  for i, t in enumerate(tensors)]
         if any(needs):
             for t in tensors:
-                if t._base is not None and t._requires_grad and t._version[0] != t._view_version:
+                if t._base is not None and t._requires_grad and t._version_counter[0] != t._view_version:
                     raise RuntimeError(
                         "a view of a tensor that was since modified in-place is used in a "
                         "computation that requires grad; take the view again after the "
