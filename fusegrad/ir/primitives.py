@@ -372,7 +372,9 @@ def spec_to_numpy(spec, indices):
 
 
 def _index_impl(x, *indices, spec):
-    return x[spec_to_numpy(spec, indices)]
+    # A trailing Ellipsis makes numpy return a 0-d view, not a scalar copy,
+    # when every dimension is indexed by an int: x[0] must alias x.
+    return x[spec_to_numpy(spec, indices) + (Ellipsis,) * (("ellipsis",) not in spec)]
 
 
 def _index_rule(x, *indices, spec):

@@ -1,0 +1,292 @@
+"""Autograd semantics beyond what the parity golden file pins down."""
+
+import gc
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+from fusegrad.autograd import Function
+
+
+def test_gradients_accumulate_until_zeroed():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(3):
+        (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 12.0])
+    x.grad.zero_()
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_leaf_grad_is_not_aliased_to_a_sibling_gradient():
+    a = fg.ones(2, requires_grad=True)
+    b = fg.ones(2, requires_grad=True)
+    (a + b).sum().backward()
+    a.grad.zero_()
+    np.testing.assert_allclose(b.grad.numpy(), [1.0, 1.0])
+
+
+def test_retain_graph_allows_a_second_backward():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])
+
+
+def test_third_derivative_through_create_graph():
+    x = fg.tensor(2.0, requires_grad=True)
+    y = x ** 4
+    (g1,) = fg.autograd.grad(y, x, create_graph=True)
+    (g2,) = fg.autograd.grad(g1, x, create_graph=True)
+    (g3,) = fg.autograd.grad(g2, x)
+    assert (g1.item(), g2.item(), g3.item()) == (32.0, 48.0, 48.0)
+
+
+def test_backward_with_create_graph_keeps_a_differentiable_leaf_grad():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    (x ** 3).sum().backward(create_graph=True)
+    assert x.grad.requires_grad
+    (g,) = fg.autograd.grad(x.grad.sum(), x)
+    np.testing.assert_allclose(g.numpy(), [6.0, 12.0])
+
+
+def test_grad_does_not_touch_dot_grad():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    fg.autograd.grad((x * x).sum(), x)
+    assert x.grad is None
+
+
+def test_grad_with_respect_to_an_intermediate():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    (gy,) = fg.autograd.grad((y * y).sum(), y)
+    np.testing.assert_allclose(gy.numpy(), [6.0, 12.0])
+
+
+def test_backward_of_several_outputs_with_grad_tensors():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    fg.autograd.backward([x * 2, x * x], [fg.ones(2), fg.tensor([1.0, 0.5])])
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 4.0])
+
+
+def test_hooks_run_in_registration_order_and_can_be_removed():
+    x = fg.tensor([1.0], requires_grad=True)
+    y = x * 1
+    calls = []
+    y.register_hook(lambda g: calls.append("a") or g * 2)
+    handle = y.register_hook(lambda g: calls.append("b") or g + 1)
+    y.backward(retain_graph=True)
+    assert calls == ["a", "b"] and x.grad.item() == 3.0
+    handle.remove()
+    y.backward()
+    assert x.grad.item() == 5.0
+
+
+def test_no_grad_decorator_and_nesting():
+    x = fg.ones(2, requires_grad=True)
+
+    @fg.no_grad()
+    def doubled(t):
+        return t * 2
+
+    assert not doubled(x).requires_grad
+    with fg.no_grad():
+        assert not fg.is_grad_enabled()
+        with fg.enable_grad():
+            assert (x * 2).requires_grad
+    assert fg.is_grad_enabled()
+
+
+def test_inplace_op_on_a_non_leaf_rebases_its_history():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.add_(1).mul_(2)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0])
+    assert y._version == 2
+
+
+def test_inplace_through_a_view_of_a_tensor_that_requires_grad_is_refused():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    with pytest.raises(RuntimeError, match="view"):
+        y[0].add_(1)
+
+
+def test_a_view_taken_before_an_inplace_change_of_its_base_is_refused():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    first = y[0]
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified in-place"):
+        (first * 1).backward()
+
+
+def test_optimizer_style_updates_under_no_grad_keep_leaves_leaves():
+    w = fg.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    with fg.no_grad():
+        w -= 0.1 * w.grad
+    assert w.is_leaf and w.requires_grad and w.grad_fn is None
+    np.testing.assert_allclose(w.detach().numpy(), [0.8, 1.6], rtol=1e-6)
+
+
+def test_graph_is_freed_when_outputs_die():
+    x = fg.ones(3, requires_grad=True)
+    y = (x * 2).exp()
+    node = weakref.ref(y.grad_fn)
+    del y
+    gc.collect()
+    assert node() is None
+
+
+def test_custom_function_with_two_outputs_and_materialized_zero_grads():
+    class SplitScale(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2, a * 3
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga * 2 + gb * 3
+
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    first, _ = SplitScale.apply(x)
+    first.sum().backward()  # the second output's gradient arrives as zeros
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
+
+
+def test_custom_function_wrong_gradient_count_is_an_error():
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, g
+
+    x = fg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="incorrect number of gradients"):
+        Bad.apply(x).sum().backward()
+
+
+def test_custom_function_setup_context_style():
+    class Square(Function):
+        @staticmethod
+        def forward(a):
+            return a * a
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 2 * a * g
+
+    x = fg.tensor([3.0], requires_grad=True)
+    Square.apply(x).backward()
+    assert x.grad.item() == 6.0
+
+
+def test_custom_function_saved_input_modified_in_place_is_detected():
+    class Id(Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return g * a
+
+    x = fg.ones(2, requires_grad=True)
+    y = x * 1
+    z = Id.apply(y)
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+def test_functional_hessian_and_jacobian_of_tuples():
+    def f(a, b):
+        return (a * a * b).sum()
+
+    a, b = fg.tensor([1.0, 2.0]), fg.tensor([3.0, 4.0])
+    haa, hab = fg.autograd.functional.hessian(f, (a, b))[0]
+    np.testing.assert_allclose(haa.numpy(), np.diag([6.0, 8.0]))
+    np.testing.assert_allclose(hab.numpy(), np.diag([2.0, 4.0]))
+
+
+def test_gradcheck_reports_a_wrong_gradient():
+    class Wrong(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g  # should be 2 a g
+
+    x = fg.tensor([1.0, 2.0], dtype=fg.float64, requires_grad=True)
+    with pytest.raises(fg.autograd.GradcheckError, match="Jacobian mismatch"):
+        fg.autograd.gradcheck(Wrong.apply, (x,))
+    assert not fg.autograd.gradcheck(Wrong.apply, (x,), raise_exception=False)
+
+
+def test_gradcheck_warns_on_float32_inputs():
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.warns(UserWarning, match="not a double precision"):
+        fg.autograd.gradcheck(lambda a: a * 2, (x,), atol=1e-2, rtol=1e-2, eps=1e-3)
+
+
+def test_volatile_variable_records_nothing_downstream():
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        v = fg.autograd.Variable(fg.ones(2), volatile=True)
+    w = fg.ones(2, requires_grad=True)
+    assert not ((v + 1) * w).requires_grad
+
+
+def test_type_promotion_follows_pytorch():
+    f32, f64, i64 = fg.ones(2), fg.ones(2, dtype=fg.float64), fg.ones(2, dtype=fg.int64)
+    assert (f32 * 2.5).dtype is fg.float32
+    assert (i64 * 2.5).dtype is fg.float32
+    assert (f32 + f64).dtype is fg.float64
+    assert (f32 + fg.tensor(1.0, dtype=fg.float64)).dtype is fg.float32
+    assert (i64 + fg.tensor(1.0, dtype=fg.float64)).dtype is fg.float64
+    assert (i64 / 2).dtype is fg.float32
+
+
+def test_mixed_dtype_gradients_come_back_in_each_inputs_dtype():
+    a = fg.ones(2, requires_grad=True)
+    b = fg.ones(2, dtype=fg.float64, requires_grad=True)
+    (a * b).sum().backward()
+    assert a.grad.dtype is fg.float32 and b.grad.dtype is fg.float64
+
+
+def test_special_values_give_pytorchs_gradients():
+    x = fg.tensor([-1e4, 0.0, 1e4], requires_grad=True)
+    fg.sigmoid(x).sum().backward()
+    assert np.isfinite(x.grad.numpy()).all()
+    x = fg.tensor([0.0, 0.0], requires_grad=True)
+    x.norm().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    x = fg.tensor([-1e3, 0.0, 1e3], requires_grad=True)
+    fg.softplus(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.5, 1.0])
+
+
+def test_integer_indexing_returns_a_view_that_inplace_ops_write_through():
+    x = fg.zeros(2, 2)
+    x[1, 1].add_(5)
+    x[0].fill_(1)
+    assert x.tolist() == [[1.0, 1.0], [0.0, 5.0]]
+    assert x._version == 2

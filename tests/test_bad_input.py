@@ -1,0 +1,65 @@
+"""Bad input gets a clear exception, never a numpy traceback from deep inside or a wrong number."""
+
+import pytest
+
+import fusegrad as fg
+
+CASES = [
+    (lambda: fg.ones(2) + "a", TypeError, "unsupported operand"),
+    (lambda: fg.add(fg.ones(2), [1, 2]), TypeError, "unsupported operand type: list"),
+    (lambda: fg.ones(2, 3) * fg.ones(4), RuntimeError, "must match the size"),
+    (lambda: fg.ones(2, 3).reshape(5), RuntimeError, "invalid for input of size 6"),
+    (lambda: fg.ones(2, 3).reshape(-1, -1), RuntimeError, "only one dimension"),
+    (lambda: fg.ones(2, 3).sum(dim=2), IndexError, "Dimension out of range"),
+    (lambda: fg.ones(2, 3).sum(dim="a"), TypeError, "dim must be an int"),
+    (lambda: fg.ones(2, 3)[2], IndexError, "out of bounds"),
+    (lambda: fg.ones(2, 3)[0, 0, 0], IndexError, "too many indices"),
+    (lambda: fg.ones(2, 3)["x"], IndexError, "only integers, slices"),
+    (lambda: fg.ones(3)[::-1], ValueError, "step must be greater than zero"),
+    (lambda: fg.ones(3)[fg.tensor([0.5])], IndexError, "tensors used as indices"),
+    (lambda: fg.mm(fg.ones(2, 3), fg.ones(2, 3)), RuntimeError, "cannot be multiplied"),
+    (lambda: fg.mm(fg.ones(3), fg.ones(3, 2)), RuntimeError, "must be a matrix"),
+    (lambda: fg.dot(fg.ones(3), fg.ones(4)), RuntimeError, "inconsistent tensor size"),
+    (lambda: fg.bmm(fg.ones(2, 3, 4), fg.ones(3, 4, 2)), RuntimeError, "same number of batches"),
+    (lambda: fg.matmul(fg.tensor(1.0), fg.ones(2)), RuntimeError, "at least 1D"),
+    (lambda: fg.cat([]), RuntimeError, "non-empty"),
+    (lambda: fg.cat(fg.ones(2)), TypeError, "tuple or list"),
+    (lambda: fg.cat([fg.ones(2), 3]), TypeError, "expected Tensor as element 1"),
+    (lambda: fg.ones(2, 3).permute(1, 1), RuntimeError, "duplicate dims"),
+    (lambda: fg.ones(2, 3, 4).t(), RuntimeError, "<= 2 dimensions"),
+    (lambda: fg.ones(2).expand(3), RuntimeError, "expanded size"),
+    (lambda: fg.ones(-1), RuntimeError, "negative dimension"),
+    (lambda: fg.ones("a"), TypeError, "sequence of ints"),
+    (lambda: fg.ones(2, foo=1), TypeError, "unexpected keyword"),
+    (lambda: fg.tensor([[1, 2], [3]]), ValueError, "expected sequence of length 2"),
+    (lambda: fg.tensor("abc"), TypeError, "Could not infer dtype"),
+    (lambda: fg.tensor([1.0], dtype="float99"), TypeError, "dtype"),
+    (lambda: fg.ones(2).to("cuda"), TypeError, "CPU only"),
+    (lambda: fg.ones(3).item(), RuntimeError, "cannot be converted to Scalar"),
+    (lambda: bool(fg.ones(2)), RuntimeError, "ambiguous"),
+    (lambda: fg.ones(2).split([1, 2]), RuntimeError, "sum exactly"),
+    (lambda: fg.ones(2).chunk(0), RuntimeError, "greater than 0"),
+    (lambda: fg.softmax(fg.ones(2, 2), 5), IndexError, "Dimension out of range"),
+    (lambda: (fg.ones(2) > 0) - (fg.ones(2) > 0), RuntimeError, "bool tensors is not supported"),
+    (lambda: -(fg.ones(2) > 0), RuntimeError, "on a bool tensor is not supported"),
+    (lambda: fg.ones(2, dtype=fg.int64) & fg.ones(2, dtype=fg.int64), TypeError, "bitwise"),
+    (lambda: fg.where(fg.ones(2), 1.0, 0.0), RuntimeError, "boolean tensor"),
+    (lambda: fg.gather(fg.ones(2, 3), 1, fg.ones(2, 1)), RuntimeError, "Expected dtype int64"),
+    (lambda: fg.ones(2).clamp(), RuntimeError, "At least one of 'min' or 'max'"),
+    (lambda: fg.nn.functional.dropout(fg.ones(2), 1.5), ValueError, "between 0 and 1"),
+    (lambda: fg.nn.functional.layer_norm(fg.ones(2, 3), (4,)), RuntimeError, "normalized_shape"),
+    (lambda: fg.optim.SGD([], lr=0.1), ValueError, "empty parameter list"),
+    (lambda: fg.optim.SGD([fg.ones(2, requires_grad=True)], lr=-1), ValueError, "learning rate"),
+    (lambda: fg.autograd.grad(fg.ones(2, requires_grad=True).sum(), [3]), TypeError, "Tensors"),
+    (lambda: fg.ones(2, requires_grad=True).sum().backward(gradient=3), TypeError, "gradients"),
+    (lambda: fg.ones(2).gelu(), AttributeError, None),
+    (lambda: fg.nn.functional.gelu(fg.ones(2), approximate="x"), ValueError, "approximate"),
+]
+
+
+@pytest.mark.parametrize("thunk,error,message", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_bad_input_raises_a_clear_exception(thunk, error, message):
+    with pytest.raises(error) as info:
+        thunk()
+    if message is not None:
+        assert message in str(info.value)
