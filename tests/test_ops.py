@@ -101,15 +101,20 @@ def test_float32_gradients_agree_with_float64(op, sample):
         np.testing.assert_allclose(g32.numpy(), g64.numpy(), rtol=1e-4, atol=1e-4)
 
 
-def test_op_table_exercises_every_primitive(monkeypatch):
+def test_op_table_exercises_every_primitive_and_shape_rules_agree_with_numpy(monkeypatch):
     seen = set()
     original = tensor_module.eager_bind
 
     def recording_bind(prim, args, params):
         seen.add(prim.name)
-        return original(prim, args, params)
+        out = original(prim, args, params)
+        scalar_dtype = tensor_module._scalar_dtype(args)
+        tensors = [a if isinstance(a, fg.Tensor) else fg.tensor(a, dtype=scalar_dtype) for a in args]
+        shape, dtype = prim.shape_rule(*tensors, **params)
+        assert (tuple(shape), dtype) == (tuple(out.shape), out.dtype), prim.name
+        return out
 
-    monkeypatch.setattr(primitives, "_handlers", [(0, fg.Tensor, recording_bind)])
+    monkeypatch.setattr(primitives, "_dispatch", recording_bind)
     for op in OPS:
         for sample in op.samples:
             args = _tensors(op, sample, fg.float64, requires_grad=op.differentiable)

@@ -48,6 +48,24 @@ class RemovableHandle:
         self.remove()
 
 
+def modified_message(shape, type_name, node, current, expected) -> str:
+    op = re.sub(r"Backward\d*$", "", node.name()) if node is not None else None
+    where = f", which is output 0 of {op}," if op else ""
+    return ("one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{type_name} {list(shape)}]{where} is at version {current}; "
+            f"expected version {expected} instead. Hint: the tensor was saved for the backward "
+            "pass and modified in place afterwards; clone() it before the in-place operation, "
+            "or use the out-of-place op.")
+
+
+def unpack_saved(tensor, version):
+    """A saved input, checked against in-place modification since it was saved."""
+    if tensor._version_counter[0] != version:
+        raise RuntimeError(modified_message(tensor.shape, tensor.type(), tensor.grad_fn,
+                                            tensor._version_counter[0], version))
+    return tensor
+
+
 class SavedTensor:
     """A value a backward rule reads, with the version it had when saved."""
 
@@ -67,42 +85,28 @@ class SavedTensor:
             self.output_of = (is_output_of, tensor._output_nr, type(tensor))
 
     def unpack(self):
-        if self.counter[0] != self.version:
-            raise RuntimeError(self._modified_message())
         if self.output_of is None:
-            return self.tensor
+            return unpack_saved(self.tensor, self.version)
         node, nr, tensor_type = self.output_of
-        return tensor_type._from_saved_output(self.data, self.counter, node, nr)
-
-    def _modified_message(self) -> str:
-        tensor = self.tensor
-        if tensor is not None:
-            shape, type_name = list(tensor.shape), tensor.type()
-            node = tensor.grad_fn
-        else:
-            shape, type_name, node = list(self.data.shape), None, self.output_of[0]
+        if self.counter[0] != self.version:
             from ..tracer.tensor import tensor_type_name
-            type_name = tensor_type_name(self.data.dtype)
-        op = re.sub(r"Backward\d*$", "", node.name()) if node is not None else None
-        where = f", which is output 0 of {op}," if op else ""
-        return ("one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{type_name} {shape}]{where} is at version "
-                f"{self.counter[0]}; expected version {self.version} instead. Hint: the tensor "
-                "was saved for the backward pass and modified in place afterwards; clone() it "
-                "before the in-place operation, or use the out-of-place op.")
+            raise RuntimeError(modified_message(self.data.shape, tensor_type_name(self.data.dtype),
+                                                node, self.counter[0], self.version))
+        return tensor_type._from_saved_output(self.data, self.counter, node, nr)
 
 
 class Node:
     """Base of all backward nodes. Subclasses implement ``apply`` (a list of
     cotangents per output -> a list of cotangents per input) and ``release``."""
 
+    __slots__ = ("next_functions", "sequence_nr", "tensor_hooks", "retained", "__weakref__")
     num_outputs = 1
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
         self.sequence_nr = next(_sequence)
-        self.tensor_hooks: dict = {}  # output_nr -> {handle id: hook}
-        self.retained: dict = {}  # output_nr -> weakref of a tensor that retains its grad
+        self.tensor_hooks = None  # output_nr -> {handle id: hook}, made on first use
+        self.retained = None  # output_nr -> weakref of a tensor that retains its grad
 
     def name(self) -> str:
         return type(self).__name__
@@ -111,8 +115,18 @@ class Node:
         return f"<{self.name()} object at {hex(id(self))}>"
 
     def hooks_for(self, output_nr: int):
-        hooks = self.tensor_hooks.get(output_nr)
+        hooks = self.tensor_hooks.get(output_nr) if self.tensor_hooks else None
         return list(hooks.values()) if hooks else ()
+
+    def hooks_dict(self, output_nr: int) -> dict:
+        if self.tensor_hooks is None:
+            self.tensor_hooks = {}
+        return self.tensor_hooks.setdefault(output_nr, {})
+
+    def retain(self, output_nr: int, tensor) -> None:
+        if self.retained is None:
+            self.retained = {}
+        self.retained[output_nr] = weakref.ref(tensor)
 
     def release(self) -> None:
         pass
@@ -121,27 +135,38 @@ class Node:
 class PrimitiveBackward(Node):
     """The backward of one primitive application: runs the primitive's VJP rules."""
 
-    def __init__(self, prim, params, inputs, output, needs_grad):
-        super().__init__(tuple(_edge(t) if need else (None, 0)
-                               for t, need in zip(inputs, needs_grad)))
+    __slots__ = ("prim", "params", "plan", "in_shapes", "in_dtypes", "label", "saved",
+                 "saved_out", "freed")
+
+    def __init__(self, prim, params, inputs, output, plan):
+        edges = []
+        for t, need in zip(inputs, plan.needs_grad):
+            if not need:
+                edges.append(_NO_EDGE)
+            elif t.grad_fn is not None:
+                edges.append((t.grad_fn, t._output_nr))
+            else:
+                edges.append((t._accumulator or t._grad_accumulator(), 0))
+        self.next_functions = tuple(edges)
+        self.sequence_nr = next(_sequence)
+        self.tensor_hooks = self.retained = None
         self.prim = prim
         self.params = params
-        self.needs_grad = needs_grad
-        self.in_shapes = tuple(t.shape for t in inputs)
-        self.in_dtypes = tuple(t.dtype for t in inputs)
+        self.plan = plan
+        self.in_shapes = tuple([t._data.shape for t in inputs])
+        self.in_dtypes = tuple([t._dtype for t in inputs])
         self.label = prim.backward_name
-        saved_inputs, saves_out = _what_to_save(prim, needs_grad)
-        self.saved = {i: SavedTensor(inputs[i]) for i in saved_inputs}
-        self.saved_out = SavedTensor(output, is_output_of=self) if saves_out else None
+        self.saved = {i: (inputs[i], inputs[i]._version_counter[0])
+                      for i in plan.saved_inputs} if plan.saved_inputs else None
+        self.saved_out = SavedTensor(output, is_output_of=self) if plan.saves_output else None
         self.freed = False
 
     def name(self) -> str:
         return self.label
 
     def release(self) -> None:
-        if self.saved or self.saved_out is not None:
-            self.saved = {}
-            self.saved_out = None
+        if self.saved is not None or self.saved_out is not None:
+            self.saved = self.saved_out = None
             self.freed = True
 
     def apply(self, grads):
@@ -150,7 +175,7 @@ class PrimitiveBackward(Node):
         if self.freed:
             raise RuntimeError(FREED_MESSAGE)
         result = []
-        for i, need in enumerate(self.needs_grad):
+        for i, need in enumerate(self.plan.needs_grad):
             if not need:
                 result.append(None)
                 continue
@@ -179,8 +204,42 @@ class PrimitiveBackward(Node):
             return self.in_shapes[positions[0]]
         if name.endswith("_dtype"):
             return self.in_dtypes[positions[0]]
-        values = tuple(self.saved[p].unpack() for p in positions)
+        values = tuple(unpack_saved(*self.saved[p]) for p in positions)
         return values if prim.variadic and name == prim.inputs[-1][1:] else values[0]
+
+
+class RecordingPlan:
+    """For one primitive and one pattern of inputs requiring grad: which inputs
+    get a gradient, and which values the backward node must save."""
+
+    __slots__ = ("needs_grad", "saved_inputs", "saves_output")
+
+    def __init__(self, prim, requires_grad: tuple):
+        self.needs_grad = tuple(r and prim.rule_for(i) is not None
+                                for i, r in enumerate(requires_grad))
+        names = set()
+        for i, need in enumerate(self.needs_grad):
+            if need:
+                names.update(prim.rule_args[prim.input_name(i)])
+        positions = set()
+        for name in names:
+            if name in {n.lstrip("*") for n in prim.inputs}:
+                positions.update(_input_positions(prim, name, len(requires_grad)))
+        self.saved_inputs = tuple(sorted(positions))
+        self.saves_output = "out" in names
+
+
+_plans: dict = {}
+
+
+def recording_plan(prim, requires_grad: tuple):
+    """The cached plan, or None when no input of this pattern gets a gradient."""
+    key = (prim, requires_grad)
+    plan = _plans.get(key, False)
+    if plan is False:
+        plan = RecordingPlan(prim, requires_grad)
+        plan = _plans[key] = plan if True in plan.needs_grad else None
+    return plan
 
 
 def _input_positions(prim, name, count):
@@ -190,43 +249,31 @@ def _input_positions(prim, name, count):
     return (prim.inputs.index(name),)
 
 
-_save_cache: dict = {}
-
-
-def _what_to_save(prim, needs_grad):
-    """The inputs and whether the output that the rules of the inputs needing
-    a gradient read: a node saves no more than PyTorch's would."""
-    key = (prim, tuple(needs_grad))
-    found = _save_cache.get(key)
-    if found is None:
-        names = set()
-        for i, need in enumerate(needs_grad):
-            if need and prim.rule_for(i) is not None:
-                names.update(prim.rule_args[prim.input_name(i)])
-        positions = set()
-        for name in names:
-            if name in {n.lstrip("*") for n in prim.inputs}:
-                positions.update(_input_positions(prim, name, len(needs_grad)))
-        found = (tuple(sorted(positions)), "out" in names)
-        _save_cache[key] = found
-    return found
-
-
 class AccumulateGrad(Node):
     """The node of a leaf: hooks registered on the leaf run, then the cotangent
-    is added into ``leaf.grad``."""
+    is added into ``leaf.grad``. The leaf owns its node (which refers back
+    weakly), so a leaf keeps one node for its whole life."""
+
+    __slots__ = ("variable_ref",)
 
     def __init__(self, variable):
         super().__init__(())
-        self.variable = variable
+        self.variable_ref = weakref.ref(variable)
         self.sequence_nr = float("inf")  # run as soon as ready, as PyTorch does
 
+    @property
+    def variable(self):
+        return self.variable_ref()
+
     def hooks_for(self, output_nr):
-        hooks = self.variable._hooks
+        variable = self.variable_ref()
+        hooks = variable._hooks if variable is not None else None
         return list(hooks.values()) if hooks else ()
 
     def apply(self, grads):
-        accumulate_into(self.variable, grads[0])
+        variable = self.variable_ref()
+        if variable is not None:
+            accumulate_into(variable, grads[0])
         return []
 
 
@@ -244,15 +291,14 @@ def accumulate_into(tensor, grad) -> None:
         tensor.grad.add_(grad)
 
 
-def _edge(tensor):
-    if tensor.grad_fn is not None:
-        return (tensor.grad_fn, tensor._output_nr)
-    return (tensor._grad_accumulator(), 0)
+_NO_EDGE = (None, 0)
 
 
 def gradient_edge(tensor):
     """The (node, output_nr) where ``tensor``'s gradient arrives."""
-    return _edge(tensor)
+    if tensor.grad_fn is not None:
+        return (tensor.grad_fn, tensor._output_nr)
+    return (tensor._grad_accumulator(), 0)
 
 
 def execute(roots, root_grads, *, retain_graph: bool, create_graph: bool, capture=None,
@@ -266,7 +312,7 @@ def execute(roots, root_grads, *, retain_graph: bool, create_graph: bool, captur
     """
     accumulate_edges = None
     if accumulate_only is not None:
-        accumulate_edges = [(_edge(t), t) for t in accumulate_only]
+        accumulate_edges = [(gradient_edge(t), t) for t in accumulate_only]
     targets = capture if capture is not None else (
         [edge for edge, _ in accumulate_edges] if accumulate_edges is not None else None)
     dependencies, needed = _walk(roots, targets)
@@ -300,7 +346,7 @@ def execute(roots, root_grads, *, retain_graph: bool, create_graph: bool, captur
                     replaced = hook(grads[nr])
                     if replaced is not None:
                         grads[nr] = replaced
-                if nr in node.retained:
+                if node.retained and nr in node.retained:
                     tensor = node.retained[nr]()
                     if tensor is not None:
                         accumulate_into(tensor, grads[nr])

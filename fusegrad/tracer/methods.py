@@ -3,9 +3,8 @@ two spellings, as in PyTorch), plus the in-place variants."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir import dtypes
+from ..ir import primitives as P
 from . import indexing, ops
 from .tensor import Tensor
 
@@ -22,24 +21,15 @@ for _name in _METHODS:
     setattr(Tensor, _name, getattr(ops, _name))
 
 
-_NUMBERS = (bool, int, float, np.number, np.bool_)
+def _operator(prim, floating=False):
+    return lambda self, other: ops.binary_operator(prim, self, other, floating)
 
 
-def _operator(op):
-    """The operator form of a binary op: NotImplemented for foreign operands, so
-    Python raises its usual "unsupported operand type(s)" TypeError."""
+def _reflected(prim, floating=False):
     def method(self, other):
-        if not isinstance(other, (Tensor,) + _NUMBERS):
+        if not isinstance(other, (Tensor, *ops._NUMBERS)):
             return NotImplemented
-        return op(self, other)
-    return method
-
-
-def _reflected(op):
-    def method(self, other):
-        if not isinstance(other, (Tensor,) + _NUMBERS):
-            return NotImplemented
-        return op(other, self)
+        return ops._binary(prim, other, self, floating)
     return method
 
 
@@ -55,27 +45,33 @@ def _logical(op):
     return method
 
 
-Tensor.__add__ = _operator(ops.add)
-Tensor.__radd__ = _reflected(ops.add)
-Tensor.__sub__ = _operator(ops.sub)
-Tensor.__rsub__ = _operator(ops.rsub)
-Tensor.__mul__ = _operator(ops.mul)
-Tensor.__rmul__ = _reflected(ops.mul)
-Tensor.__truediv__ = _operator(ops.div)
-Tensor.__rtruediv__ = _reflected(ops.div)
-Tensor.__pow__ = _operator(ops.pow)
-Tensor.__rpow__ = _reflected(ops.pow)
-Tensor.__matmul__ = _operator(ops.matmul)
-Tensor.__rmatmul__ = _reflected(ops.matmul)
+Tensor.__add__ = _operator(P.add)
+Tensor.__radd__ = _reflected(P.add)
+Tensor.__sub__ = lambda self, other: ops.sub(self, other) if isinstance(
+    other, (Tensor, *ops._NUMBERS)) else NotImplemented
+Tensor.__rsub__ = lambda self, other: ops.rsub(self, other) if isinstance(
+    other, (Tensor, *ops._NUMBERS)) else NotImplemented
+Tensor.__mul__ = _operator(P.mul)
+Tensor.__rmul__ = _reflected(P.mul)
+Tensor.__truediv__ = _operator(P.div, floating=True)
+Tensor.__rtruediv__ = _reflected(P.div, floating=True)
+Tensor.__pow__ = lambda self, other: ops.pow(self, other) if isinstance(
+    other, (Tensor, *ops._NUMBERS)) else NotImplemented
+Tensor.__rpow__ = lambda self, other: ops.pow(other, self) if isinstance(
+    other, (Tensor, *ops._NUMBERS)) else NotImplemented
+Tensor.__matmul__ = lambda self, other: ops.matmul(self, other) if isinstance(
+    other, Tensor) else NotImplemented
+Tensor.__rmatmul__ = lambda self, other: ops.matmul(other, self) if isinstance(
+    other, Tensor) else NotImplemented
 Tensor.__neg__ = ops.neg
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = ops.abs
-Tensor.__eq__ = _operator(ops.eq)
-Tensor.__ne__ = _operator(ops.ne)
-Tensor.__lt__ = _operator(ops.lt)
-Tensor.__le__ = _operator(ops.le)
-Tensor.__gt__ = _operator(ops.gt)
-Tensor.__ge__ = _operator(ops.ge)
+Tensor.__eq__ = _operator(P.eq)
+Tensor.__ne__ = _operator(P.ne)
+Tensor.__lt__ = _operator(P.lt)
+Tensor.__le__ = _operator(P.le)
+Tensor.__gt__ = _operator(P.gt)
+Tensor.__ge__ = _operator(P.ge)
 Tensor.__and__ = Tensor.__rand__ = _logical(ops.logical_and)
 Tensor.__or__ = Tensor.__ror__ = _logical(ops.logical_or)
 Tensor.__xor__ = Tensor.__rxor__ = _logical(ops.logical_xor)

@@ -65,7 +65,24 @@ def _to_float(x: Tensor) -> Tensor:
     return x if x._dtype.is_floating_point else P.convert(x, dtype=dtypes.float32)
 
 
+_NUMBERS = (bool, int, float, np.number, np.bool_)
+
+
+def binary_operator(prim, a, b, floating=False):
+    """``a <op> b`` as Python operators see it: NotImplemented for a foreign
+    operand, so Python raises its usual "unsupported operand type(s)" error."""
+    if b.__class__ is not Tensor and not isinstance(b, (Tensor,) + _NUMBERS):
+        return NotImplemented
+    return _binary(prim, a, b, floating)
+
+
 def _binary(prim, a, b, floating=False):
+    if a.__class__ is Tensor and (
+            b.__class__ is Tensor and a._dtype is b._dtype
+            or b.__class__ is float and a._dtype.category == dtypes.FLOATING
+            or b.__class__ is int and a._dtype.category != dtypes.BOOL) and (
+            not floating or a._dtype.category == dtypes.FLOATING):
+        return prim(a, b)  # the common cases, where promotion has nothing to do
     a, b = _check_operand(a), _check_operand(b)
     dtype = dtypes.result_type(a, b)
     if floating and not dtype.is_floating_point:
@@ -156,10 +173,8 @@ def tan(input):
     return P.sin(input) / P.cos(input)
 
 
-@_named("ReluBackward0")
 def relu(input):
-    input = as_tensor_arg(input)
-    return P.where(input > 0, input, 0)
+    return P.relu(as_tensor_arg(input))
 
 
 @_named("GeluBackward0")
@@ -666,14 +681,18 @@ def _shape_arg(shape, input) -> tuple:
     """A target shape given as varargs or one sequence, with one -1 resolved."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    try:
-        shape = tuple(operator.index(s) for s in shape)
-    except TypeError:
-        raise TypeError(f"shape must be a sequence of ints, got {shape!r}") from None
+    for s in shape:
+        if s.__class__ is not int:
+            try:
+                shape = tuple(operator.index(s) for s in shape)
+            except TypeError:
+                raise TypeError(f"shape must be a sequence of ints, got {shape!r}") from None
+            break
+    if -1 not in shape and math.prod(shape) == input._data.size:
+        return shape
     return infer_reshape(shape, input.numel())
 
 
-@_named("ViewBackward0")
 def reshape(input, *shape):
     input = as_tensor_arg(input)
     return P.reshape(input, shape=_shape_arg(shape, input))
@@ -692,7 +711,6 @@ def view(input, *shape):
     return reshape(input, target)
 
 
-@_named("ViewBackward0")
 def flatten(input, start_dim=0, end_dim=-1):
     input = as_tensor_arg(input)
     if input.ndim == 0:
