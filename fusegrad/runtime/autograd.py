@@ -16,6 +16,8 @@ import re
 import itertools
 import weakref
 
+import numpy as np
+
 from ..ir.primitives import unbroadcast
 from . import grad_mode
 
@@ -175,48 +177,58 @@ class PrimitiveBackward(Node):
         if self.freed:
             raise RuntimeError(FREED_MESSAGE)
         result = []
-        for i, need in enumerate(self.plan.needs_grad):
+        for i, (need, rule, getters) in enumerate(zip(self.plan.needs_grad, self.plan.rules,
+                                                       self.plan.arg_getters)):
             if not need:
                 result.append(None)
                 continue
-            rule = prim.rule_for(i)
-            kwargs = {name: self._rule_arg(name, g, i) for name in prim.rule_args[prim.input_name(i)]}
-            grad = rule(**kwargs)
+            grad = rule(**{name: get(self, g, i) for name, get in getters})
             result.append(None if grad is None else
                           unbroadcast(grad, self.in_shapes[i], self.in_dtypes[i]))
         return result
 
-    def _rule_arg(self, name, g, i):
-        prim = self.prim
-        if name == "g":
-            return g
-        if name == "out":
-            return self.saved_out.unpack()
-        if name == "i":
-            return i
-        if name == "shapes":
-            return self.in_shapes
-        if name in self.params:
-            return self.params[name]
-        positions = _input_positions(prim, name.rsplit("_", 1)[0] if name.endswith(
-            ("_shape", "_dtype")) else name, len(self.in_shapes))
+
+def _arg_getter(prim, name: str, count: int):
+    """How a backward node fetches the rule argument called ``name`` (decided
+    once per plan, not per call)."""
+    if name == "g":
+        return lambda node, g, i: g
+    if name == "out":
+        return lambda node, g, i: node.saved_out.unpack()
+    if name == "i":
+        return lambda node, g, i: i
+    if name == "shapes":
+        return lambda node, g, i: node.in_shapes
+    inputs = {n.lstrip("*") for n in prim.inputs}
+    if name not in inputs and name.endswith(("_shape", "_dtype")) and \
+            name.rsplit("_", 1)[0] in inputs:
+        position = _input_positions(prim, name.rsplit("_", 1)[0], count)[0]
         if name.endswith("_shape"):
-            return self.in_shapes[positions[0]]
-        if name.endswith("_dtype"):
-            return self.in_dtypes[positions[0]]
-        values = tuple(unpack_saved(*self.saved[p]) for p in positions)
-        return values if prim.variadic and name == prim.inputs[-1][1:] else values[0]
+            return lambda node, g, i: node.in_shapes[position]
+        return lambda node, g, i: node.in_dtypes[position]
+    if name in inputs:
+        positions = _input_positions(prim, name, count)
+        if prim.variadic and name == prim.inputs[-1][1:]:
+            return lambda node, g, i: tuple(unpack_saved(*node.saved[p]) for p in positions)
+        return lambda node, g, i: unpack_saved(*node.saved[positions[0]])
+    return lambda node, g, i: node.params[name]
 
 
 class RecordingPlan:
     """For one primitive and one pattern of inputs requiring grad: which inputs
     get a gradient, and which values the backward node must save."""
 
-    __slots__ = ("needs_grad", "saved_inputs", "saves_output")
+    __slots__ = ("needs_grad", "saved_inputs", "saves_output", "rules", "arg_getters")
 
     def __init__(self, prim, requires_grad: tuple):
+        count = len(requires_grad)
         self.needs_grad = tuple(r and prim.rule_for(i) is not None
                                 for i, r in enumerate(requires_grad))
+        self.rules = tuple(prim.rule_for(i) for i in range(count))
+        self.arg_getters = tuple(
+            tuple((name, _arg_getter(prim, name, count))
+                  for name in prim.rule_args[prim.input_name(i)]) if need else ()
+            for i, need in enumerate(self.needs_grad))
         names = set()
         for i, need in enumerate(self.needs_grad):
             if need:
@@ -280,15 +292,17 @@ class AccumulateGrad(Node):
 def accumulate_into(tensor, grad) -> None:
     if grad is None:
         return
-    if tensor.grad is None:
+    existing = tensor._grad
+    if existing is None:
         if grad_mode.is_grad_enabled() and grad.grad_fn is not None:
             tensor._grad = grad  # create_graph: keep the graph of the gradient
-        else:
-            tensor._grad = grad.detach().clone()
+        else:  # a copy: the same gradient may also reach another leaf
+            tensor._grad = grad.__class__._make(grad._data.copy(), grad._dtype)
     elif grad_mode.is_grad_enabled():
-        tensor._grad = tensor.grad + grad
+        tensor._grad = existing + grad
     else:
-        tensor.grad.add_(grad)
+        np.add(existing._data, grad._data, out=existing._data)
+        existing._version_counter[0] += 1
 
 
 _NO_EDGE = (None, 0)
@@ -339,43 +353,54 @@ def execute(roots, root_grads, *, retain_graph: bool, create_graph: bool, captur
         while ready:
             node = heapq.heappop(ready)[2]
             grads = buffers.pop(node)
-            for nr in range(node.num_outputs):
-                if grads[nr] is None:
-                    continue
-                for hook in node.hooks_for(nr):
-                    replaced = hook(grads[nr])
-                    if replaced is not None:
-                        grads[nr] = replaced
-                if node.retained and nr in node.retained:
-                    tensor = node.retained[nr]()
-                    if tensor is not None:
-                        accumulate_into(tensor, grads[nr])
+            is_leaf_node = node.__class__ is AccumulateGrad
+            if node.tensor_hooks or node.retained or is_leaf_node:
+                _run_tensor_hooks(node, grads)
             for nr, receiver in arrivals.get(node, ()):
                 if isinstance(receiver, int):
                     captured[receiver] = grads[nr]
                 else:
                     accumulate_into(receiver, grads[nr])
-            if isinstance(node, AccumulateGrad):
+            if is_leaf_node:
                 run = capture is None and (accumulate_nodes is None or node in accumulate_nodes)
             else:
                 run = needed is None or node in needed
             outputs = ()
-            if run and any(g is not None for g in grads):
+            if run and (grads[0] is not None or any(g is not None for g in grads)):
                 outputs = node.apply(grads)
                 if not retain_graph:
                     node.release()
-            for (next_node, nr), grad in itertools.zip_longest(node.next_functions, outputs):
+            for k, (next_node, nr) in enumerate(node.next_functions):
                 if next_node is None:
                     continue
+                grad = outputs[k] if outputs else None
                 if grad is not None:
-                    slot = buffers.setdefault(next_node, [None] * next_node.num_outputs)
+                    slot = buffers.get(next_node)
+                    if slot is None:
+                        slot = buffers[next_node] = [None] * next_node.num_outputs
                     slot[nr] = grad if slot[nr] is None else slot[nr] + grad
                 remaining = dependencies[next_node] - 1
                 dependencies[next_node] = remaining
                 if remaining == 0:
-                    buffers.setdefault(next_node, [None] * next_node.num_outputs)
+                    if next_node not in buffers:
+                        buffers[next_node] = [None] * next_node.num_outputs
                     heapq.heappush(ready, (-next_node.sequence_nr, id(next_node), next_node))
     return captured
+
+
+def _run_tensor_hooks(node, grads) -> None:
+    """Hooks registered on the tensors this node produced, then retain_grad."""
+    for nr in range(node.num_outputs):
+        if grads[nr] is None:
+            continue
+        for hook in node.hooks_for(nr):
+            replaced = hook(grads[nr])
+            if replaced is not None:
+                grads[nr] = replaced
+        if node.retained and nr in node.retained:
+            tensor = node.retained[nr]()
+            if tensor is not None:
+                accumulate_into(tensor, grads[nr])
 
 
 def _walk(roots, targets):

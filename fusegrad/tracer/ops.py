@@ -21,7 +21,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim
 from ..runtime import autograd
-from .tensor import Tensor
+from .tensor import Tensor, constant
 
 # ------------------------------------------------------------------ plumbing
 
@@ -77,12 +77,13 @@ def binary_operator(prim, a, b, floating=False):
 
 
 def _binary(prim, a, b, floating=False):
-    if a.__class__ is Tensor and (
-            b.__class__ is Tensor and a._dtype is b._dtype
-            or b.__class__ is float and a._dtype.category == dtypes.FLOATING
-            or b.__class__ is int and a._dtype.category != dtypes.BOOL) and (
-            not floating or a._dtype.category == dtypes.FLOATING):
-        return prim(a, b)  # the common cases, where promotion has nothing to do
+    if a.__class__ is Tensor and (not floating or a._dtype.category == dtypes.FLOATING):
+        # the common cases, where promotion has nothing to do
+        if b.__class__ is Tensor and a._dtype is b._dtype:
+            return prim(a, b)
+        if b.__class__ is float and a._dtype.category == dtypes.FLOATING or \
+                b.__class__ is int and a._dtype.category != dtypes.BOOL:
+            return prim(a, constant(b, a._dtype))
     a, b = _check_operand(a), _check_operand(b)
     dtype = dtypes.result_type(a, b)
     if floating and not dtype.is_floating_point:
@@ -606,9 +607,7 @@ def dot(input, other):
                            f"src [{other.shape[0]}] to have the same number of elements, but "
                            "got 1 and 1 elements respectively")
     _check_same_dtype(input, other, "dot")
-    out = P.matmul(P.reshape(input, shape=(1, input.shape[0])),
-                   P.reshape(other, shape=(other.shape[0], 1)))
-    return P.reshape(out, shape=())
+    return P.reduce_sum(P.mul(input, other), axes=(0,))
 
 
 @_named("MmBackward0")
