@@ -51,6 +51,7 @@ def _backward_pass(lib, make):
 
     def step():
         ((a * b).tanh() + a).sum().backward()
+
     return step
 
 
@@ -62,13 +63,16 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     base = rng.standard_normal(SHAPE).astype(np.float32)
-    peers = {"fusegrad": _workloads(fusegrad, lambda: fusegrad.tensor(base, requires_grad=True)),
-             "numpy": _workloads(np, lambda: base.copy())}
+    peers = {
+        "fusegrad": _workloads(fusegrad, lambda: fusegrad.tensor(base, requires_grad=True)),
+        "numpy": _workloads(np, lambda: base.copy()),
+    }
     peers["numpy"]["relu"] = lambda a=base: np.maximum(a, 0)
     peers["numpy"]["transpose"] = lambda a=base: a.T
     peers["numpy"]["dot"] = lambda v=base[0]: np.dot(v, v)
-    backward = {"fusegrad": _backward_pass(fusegrad, lambda: fusegrad.tensor(
-        base, requires_grad=True))}
+    backward = {
+        "fusegrad": _backward_pass(fusegrad, lambda: fusegrad.tensor(base, requires_grad=True))
+    }
     if torch is not None:
         torch.set_num_threads(1)
         peers["torch"] = _workloads(torch, lambda: torch.tensor(base, requires_grad=True))
@@ -90,12 +94,15 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for name in names + ["fwd+bwd (5 ops)"]:
-        medians = {p: statistics.median(results[p][name]) for p in peers
-                   if results[p][name]}
-        row = f"{name:<18}" + "".join(f"{medians[p]:>13.2f}" if p in medians else f"{'-':>13}"
-                                      for p in peers)
-        row += "".join(f"{medians['fusegrad'] / medians[p]:>10.2f}x" if p in medians else
-                       f"{'-':>11}" for p in peers if p != "fusegrad")
+        medians = {p: statistics.median(results[p][name]) for p in peers if results[p][name]}
+        row = f"{name:<18}" + "".join(
+            f"{medians[p]:>13.2f}" if p in medians else f"{'-':>13}" for p in peers
+        )
+        row += "".join(
+            f"{medians['fusegrad'] / medians[p]:>10.2f}x" if p in medians else f"{'-':>11}"
+            for p in peers
+            if p != "fusegrad"
+        )
         print(row)
     ops = [statistics.median(results["fusegrad"][n]) for n in names]
     print(f"\nfusegrad median over the ops: {statistics.median(ops):.2f} us per op")

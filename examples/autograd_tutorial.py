@@ -53,9 +53,9 @@ print(x.grad)
 
 # --- no_grad stops the recording ------------------------------------------------
 print(x.requires_grad)
-print((x ** 2).requires_grad)
+print((x**2).requires_grad)
 with torch.no_grad():
-    print((x ** 2).requires_grad)
+    print((x**2).requires_grad)
 print(x.detach().requires_grad)
 
 # --- y = 2 x.x has gradient 4x; gradients accumulate until zeroed -------------

@@ -39,7 +39,7 @@ def test_retain_graph_allows_a_second_backward():
 
 def test_third_derivative_through_create_graph():
     x = fg.tensor(2.0, requires_grad=True)
-    y = x ** 4
+    y = x**4
     (g1,) = fg.autograd.grad(y, x, create_graph=True)
     (g2,) = fg.autograd.grad(g1, x, create_graph=True)
     (g3,) = fg.autograd.grad(g2, x)
@@ -48,7 +48,7 @@ def test_third_derivative_through_create_graph():
 
 def test_backward_with_create_graph_keeps_a_differentiable_leaf_grad():
     x = fg.tensor([1.0, 2.0], requires_grad=True)
-    (x ** 3).sum().backward(create_graph=True)
+    (x**3).sum().backward(create_graph=True)
     assert x.grad.requires_grad
     (g,) = fg.autograd.grad(x.grad.sum(), x)
     np.testing.assert_allclose(g.numpy(), [6.0, 12.0])

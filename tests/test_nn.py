@@ -52,7 +52,7 @@ def test_adam_matches_the_update_rule():
         g = 2 * ref
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
-        ref = ref - 0.1 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+        ref = ref - 0.1 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
     np.testing.assert_allclose(w.detach().numpy(), ref, rtol=1e-5)
 
 

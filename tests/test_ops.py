@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_table import OPS, OPS_BY_NAME
 
 import fusegrad as fg
 from fusegrad.ir import primitives
 from fusegrad.tracer import tensor as tensor_module
-from op_table import OPS, OPS_BY_NAME
 
-CASES = [pytest.param(op, sample, id=f"{op.name}-{sample!r}")
-         for op in OPS for sample in op.samples]
+CASES = [
+    pytest.param(op, sample, id=f"{op.name}-{sample!r}") for op in OPS for sample in op.samples
+]
 DIFF_CASES = [c for c in CASES if c.values[0].differentiable]
 SECOND_CASES = [c for c in DIFF_CASES if c.values[0].second_order]
 
@@ -54,7 +55,7 @@ def test_values_match_numpy(op, sample, dtype):
 
 @pytest.mark.parametrize("op,sample", CASES)
 def test_differentiable_flag(op, sample):
-    """The flag holds both ways: differentiable ops give outputs that require grad, the others don't."""
+    """The flag holds both ways: differentiable ops give outputs requiring grad, others don't."""
     args = _tensors(op, sample, fg.float64, requires_grad=True)
     assert op.op(*args, **sample.kwargs).requires_grad == op.differentiable
 
@@ -69,8 +70,9 @@ def _as_function(op, sample):
             full[p] = a
         return op.op(*full, **sample.kwargs)
 
-    diff_inputs = tuple(fg.tensor(sample.args[p], dtype=fg.float64, requires_grad=True)
-                        for p in positions)
+    diff_inputs = tuple(
+        fg.tensor(sample.args[p], dtype=fg.float64, requires_grad=True) for p in positions
+    )
     return fn, diff_inputs
 
 
@@ -109,7 +111,9 @@ def test_op_table_exercises_every_primitive_and_shape_rules_agree_with_numpy(mon
         seen.add(prim.name)
         out = original(prim, args, params)
         scalar_dtype = tensor_module._scalar_dtype(args)
-        tensors = [a if isinstance(a, fg.Tensor) else fg.tensor(a, dtype=scalar_dtype) for a in args]
+        tensors = [
+            a if isinstance(a, fg.Tensor) else fg.tensor(a, dtype=scalar_dtype) for a in args
+        ]
         shape, dtype = prim.shape_rule(*tensors, **params)
         assert (tuple(shape), dtype) == (tuple(out.shape), out.dtype), prim.name
         return out
@@ -132,13 +136,15 @@ def test_op_table_exercises_every_primitive_and_shape_rules_agree_with_numpy(mon
     assert not missing, f"primitives no op in the table reaches: {sorted(missing)}"
 
 
-SPEC_OPS = ("add sub mul div pow neg matmul_op abs exp log log1p expm1 sqrt rsqrt sin cos tan "
-            "tanh sigmoid relu gelu softplus erf clamp maximum minimum where lt le gt ge eq ne "
-            "sum mean prod max min amax amin argmax argmin norm var std logsumexp all any "
-            "softmax log_softmax matmul mm bmm dot reshape view flatten permute transpose t "
-            "unsqueeze squeeze expand broadcast_to cat stack split chunk getitem_basic "
-            "getitem_array getitem_mask setitem index_select gather mse_loss cross_entropy "
-            "linear layer_norm").split()
+SPEC_OPS = (
+    "add sub mul div pow neg matmul_op abs exp log log1p expm1 sqrt rsqrt sin cos tan "
+    "tanh sigmoid relu gelu softplus erf clamp maximum minimum where lt le gt ge eq ne "
+    "sum mean prod max min amax amin argmax argmin norm var std logsumexp all any "
+    "softmax log_softmax matmul mm bmm dot reshape view flatten permute transpose t "
+    "unsqueeze squeeze expand broadcast_to cat stack split chunk getitem_basic "
+    "getitem_array getitem_mask setitem index_select gather mse_loss cross_entropy "
+    "linear layer_norm"
+).split()
 
 
 def test_op_table_covers_every_op_in_spec():

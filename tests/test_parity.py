@@ -2,8 +2,9 @@
 
 from pathlib import Path
 
-import fusegrad
 from parity import run
+
+import fusegrad
 
 GOLDEN = Path(__file__).parent / "golden" / "parity.txt"
 

@@ -8,5 +8,17 @@ from .api import backward, grad
 from .function import Function, FunctionCtx
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ = ["Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "enable_grad",
-           "functional", "grad", "gradcheck", "gradgradcheck", "no_grad", "set_grad_enabled"]
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "GradcheckError",
+    "Variable",
+    "backward",
+    "enable_grad",
+    "functional",
+    "grad",
+    "gradcheck",
+    "gradgradcheck",
+    "no_grad",
+    "set_grad_enabled",
+]

@@ -16,8 +16,7 @@ def _as_tuple(value, name):
         return (value,)
     if isinstance(value, (list, tuple)):
         return tuple(value)
-    raise TypeError(f"{name} must be a Tensor or a sequence of Tensors, not "
-                    f"{type(value).__name__}")
+    raise TypeError(f"{name} must be a Tensor or a sequence of Tensors, not {type(value).__name__}")
 
 
 def _make_grads(outputs, grad_outputs):
@@ -33,13 +32,16 @@ def _make_grads(outputs, grad_outputs):
                 grad = ones_like(out)
         elif isinstance(grad, Tensor):
             if grad.shape != out.shape:
-                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                                   f"{grad.shape} and output[{i}] has a shape of {out.shape}.")
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of "
+                    f"{grad.shape} and output[{i}] has a shape of {out.shape}."
+                )
             if grad.dtype is not out.dtype:
                 grad = grad.to(out.dtype)
         else:
-            raise TypeError(f"gradients can be either Tensors or None, but got "
-                            f"{type(grad).__name__}")
+            raise TypeError(
+                f"gradients can be either Tensors or None, but got {type(grad).__name__}"
+            )
         grads.append(grad)
     return grads
 
@@ -48,19 +50,27 @@ def _roots(outputs, grads):
     edges, seeds = [], []
     for i, (out, grad) in enumerate(zip(outputs, grads)):
         if not out.requires_grad:
-            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
-                               "a grad_fn")
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
         edges.append(engine.gradient_edge(out))
         seeds.append(grad)
     return edges, seeds
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
-             grad_variables=None, inputs=None):
+def backward(
+    tensors,
+    grad_tensors=None,
+    retain_graph=None,
+    create_graph=False,
+    grad_variables=None,
+    inputs=None,
+):
     """Accumulates the gradients of ``tensors`` into the leaves' ``.grad``."""
     outputs = _as_tuple(tensors, "tensors")
-    grad_outputs = _as_tuple(grad_tensors if grad_tensors is not None else grad_variables,
-                             "grad_tensors")
+    grad_outputs = _as_tuple(
+        grad_tensors if grad_tensors is not None else grad_variables, "grad_tensors"
+    )
     if grad_outputs is not None and len(grad_outputs) != len(outputs):
         raise RuntimeError(f"got {len(grad_outputs)} gradients for {len(outputs)} outputs")
     inputs = _as_tuple(inputs, "inputs")
@@ -72,12 +82,22 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     if retain_graph is None:
         retain_graph = create_graph
     edges, seeds = _roots(outputs, _make_grads(outputs, grad_outputs))
-    engine.execute(edges, seeds, retain_graph=retain_graph, create_graph=create_graph,
-                   accumulate_only=inputs)
+    engine.execute(
+        edges, seeds, retain_graph=retain_graph, create_graph=create_graph, accumulate_only=inputs
+    )
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    only_inputs=True,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+):
     """Returns the gradients of ``outputs`` with respect to ``inputs`` (nothing is
     accumulated into ``.grad``).
 
@@ -87,9 +107,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     (tensor(6.),)
     """
     if not only_inputs:
-        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
-                      "True). To accumulate gradient for other parts of the graph, please use "
-                      "fusegrad.autograd.backward.", stacklevel=2)
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to "
+            "True). To accumulate gradient for other parts of the graph, please use "
+            "fusegrad.autograd.backward.",
+            stacklevel=2,
+        )
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported by fusegrad")
     if allow_unused is None:
@@ -98,8 +121,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     inputs = _as_tuple(inputs, "inputs")
     grad_outputs = _as_tuple(grad_outputs, "grad_outputs")
     if grad_outputs is not None and len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad requires one grad_output per output: got "
-                           f"{len(grad_outputs)} for {len(outputs)} outputs")
+        raise RuntimeError(
+            f"grad requires one grad_output per output: got "
+            f"{len(grad_outputs)} for {len(outputs)} outputs"
+        )
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
@@ -108,16 +133,23 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     edges, seeds = _roots(outputs, _make_grads(outputs, grad_outputs))
-    captured = engine.execute(edges, seeds, retain_graph=retain_graph, create_graph=create_graph,
-                              capture=[engine.gradient_edge(t) for t in inputs])
+    captured = engine.execute(
+        edges,
+        seeds,
+        retain_graph=retain_graph,
+        create_graph=create_graph,
+        capture=[engine.gradient_edge(t) for t in inputs],
+    )
     result = []
     for index, (t, g) in enumerate(zip(inputs, captured)):
         if g is None:
             if materialize_grads:
                 g = zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError(f"The differentiated Tensor at index {index} appears to not "
-                                   "have been used in the graph. Set allow_unused=True if this is "
-                                   "the desired behavior.")
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {index} appears to not "
+                    "have been used in the graph. Set allow_unused=True if this is "
+                    "the desired behavior."
+                )
         result.append(g)
     return tuple(result)

@@ -36,8 +36,10 @@ class FunctionCtx(engine.Node):
     def save_for_backward(self, *tensors) -> None:
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save variables, but argument "
-                                f"{len(self._saved or ())} is of type {type(t).__name__}")
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument "
+                    f"{len(self._saved or ())} is of type {type(t).__name__}"
+                )
         self._saved = [None if t is None else engine.SavedTensor(t) for t in tensors]
 
     @property
@@ -62,35 +64,44 @@ class FunctionCtx(engine.Node):
 
     def apply(self, grads):
         if self.materialize_grads:
-            grads = [zeros(shape, dtype=dtype) if g is None else g
-                     for g, (shape, dtype) in zip(grads, self._output_meta)]
+            grads = [
+                zeros(shape, dtype=dtype) if g is None else g
+                for g, (shape, dtype) in zip(grads, self._output_meta)
+            ]
         result = self._function_cls.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
         if len(result) != len(self._input_meta):
             if len(result) > len(self._input_meta) and all(
-                    r is None for r in result[len(self._input_meta):]):
-                result = result[:len(self._input_meta)]
+                r is None for r in result[len(self._input_meta) :]
+            ):
+                result = result[: len(self._input_meta)]
             else:
-                raise RuntimeError(f"function {self.name()} returned an incorrect number of "
-                                   f"gradients (expected {len(self._input_meta)}, got "
-                                   f"{len(result)})")
+                raise RuntimeError(
+                    f"function {self.name()} returned an incorrect number of "
+                    f"gradients (expected {len(self._input_meta)}, got "
+                    f"{len(result)})"
+                )
         out = []
         for i, (g, meta) in enumerate(zip(result, self._input_meta)):
             if g is None or meta is None or not self.needs_input_grad[i]:
                 out.append(None)
                 continue
             if not isinstance(g, Tensor):
-                raise TypeError(f"function {self.name()} returned a gradient of type "
-                                f"{type(g).__name__} at index {i}; expected a Tensor or None")
+                raise TypeError(
+                    f"function {self.name()} returned a gradient of type "
+                    f"{type(g).__name__} at index {i}; expected a Tensor or None"
+                )
             shape, dtype = meta
             if g.shape != shape:
                 try:
                     g = unbroadcast(g, shape, dtype)
                 except RuntimeError:
-                    raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
-                                       f"index {i} - got {list(g.shape)} but expected shape "
-                                       f"compatible with {list(shape)}") from None
+                    raise RuntimeError(
+                        f"Function {self.name()} returned an invalid gradient at "
+                        f"index {i} - got {list(g.shape)} but expected shape "
+                        f"compatible with {list(shape)}"
+                    ) from None
             out.append(g)
         return out
 
@@ -116,14 +127,17 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
-        raise NotImplementedError("You must implement the forward function for custom "
-                                  "autograd.Function.")
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("You must implement either the backward or vjp method for "
-                                  "your custom autograd.Function to use it with backward mode "
-                                  "AD.")
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for "
+            "your custom autograd.Function to use it with backward mode "
+            "AD."
+        )
 
     vjp = backward
 
@@ -142,8 +156,9 @@ class Function:
         record = grad_mode.is_grad_enabled() and any(ctx.needs_input_grad)
         if record:  # before any dirty input is rebased onto this node
             ctx.next_functions = tuple(
-                engine.gradient_edge(a) if isinstance(a, Tensor) and a.requires_grad
-                else (None, 0) for a in args)
+                engine.gradient_edge(a) if isinstance(a, Tensor) and a.requires_grad else (None, 0)
+                for a in args
+            )
         inputs_by_id = {id(a) for a in args if isinstance(a, Tensor)}
         wrapped = []
         for nr, out in enumerate(outs):
@@ -163,8 +178,9 @@ class Function:
             wrapped.append(out)
         if record:
             ctx.num_outputs = len(outs)
-            ctx._output_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else ((), None)
-                                for o in wrapped]
+            ctx._output_meta = [
+                (o.shape, o.dtype) if isinstance(o, Tensor) else ((), None) for o in wrapped
+            ]
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod

@@ -14,10 +14,15 @@ def _prepare(inputs, create_graph):
     tensors = (inputs,) if single else tuple(inputs)
     for t in tensors:
         if not isinstance(t, Tensor):
-            raise TypeError(f"The inputs given to the function must be Tensors, got "
-                            f"{type(t).__name__}")
-    prepared = tuple(ops.reshape(t, t.shape) if create_graph and t.requires_grad
-                     else t.detach().requires_grad_(True) for t in tensors)
+            raise TypeError(
+                f"The inputs given to the function must be Tensors, got {type(t).__name__}"
+            )
+    prepared = tuple(
+        ops.reshape(t, t.shape)
+        if create_graph and t.requires_grad
+        else t.detach().requires_grad_(True)
+        for t in tensors
+    )
     return single, prepared
 
 
@@ -27,8 +32,9 @@ def _outputs(func, inputs):
     outs = (out,) if single else tuple(out)
     for o in outs:
         if not isinstance(o, Tensor):
-            raise TypeError(f"The outputs of the user-provided function must be Tensors, got "
-                            f"{type(o).__name__}")
+            raise TypeError(
+                f"The outputs of the user-provided function must be Tensors, got {type(o).__name__}"
+            )
     return single, outs
 
 
@@ -36,16 +42,21 @@ def _grads(outputs, inputs, grad_outputs, create_graph, strict):
     needs = [o for o in outputs if o.requires_grad]
     if not needs:
         if strict:
-            raise RuntimeError("The output of the user-provided function is independent of the "
-                               "inputs. This is not allowed in strict mode.")
+            raise RuntimeError(
+                "The output of the user-provided function is independent of the "
+                "inputs. This is not allowed in strict mode."
+            )
         return tuple(zeros_like(x) for x in inputs)
     seeds = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]
-    result = grad(needs, inputs, seeds, retain_graph=True, create_graph=create_graph,
-                  allow_unused=True)
+    result = grad(
+        needs, inputs, seeds, retain_graph=True, create_graph=create_graph, allow_unused=True
+    )
     if strict and any(r is None for r in result):
-        raise RuntimeError("The output of the user-provided function is independent of input "
-                           f"{[r is None for r in result].index(True)}. This is not allowed in "
-                           "strict mode.")
+        raise RuntimeError(
+            "The output of the user-provided function is independent of input "
+            f"{[r is None for r in result].index(True)}. This is not allowed in "
+            "strict mode."
+        )
     return tuple(zeros_like(x) if r is None else r for x, r in zip(inputs, result))
 
 
@@ -56,12 +67,16 @@ def _finish(values, create_graph):
 def _vector(v, like, what):
     v = (v,) if isinstance(v, Tensor) else tuple(v)
     if len(v) != len(like):
-        raise RuntimeError(f"The given {what} should have the same number of elements as the "
-                           f"inputs: got {len(v)} for {len(like)}")
+        raise RuntimeError(
+            f"The given {what} should have the same number of elements as the "
+            f"inputs: got {len(v)} for {len(like)}"
+        )
     for a, b in zip(v, like):
         if a.shape != b.shape:
-            raise RuntimeError(f"Mismatch in shape: {what} has shape {list(a.shape)} where "
-                               f"{list(b.shape)} was expected")
+            raise RuntimeError(
+                f"Mismatch in shape: {what} has shape {list(a.shape)} where "
+                f"{list(b.shape)} was expected"
+            )
     return v
 
 
@@ -72,8 +87,10 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         single_out, outputs = _outputs(func, inputs)
         if v is None:
             if len(outputs) != 1 or outputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the user-provided function "
-                                   "returns a single Tensor with a single element.")
+                raise RuntimeError(
+                    "The vector v can only be None if the user-provided function "
+                    "returns a single Tensor with a single element."
+                )
             v = (ops.reshape(zeros_like(outputs[0]) + 1, outputs[0].shape),)
         v = _vector(v, outputs, "v")
         result = _grads(outputs, inputs, v, create_graph, strict)
@@ -85,21 +102,29 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v), by the double-vjp trick: J v is the vjp of u -> u^T J."""
     with grad_mode.enable_grad():
-        single_in, inputs = _prepare(inputs, create_graph)
+        _, inputs = _prepare(inputs, create_graph)
         single_out, outputs = _outputs(func, inputs)
         if v is None:
             if len(inputs) != 1 or inputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the "
-                                   "user-provided function is a single Tensor with a single "
-                                   "element.")
+                raise RuntimeError(
+                    "The vector v can only be None if the input to the "
+                    "user-provided function is a single Tensor with a single "
+                    "element."
+                )
             v = (zeros_like(inputs[0]) + 1,)
         v = _vector(v, inputs, "v")
         dummies = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
         vjps = _grads(outputs, inputs, dummies, True, strict)
         linked = [(g, d) for g, d in zip(vjps, v) if g.requires_grad]
         if linked:
-            result = grad([g for g, _ in linked], dummies, [d for _, d in linked],
-                          retain_graph=True, create_graph=create_graph, allow_unused=True)
+            result = grad(
+                [g for g, _ in linked],
+                dummies,
+                [d for _, d in linked],
+                retain_graph=True,
+                create_graph=create_graph,
+                allow_unused=True,
+            )
         else:
             result = (None,) * len(dummies)
         result = tuple(zeros_like(o) if r is None else r for o, r in zip(outputs, result))
@@ -108,8 +133,9 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     return (outs[0] if single_out else outs), (result[0] if single_out else result)
 
 
-def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
-             strategy="reverse-mode"):
+def jacobian(
+    func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"
+):
     """The Jacobian, one reverse pass per output element: for a single input
     and output a tensor of shape ``out.shape + in.shape``, else nested tuples."""
     with grad_mode.enable_grad():
@@ -121,36 +147,54 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
             flat = ops.reshape(out, (-1,))
             for m in range(out.numel()):
                 if out.requires_grad:
-                    grads = grad(flat[m], inputs, retain_graph=True, create_graph=create_graph,
-                                 allow_unused=True)
+                    grads = grad(
+                        flat[m],
+                        inputs,
+                        retain_graph=True,
+                        create_graph=create_graph,
+                        allow_unused=True,
+                    )
                 else:
                     grads = (None,) * len(inputs)
                 for k, (x, g) in enumerate(zip(inputs, grads)):
                     if g is None and strict:
-                        raise RuntimeError(f"Output {len(blocks)} of the user-provided function "
-                                           f"is independent of input {k}. This is not allowed "
-                                           "in strict mode.")
+                        raise RuntimeError(
+                            f"Output {len(blocks)} of the user-provided function "
+                            f"is independent of input {k}. This is not allowed "
+                            "in strict mode."
+                        )
                     rows[k].append(zeros_like(x) if g is None else g)
-            block = tuple(ops.reshape(ops.stack(r) if r else zeros_like(x).reshape(0, *x.shape),
-                                      out.shape + x.shape) for r, x in zip(rows, inputs))
+            block = tuple(
+                ops.reshape(
+                    ops.stack(r) if r else zeros_like(x).reshape(0, *x.shape), out.shape + x.shape
+                )
+                for r, x in zip(rows, inputs)
+            )
             blocks.append(tuple(_finish(block, create_graph)))
     if single_out:
         return blocks[0][0] if single_in else blocks[0]
     return tuple(b[0] for b in blocks) if single_in else tuple(blocks)
 
 
-def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
-            outer_jacobian_strategy="reverse-mode"):
+def hessian(
+    func,
+    inputs,
+    create_graph=False,
+    strict=False,
+    vectorize=False,
+    outer_jacobian_strategy="reverse-mode",
+):
     """The Hessian of a function returning a single element."""
     single_in = isinstance(inputs, Tensor)
 
     def gradient(*xs):
-        single_out, out = _outputs(func, xs)
+        _, out = _outputs(func, xs)
         if len(out) != 1 or out[0].numel() != 1:
-            raise RuntimeError("The Tensor returned by the function given to hessian should "
-                               "contain a single element")
-        grads = _grads(out, xs, (ops.reshape(zeros_like(out[0]) + 1, out[0].shape),), True,
-                       strict)
+            raise RuntimeError(
+                "The Tensor returned by the function given to hessian should "
+                "contain a single element"
+            )
+        grads = _grads(out, xs, (ops.reshape(zeros_like(out[0]) + 1, out[0].shape),), True, strict)
         return grads[0] if single_in else grads
 
     return jacobian(gradient, inputs, create_graph=create_graph, strict=strict)
@@ -162,15 +206,21 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         single_in, inputs = _prepare(inputs, create_graph)
         _, outputs = _outputs(func, inputs)
         if len(outputs) != 1 or outputs[0].numel() != 1:
-            raise RuntimeError("The function given to hvp should return a single Tensor with a "
-                               "single element.")
-        v = _vector(v if v is not None else tuple(zeros_like(x) + 1 for x in inputs), inputs,
-                    "v")
+            raise RuntimeError(
+                "The function given to hvp should return a single Tensor with a single element."
+            )
+        v = _vector(v if v is not None else tuple(zeros_like(x) + 1 for x in inputs), inputs, "v")
         grads = _grads(outputs, inputs, (zeros_like(outputs[0]) + 1,), True, strict)
         linked = [(g, d) for g, d in zip(grads, v) if g.requires_grad]
         if linked:
-            result = grad([g for g, _ in linked], inputs, [d for _, d in linked],
-                          retain_graph=True, create_graph=create_graph, allow_unused=True)
+            result = grad(
+                [g for g, _ in linked],
+                inputs,
+                [d for _, d in linked],
+                retain_graph=True,
+                create_graph=create_graph,
+                allow_unused=True,
+            )
         else:
             result = (None,) * len(inputs)
         result = tuple(zeros_like(x) if r is None else r for x, r in zip(inputs, result))

@@ -23,8 +23,9 @@ def _as_tuple(x):
 
 
 def _float_outputs(func, inputs):
-    return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)
-            and o.dtype.is_floating_point]
+    return [
+        o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and o.dtype.is_floating_point
+    ]
 
 
 def _numerical_jacobian(func, inputs, i, eps):
@@ -55,28 +56,46 @@ def _analytical_jacobian(func, inputs, i_list):
         for m in range(out.numel()):
             seed = np.zeros(out.numel(), out.dtype.np)
             seed[m] = 1
-            grads = grad(out, wrt, Tensor._make(seed.reshape(out.shape), out.dtype),
-                         retain_graph=True, allow_unused=True)
+            grads = grad(
+                out,
+                wrt,
+                Tensor._make(seed.reshape(out.shape), out.dtype),
+                retain_graph=True,
+                allow_unused=True,
+            )
             for col, g in enumerate(grads):
                 if g is not None:
                     jacobians[k][col][m, :] = g._data.astype(np.float64).ravel()
     return jacobians
 
 
-def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-              raise_exception: bool = True, **ignored) -> bool:
+def gradcheck(
+    func,
+    inputs,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    **ignored,
+) -> bool:
     """True when ``func``'s analytical Jacobian matches central differences
     for every input that requires grad (use float64 inputs)."""
     inputs = _as_tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not diff:
-        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
-                         "none of the them have requires_grad=True.")
+        raise ValueError(
+            "gradcheck expects at least one input tensor to require gradient, but "
+            "none of the them have requires_grad=True."
+        )
     for i in diff:
         if inputs[i].dtype.name != "float64":
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
-                          "point. This check will likely fail if all the inputs are not of "
-                          "double precision floating point.", stacklevel=2)
+            warnings.warn(
+                f"Input #{i} requires gradient and is not a double precision floating "
+                "point. This check will likely fail if all the inputs are not of "
+                "double precision floating point.",
+                stacklevel=2,
+            )
     analytical = _analytical_jacobian(func, inputs, diff)
     for col, i in enumerate(diff):
         numerical = _numerical_jacobian(func, inputs, i, eps)
@@ -84,20 +103,32 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
             if not np.allclose(ana, num, rtol=rtol, atol=atol, equal_nan=True):
                 if not raise_exception:
                     return False
-                raise GradcheckError(f"Jacobian mismatch for output {k} with respect to input "
-                                     f"{i},\nnumerical:{num}\nanalytical:{ana}\n")
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {k} with respect to input "
+                    f"{i},\nnumerical:{num}\nanalytical:{ana}\n"
+                )
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
-                  rtol: float = 1e-3, raise_exception: bool = True, **ignored) -> bool:
+def gradgradcheck(
+    func,
+    inputs,
+    grad_outputs=None,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    **ignored,
+) -> bool:
     """``gradcheck`` of the function (inputs, cotangents) -> vector-Jacobian
     products: checks second derivatives."""
     inputs = _as_tuple(inputs)
     outputs = _float_outputs(func, inputs)
     if grad_outputs is None:
-        grad_outputs = tuple(randn(o.shape, dtype=o.dtype, requires_grad=True)
-                             for o in outputs if o.requires_grad)
+        grad_outputs = tuple(
+            randn(o.shape, dtype=o.dtype, requires_grad=True) for o in outputs if o.requires_grad
+        )
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
@@ -109,9 +140,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     def _vjp(*args):
         primal, cotangents = args[:n], args[n:]
         outs = [o for o in _float_outputs(func, primal) if o.requires_grad]
-        grads = grad(outs, [primal[i] for i in diff], cotangents, create_graph=True,
-                     allow_unused=True)
+        grads = grad(
+            outs, [primal[i] for i in diff], cotangents, create_graph=True, allow_unused=True
+        )
         return tuple(g for g in grads if g is not None)
 
-    return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+    return gradcheck(
+        vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception
+    )

@@ -57,8 +57,10 @@ def from_numpy_dtype(np_dtype) -> DType:
     np_dtype = np.dtype(np_dtype)
     found = _BY_NUMPY.get(np_dtype) or _NUMPY_ALIASES.get(np_dtype)
     if found is None:
-        raise TypeError(f"can't convert numpy array of type {np_dtype}: fusegrad supports "
-                        "float32, float64, int64, int32 and bool")
+        raise TypeError(
+            f"can't convert numpy array of type {np_dtype}: fusegrad supports "
+            "float32, float64, int64, int32 and bool"
+        )
     return found
 
 

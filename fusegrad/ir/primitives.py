@@ -85,8 +85,10 @@ def bind(prim: Primitive, args: tuple, params: dict):
         for arg in args:
             if isinstance(arg, value_type):
                 return handler(prim, args, params)
-    raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
-                    f"{', '.join(type(a).__name__ for a in args)}")
+    raise TypeError(
+        f"{prim.name}: expected at least one tensor argument, got "
+        f"{', '.join(type(a).__name__ for a in args)}"
+    )
 
 
 _dispatch = bind
@@ -98,6 +100,7 @@ def _camel(name: str) -> str:
 
 # ---------------------------------------------------------------- shape rules
 
+
 def _require_float(prim_name, aval):
     if not aval.dtype.is_floating_point:
         raise TypeError(f"{prim_name} expects a floating-point tensor, got {aval.dtype}")
@@ -107,8 +110,10 @@ def _same_dtype(prim_name, *avals):
     first = avals[0].dtype
     for aval in avals[1:]:
         if aval.dtype is not first:
-            raise TypeError(f"{prim_name}: operands must have one dtype, got "
-                            f"{', '.join(str(a.dtype) for a in avals)}")
+            raise TypeError(
+                f"{prim_name}: operands must have one dtype, got "
+                f"{', '.join(str(a.dtype) for a in avals)}"
+            )
     return first
 
 
@@ -116,6 +121,7 @@ def _float_unary_rule(name):
     def rule(x):
         _require_float(name, x)
         return x.shape, x.dtype
+
     return rule
 
 
@@ -125,16 +131,19 @@ def _binary_rule(name, out_dtype=None, require=None):
         if require is not None and dtype.category not in require:
             raise TypeError(f"{name} does not support {dtype}")
         return broadcast_shapes(x.shape, y.shape), out_dtype or dtype
+
     return rule
 
 
 def _reduce_rule(name, out_dtype=None):
     def rule(x, axes):
         return reduced_shape(x.shape, axes), out_dtype or x.dtype
+
     return rule
 
 
 # ------------------------------------------------- helpers the rules are written with
+
 
 def expand_reduced(g, shape, axes):
     """Broadcasts a reduction's cotangent back over the reduced axes."""
@@ -147,7 +156,8 @@ def unbroadcast(g, shape, dtype):
     if g.shape != shape:
         lead = g.ndim - len(shape)
         axes = tuple(range(lead)) + tuple(
-            lead + i for i, size in enumerate(shape) if size == 1 and g.shape[lead + i] != 1)
+            lead + i for i, size in enumerate(shape) if size == 1 and g.shape[lead + i] != 1
+        )
         if axes:
             g = reduce_sum(g, axes=axes)
         if g.shape != shape:
@@ -212,19 +222,26 @@ sigmoid.defvjp(x=lambda g, out: g * (out * (1.0 - out)))
 
 # A primitive for the same reason: log1p(exp(x)) overflows, and the stable
 # max(x,0) + log1p(exp(-|x|)) has the wrong second derivative at 0.
-softplus = Primitive("softplus", lambda x: np.logaddexp(x, 0).astype(x.dtype, copy=False),
-                     _float_unary_rule("softplus"))
+softplus = Primitive(
+    "softplus",
+    lambda x: np.logaddexp(x, 0).astype(x.dtype, copy=False),
+    _float_unary_rule("softplus"),
+)
 softplus.defvjp(x=lambda g, x: g * sigmoid(x))
 
 # A primitive rather than where(x > 0, x, 0): one op instead of two on the
 # hottest activation. The gradient at 0 is 0, as in PyTorch.
-relu = Primitive("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
-                 lambda x: (x.shape, x.dtype))
+relu = Primitive(
+    "relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False), lambda x: (x.shape, x.dtype)
+)
 relu.defvjp(x=lambda g, out: where(out > 0.0, g, 0.0))
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
-erf = Primitive("erf", lambda x: np.asarray(_erf_scalar(x), np.float64).astype(x.dtype),
-                _float_unary_rule("erf"))
+erf = Primitive(
+    "erf",
+    lambda x: np.asarray(_erf_scalar(x), np.float64).astype(x.dtype),
+    _float_unary_rule("erf"),
+)
 erf.defvjp(x=lambda g, x: g * (exp(-(x * x)) * (2.0 / math.sqrt(math.pi))))
 
 abs_ = Primitive("abs", np.abs, lambda x: (x.shape, x.dtype))
@@ -233,8 +250,12 @@ abs_.defvjp(x=lambda g, x: g * sign(x))
 sign = Primitive("sign", np.sign, lambda x: (x.shape, x.dtype))  # zero derivative: no rule
 
 # The cotangent's cast back to the input dtype is unbroadcast's job, so the rule is g.
-convert = Primitive("convert", lambda x, dtype: np.array(x, dtype=dtype.np, order="C"),
-                    lambda x, dtype: (x.shape, dtype), backward_name="ToCopyBackward0")
+convert = Primitive(
+    "convert",
+    lambda x, dtype: np.array(x, dtype=dtype.np, order="C"),
+    lambda x, dtype: (x.shape, dtype),
+    backward_name="ToCopyBackward0",
+)
 convert.defvjp(x=lambda g: g)
 
 logical_not = Primitive("logical_not", np.logical_not, lambda x: (x.shape, dtypes.bool_))
@@ -250,8 +271,9 @@ sub.defvjp(x=lambda g: g, y=lambda g: -g)
 mul = Primitive("mul", np.multiply, _binary_rule("mul"), inputs=("x", "y"))
 mul.defvjp(x=lambda g, y: g * y, y=lambda g, x: g * x)
 
-div = Primitive("div", np.true_divide, _binary_rule("div", require=(dtypes.FLOATING,)),
-                inputs=("x", "y"))
+div = Primitive(
+    "div", np.true_divide, _binary_rule("div", require=(dtypes.FLOATING,)), inputs=("x", "y")
+)
 div.defvjp(x=lambda g, y: g / y, y=lambda g, x, y: -(g * x) / (y * y))
 
 # The where() masks give PyTorch's values at 0**0 and at log(0) * 0.
@@ -280,16 +302,20 @@ lt = Primitive("lt", np.less, _binary_rule("lt", dtypes.bool_), inputs=("x", "y"
 le = Primitive("le", np.less_equal, _binary_rule("le", dtypes.bool_), inputs=("x", "y"))
 gt = Primitive("gt", np.greater, _binary_rule("gt", dtypes.bool_), inputs=("x", "y"))
 ge = Primitive("ge", np.greater_equal, _binary_rule("ge", dtypes.bool_), inputs=("x", "y"))
-logical_and = Primitive("logical_and", np.logical_and,
-                        _binary_rule("logical_and", dtypes.bool_), inputs=("x", "y"))
-logical_or = Primitive("logical_or", np.logical_or,
-                       _binary_rule("logical_or", dtypes.bool_), inputs=("x", "y"))
+logical_and = Primitive(
+    "logical_and", np.logical_and, _binary_rule("logical_and", dtypes.bool_), inputs=("x", "y")
+)
+logical_or = Primitive(
+    "logical_or", np.logical_or, _binary_rule("logical_or", dtypes.bool_), inputs=("x", "y")
+)
 
 
 def _where_rule(cond, x, y):
     if cond.dtype is not dtypes.bool_:
-        raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                        f"with dtype {cond.dtype.name}")
+        raise TypeError(
+            f"where expected condition to be a boolean tensor, but got a tensor "
+            f"with dtype {cond.dtype.name}"
+        )
     return broadcast_shapes(cond.shape, x.shape, y.shape), _same_dtype("where", x, y)
 
 
@@ -298,16 +324,28 @@ where.defvjp(x=lambda g, cond: where(cond, g, 0.0), y=lambda g, cond: where(cond
 
 # ------------------------------------------------------------------ reductions
 
-reduce_sum = Primitive("reduce_sum", lambda x, axes: np.add.reduce(x, axis=axes),
-                       _reduce_rule("reduce_sum"), backward_name="SumBackward1")
+reduce_sum = Primitive(
+    "reduce_sum",
+    lambda x, axes: np.add.reduce(x, axis=axes),
+    _reduce_rule("reduce_sum"),
+    backward_name="SumBackward1",
+)
 reduce_sum.defvjp(x=lambda g, x_shape, axes: expand_reduced(g, x_shape, axes))
 
-reduce_max = Primitive("reduce_max", lambda x, axes: np.maximum.reduce(x, axis=axes),
-                       _reduce_rule("reduce_max"), backward_name="AmaxBackward0")
+reduce_max = Primitive(
+    "reduce_max",
+    lambda x, axes: np.maximum.reduce(x, axis=axes),
+    _reduce_rule("reduce_max"),
+    backward_name="AmaxBackward0",
+)
 reduce_max.defvjp(x=_share_extremum)
 
-reduce_min = Primitive("reduce_min", lambda x, axes: np.minimum.reduce(x, axis=axes),
-                       _reduce_rule("reduce_min"), backward_name="AminBackward0")
+reduce_min = Primitive(
+    "reduce_min",
+    lambda x, axes: np.minimum.reduce(x, axis=axes),
+    _reduce_rule("reduce_min"),
+    backward_name="AminBackward0",
+)
 reduce_min.defvjp(x=_share_extremum)
 
 
@@ -319,29 +357,51 @@ def _prod_vjp(g, x, out, axes):
     is_zero = x == 0.0
     zeros = expand_reduced(reduce_sum(convert(is_zero, dtype=x.dtype), axes=axes), x.shape, axes)
     nonzero_prod = expand_reduced(reduce_prod(where(is_zero, 1.0, x), axes=axes), x.shape, axes)
-    others = where(is_zero, where(zeros == 1.0, nonzero_prod, 0.0),
-                   expand_reduced(out, x.shape, axes) / where(is_zero, 1.0, x))
+    others = where(
+        is_zero,
+        where(zeros == 1.0, nonzero_prod, 0.0),
+        expand_reduced(out, x.shape, axes) / where(is_zero, 1.0, x),
+    )
     return expand_reduced(g, x.shape, axes) * others
 
 
-reduce_prod = Primitive("reduce_prod", lambda x, axes: np.multiply.reduce(x, axis=axes),
-                        _reduce_rule("reduce_prod"), backward_name="ProdBackward1")
+reduce_prod = Primitive(
+    "reduce_prod",
+    lambda x, axes: np.multiply.reduce(x, axis=axes),
+    _reduce_rule("reduce_prod"),
+    backward_name="ProdBackward1",
+)
 reduce_prod.defvjp(x=_prod_vjp)
 
-argmax = Primitive("argmax", lambda x, axis: np.argmax(x, axis=axis),
-                   lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64))
-argmin = Primitive("argmin", lambda x, axis: np.argmin(x, axis=axis),
-                   lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64))
+argmax = Primitive(
+    "argmax",
+    lambda x, axis: np.argmax(x, axis=axis),
+    lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64),
+)
+argmin = Primitive(
+    "argmin",
+    lambda x, axis: np.argmin(x, axis=axis),
+    lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64),
+)
 
 # ---------------------------------------------------------------- shape ops
 
-reshape = Primitive("reshape", lambda x, shape: np.reshape(x, shape),
-                    lambda x, shape: (shape, x.dtype), backward_name="ViewBackward0", view=True)
+reshape = Primitive(
+    "reshape",
+    lambda x, shape: np.reshape(x, shape),
+    lambda x, shape: (shape, x.dtype),
+    backward_name="ViewBackward0",
+    view=True,
+)
 reshape.defvjp(x=lambda g, x_shape: reshape(g, shape=x_shape))
 
-transpose = Primitive("transpose", lambda x, perm: np.transpose(x, perm),
-                      lambda x, perm: (tuple(x.shape[p] for p in perm), x.dtype),
-                      backward_name="PermuteBackward0", view=True)
+transpose = Primitive(
+    "transpose",
+    lambda x, perm: np.transpose(x, perm),
+    lambda x, perm: (tuple(x.shape[p] for p in perm), x.dtype),
+    backward_name="PermuteBackward0",
+    view=True,
+)
 transpose.defvjp(x=lambda g, perm: transpose(g, perm=tuple(np.argsort(perm).tolist())))
 
 
@@ -353,13 +413,19 @@ def _broadcast_to_rule(x, shape):
             raise RuntimeError(
                 f"The expanded size of the tensor ({shape[dim] if dim < len(shape) else -1}) "
                 f"must match the existing size ({size}) at non-singleton dimension {dim}.  "
-                f"Target sizes: {list(shape)}.  Tensor sizes: {list(x.shape)}")
+                f"Target sizes: {list(shape)}.  Tensor sizes: {list(x.shape)}"
+            )
     return shape, x.dtype
 
 
 # The cotangent comes back in the broadcast shape; unbroadcast sums it down.
-broadcast_to = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
-                         _broadcast_to_rule, backward_name="ExpandBackward0", view=True)
+broadcast_to = Primitive(
+    "broadcast_to",
+    lambda x, shape: np.broadcast_to(x, shape),
+    _broadcast_to_rule,
+    backward_name="ExpandBackward0",
+    view=True,
+)
 broadcast_to.defvjp(x=lambda g: g)
 
 
@@ -392,12 +458,12 @@ def _index_impl(x, *indices, spec):
 def _index_rule(x, *indices, spec):
     for idx in indices:
         if idx.dtype.category != dtypes.INTEGER:
-            raise IndexError(f"tensors used as indices must be long or int tensors, "
-                             f"got {idx.dtype}")
+            raise IndexError(
+                f"tensors used as indices must be long or int tensors, got {idx.dtype}"
+            )
     # Index a zero-strided stand-in: numpy's own rules give the result shape,
     # with nothing allocated but the result of an index-array lookup.
-    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x.shape,
-                                               (0,) * len(x.shape))
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x.shape, (0,) * len(x.shape))
     fake = [np.zeros(idx.shape, np.intp) for idx in indices]
     try:
         return stand_in[spec_to_numpy(spec, fake)].shape, x.dtype
@@ -415,14 +481,24 @@ def _scatter_add_rule(v, *indices, spec, shape):
     return shape, v.dtype
 
 
-index = Primitive("index", _index_impl, _index_rule, inputs=("x", "*indices"),
-                  backward_name="IndexBackward0", view=True)
-index.defvjp(x=lambda g, indices, x_shape, spec: scatter_add(g, *indices, spec=spec,
-                                                             shape=x_shape))
+index = Primitive(
+    "index",
+    _index_impl,
+    _index_rule,
+    inputs=("x", "*indices"),
+    backward_name="IndexBackward0",
+    view=True,
+)
+index.defvjp(x=lambda g, indices, x_shape, spec: scatter_add(g, *indices, spec=spec, shape=x_shape))
 
 # The transpose of index: zeros of `shape` with v added at the indexed places.
-scatter_add = Primitive("scatter_add", _scatter_add_impl, _scatter_add_rule,
-                        inputs=("v", "*indices"), backward_name="IndexAddBackward0")
+scatter_add = Primitive(
+    "scatter_add",
+    _scatter_add_impl,
+    _scatter_add_rule,
+    inputs=("v", "*indices"),
+    backward_name="IndexAddBackward0",
+)
 scatter_add.defvjp(v=lambda g, indices, spec: index(g, *indices, spec=spec))
 
 
@@ -435,14 +511,21 @@ def _index_put_impl(x, v, *indices, spec):
 def _index_put_rule(x, v, *indices, spec):
     target, _ = _index_rule(x, *indices, spec=spec)
     if broadcast_shapes(v.shape, target) != target:
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be "
-                           f"broadcast to indexing result of shape {list(target)}")
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(v.shape)} cannot be "
+            f"broadcast to indexing result of shape {list(target)}"
+        )
     return x.shape, _same_dtype("index_put", x, v)
 
 
 # Functional form of `x[spec] = v`: a copy of x with v written at the indexed places.
-index_put = Primitive("index_put", _index_put_impl, _index_put_rule,
-                      inputs=("x", "v", "*indices"), backward_name="CopySlices")
+index_put = Primitive(
+    "index_put",
+    _index_put_impl,
+    _index_put_rule,
+    inputs=("x", "v", "*indices"),
+    backward_name="CopySlices",
+)
 index_put.defvjp(
     x=lambda g, indices, spec: index_put(g, 0.0, *indices, spec=spec),
     v=lambda g, indices, spec: index(g, *indices, spec=spec),
@@ -454,23 +537,32 @@ def _concatenate_rule(*xs, axis):
     first = xs[0].shape
     for k, x in enumerate(xs[1:], 1):
         if len(x.shape) != len(first) or any(
-                a != b for d, (a, b) in enumerate(zip(x.shape, first)) if d != axis):
+            a != b for d, (a, b) in enumerate(zip(x.shape, first)) if d != axis
+        ):
             bad = next(d for d, (a, b) in enumerate(zip(x.shape, first)) if d != axis and a != b)
-            raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. "
-                               f"Expected size {first[bad]} but got size {x.shape[bad]} "
-                               f"for tensor number {k} in the list.")
-    return first[:axis] + (sum(x.shape[axis] for x in xs),) + first[axis + 1:], dtype
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {axis}. "
+                f"Expected size {first[bad]} but got size {x.shape[bad]} "
+                f"for tensor number {k} in the list."
+            )
+    return first[:axis] + (sum(x.shape[axis] for x in xs),) + first[axis + 1 :], dtype
 
 
 def _concatenate_vjp(g, i, shapes, axis):
     start = sum(s[axis] for s in shapes[:i])
-    spec = (("slice", None, None, None),) * axis + (("slice", start, start + shapes[i][axis],
-                                                      None),)
+    spec = (("slice", None, None, None),) * axis + (
+        ("slice", start, start + shapes[i][axis], None),
+    )
     return index(g, spec=spec)
 
 
-concatenate = Primitive("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
-                        _concatenate_rule, inputs=("*xs",), backward_name="CatBackward0")
+concatenate = Primitive(
+    "concatenate",
+    lambda *xs, axis: np.concatenate(xs, axis=axis),
+    _concatenate_rule,
+    inputs=("*xs",),
+    backward_name="CatBackward0",
+)
 concatenate.defvjp(xs=_concatenate_vjp)
 
 
@@ -479,15 +571,18 @@ def _matmul_rule(x, y):
     if x.ndim < 2 or y.ndim < 2:
         raise RuntimeError("matmul primitive expects operands of rank >= 2")
     if x.shape[-1] != y.shape[-2]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
-                           f"({'x'.join(map(str, x.shape[-2:]))} and "
-                           f"{'x'.join(map(str, y.shape[-2:]))})")
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied "
+            f"({'x'.join(map(str, x.shape[-2:]))} and "
+            f"{'x'.join(map(str, y.shape[-2:]))})"
+        )
     batch = broadcast_shapes(x.shape[:-2], y.shape[:-2])
     return batch + (x.shape[-2], y.shape[-1]), dtype
 
 
-matmul = Primitive("matmul", np.matmul, _matmul_rule, inputs=("x", "y"),
-                   backward_name="MmBackward0")
+matmul = Primitive(
+    "matmul", np.matmul, _matmul_rule, inputs=("x", "y"), backward_name="MmBackward0"
+)
 matmul.defvjp(x=lambda g, y: matmul(g, swap_last(y)), y=lambda g, x: matmul(swap_last(x), g))
 
 PRIMITIVES = {p.name: p for p in globals().values() if isinstance(p, Primitive)}

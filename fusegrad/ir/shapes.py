@@ -27,7 +27,8 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
             else:
                 raise RuntimeError(
                     f"The size of tensor a ({current}) must match the size of tensor b ({size}) "
-                    f"at non-singleton dimension {offset + i}")
+                    f"at non-singleton dimension {offset + i}"
+                )
         result = tuple(merged)
     return result
 
@@ -37,8 +38,10 @@ def normalize_dim(dim, ndim: int) -> int:
         raise TypeError(f"dim must be an int, not {type(dim).__name__}")
     bound = max(ndim, 1)  # a 0-d tensor accepts dim 0 and -1, as in PyTorch
     if not -bound <= dim < bound:
-        raise IndexError(f"Dimension out of range (expected to be in range of "
-                         f"[{-bound}, {bound - 1}], but got {dim})")
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of "
+            f"[{-bound}, {bound - 1}], but got {dim})"
+        )
     return dim % bound if ndim else 0
 
 
@@ -78,7 +81,7 @@ def infer_reshape(shape, numel: int) -> tuple:
     if unknown:
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape = shape[: unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+        shape = shape[: unknown[0]] + (numel // known,) + shape[unknown[0] + 1 :]
     elif known != numel:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
     return shape

@@ -11,8 +11,21 @@ from ..tracer.creation import bernoulli_mask
 from ..tracer.ops import _named, gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh
 from ..tracer.tensor import Tensor
 
-__all__ = ["relu", "gelu", "softplus", "sigmoid", "tanh", "softmax", "log_softmax", "mse_loss",
-           "cross_entropy", "nll_loss", "linear", "dropout", "layer_norm"]
+__all__ = [
+    "relu",
+    "gelu",
+    "softplus",
+    "sigmoid",
+    "tanh",
+    "softmax",
+    "log_softmax",
+    "mse_loss",
+    "cross_entropy",
+    "nll_loss",
+    "linear",
+    "dropout",
+    "layer_norm",
+]
 
 
 def _reduce(loss, reduction):
@@ -29,9 +42,13 @@ def _reduce(loss, reduction):
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     if input.shape != target.shape:
         import warnings
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
-                      f"size ({input.shape}). This will likely lead to incorrect results due to "
-                      "broadcasting. Please ensure they have the same size.", stacklevel=2)
+
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input "
+            f"size ({input.shape}). This will likely lead to incorrect results due to "
+            "broadcasting. Please ensure they have the same size.",
+            stacklevel=2,
+        )
     diff = input - target
     return _reduce(diff * diff, reduction)
 
@@ -41,8 +58,9 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of class indices ``target`` under log-probabilities
     ``input`` of shape (N, C) or (C,) (or (N, C, d1, ...))."""
     if not isinstance(target, Tensor) or target.dtype.category != dtypes.INTEGER:
-        raise RuntimeError("expected scalar type Long but found "
-                           f"{getattr(target, 'dtype', type(target).__name__)}")
+        raise RuntimeError(
+            f"expected scalar type Long but found {getattr(target, 'dtype', type(target).__name__)}"
+        )
     if input.ndim == 1:
         input, target = ops.unsqueeze(input, 0), ops.unsqueeze(target, 0)
     if input.ndim > 2:  # (N, C, d...) -> (N*d..., C)
@@ -50,8 +68,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         target = ops.reshape(target, (-1,))
     classes = input.shape[1]
     if input.shape[0] != target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
-                         f"batch_size ({target.shape[0]}).")
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0]}) to match target "
+            f"batch_size ({target.shape[0]})."
+        )
     valid = target != ignore_index
     safe_target = ops.where(valid, target, 0)
     if safe_target.numel() and (safe_target._data.max() >= classes or safe_target._data.min() < 0):
@@ -66,26 +86,44 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return _reduce(losses, reduction)
 
 
-@_named(lambda input, target, *a, **k: "NllLossBackward0" if isinstance(target, Tensor) and
-        target.dtype.category == dtypes.INTEGER else "DivBackward1")
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
-                  reduce=None, reduction="mean", label_smoothing=0.0):
+@_named(
+    lambda input, target, *a, **k: (
+        "NllLossBackward0"
+        if isinstance(target, Tensor) and target.dtype.category == dtypes.INTEGER
+        else "DivBackward1"
+    )
+)
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
     """Softmax cross-entropy of logits ``input`` (N, C) against class indices or
     class probabilities ``target``."""
     logp = log_softmax(input, 1 if input.ndim > 1 else 0)
     if target.dtype.is_floating_point:  # class probabilities
         if target.shape != input.shape:
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
-                               f"{list(target.shape)}")
+            raise RuntimeError(
+                f"Expected target size {list(input.shape)}, got {list(target.shape)}"
+            )
         classes = input.shape[1] if input.ndim > 1 else input.shape[0]
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / classes
-        product = logp * target if weight is None else logp * target * weight.reshape(
-            (1, -1) + (1,) * (input.ndim - 2) if input.ndim > 1 else (-1,))
+        product = (
+            logp * target
+            if weight is None
+            else logp
+            * target
+            * weight.reshape((1, -1) + (1,) * (input.ndim - 2) if input.ndim > 1 else (-1,))
+        )
         losses = -ops.sum(product, 1 if input.ndim > 1 else 0)
         if reduction == "mean":
-            return ops.sum(losses) / float(losses.numel() and losses.shape[0] if losses.ndim
-                                           else 1)
+            return ops.sum(losses) / float(losses.numel() and losses.shape[0] if losses.ndim else 1)
         return _reduce(losses, reduction)
     loss = nll_loss(logp, target, weight, ignore_index, reduction)
     if label_smoothing:
@@ -121,10 +159,12 @@ def dropout(input, p=0.5, training=True, inplace=False):
 @_named("NativeLayerNormBackward0")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[input.ndim - len(shape):]) != shape:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size"
-                           f"{list(input.shape)}")
+    if tuple(input.shape[input.ndim - len(shape) :]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size"
+            f"{list(input.shape)}"
+        )
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     mean = ops.mean(input, dims, keepdim=True)
     centered = input - mean
@@ -151,10 +191,12 @@ def leaky_relu(input, negative_slope=0.01):
 
 def one_hot(tensor, num_classes=-1):
     import numpy as np
+
     n = int(tensor._data.max()) + 1 if num_classes < 0 else num_classes
     with grad_mode.no_grad():
-        return Tensor._make((tensor._data[..., None] == np.arange(n)).astype(np.int64),
-                            dtypes.int64)
+        return Tensor._make(
+            (tensor._data[..., None] == np.arange(n)).astype(np.int64), dtypes.int64
+        )
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):

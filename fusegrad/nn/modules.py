@@ -88,15 +88,16 @@ class Module:
         self._modules[name] = module
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
-                                  '"forward" function')
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
     def named_parameters(self, prefix="", recurse=True):
         seen = set()
-        for module_prefix, module in (self.named_modules(prefix) if recurse else [(prefix, self)]):
+        for module_prefix, module in self.named_modules(prefix) if recurse else [(prefix, self)]:
             for name, p in module._parameters.items():
                 if p is None or id(p) in seen:
                     continue
@@ -148,13 +149,17 @@ class Module:
         missing = set(own) - set(state)
         unexpected = set(state) - set(own)
         if missing or unexpected:
-            raise RuntimeError(f"Error(s) in loading state_dict: missing keys {sorted(missing)}, "
-                               f"unexpected keys {sorted(unexpected)}")
+            raise RuntimeError(
+                f"Error(s) in loading state_dict: missing keys {sorted(missing)}, "
+                f"unexpected keys {sorted(unexpected)}"
+            )
         for name, value in state.items():
             if own[name].shape != value.shape:
-                raise RuntimeError(f"size mismatch for {name}: copying a param with shape "
-                                   f"{value.shape} from checkpoint, the shape in current model "
-                                   f"is {own[name].shape}.")
+                raise RuntimeError(
+                    f"size mismatch for {name}: copying a param with shape "
+                    f"{value.shape} from checkpoint, the shape in current model "
+                    f"is {own[name].shape}."
+                )
             np.copyto(own[name]._data, value._data)
             own[name]._version_counter[0] += 1
 
@@ -162,8 +167,7 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in
-                 self._modules.items()]
+        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
         if not lines:
             return f"{type(self).__name__}({self.extra_repr()})"
         return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
@@ -186,8 +190,10 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 def _uniform(shape, bound, dtype):
@@ -265,8 +271,9 @@ class Dropout(Module):
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype=None):
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
-            tuple(normalized_shape)
+        shape = (
+            (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        )
         self.normalized_shape, self.eps = shape, eps
         self.weight = Parameter(creation.ones(shape, dtype=dtype)) if elementwise_affine else None
         self.bias = Parameter(creation.zeros(shape, dtype=dtype)) if elementwise_affine else None
@@ -291,5 +298,11 @@ class CrossEntropyLoss(Module):
         self.reduction, self.label_smoothing = reduction, label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
-                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+        return F.cross_entropy(
+            input,
+            target,
+            self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )

@@ -22,8 +22,10 @@ class Optimizer:
             group["params"] = list(group["params"])
             for p in group["params"]:
                 if not isinstance(p, Tensor):
-                    raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
-                                    f"is {type(p).__name__}")
+                    raise TypeError(
+                        f"optimizer can only optimize Tensors, but one of the params "
+                        f"is {type(p).__name__}"
+                    )
                 if not p.is_leaf:
                     raise ValueError("can't optimize a non-leaf Tensor")
             for key, value in defaults.items():
@@ -47,17 +49,33 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False, maximize=False):
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        momentum=0.0,
+        dampening=0.0,
+        weight_decay=0.0,
+        nesterov=False,
+        maximize=False,
+    ):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                dampening=dampening,
+                weight_decay=weight_decay,
+                nesterov=nesterov,
+                maximize=maximize,
+            ),
+        )
 
     @no_grad()
     def step(self, closure=None):
@@ -78,14 +96,31 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 amsgrad=False, maximize=False):
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        amsgrad=False,
+        maximize=False,
+    ):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameters: {betas}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                amsgrad=amsgrad,
+                maximize=maximize,
+            ),
+        )
 
     @no_grad()
     def step(self, closure=None):
@@ -109,8 +144,8 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 state["max_exp_avg_sq"].copy_(state["max_exp_avg_sq"].maximum(second))
                 second = state["max_exp_avg_sq"]
-            bias1 = 1 - beta1 ** step
-            bias2 = 1 - beta2 ** step
+            bias1 = 1 - beta1**step
+            bias2 = 1 - beta2**step
             denom = (second / bias2).sqrt() + group["eps"]
             p.sub_(state["exp_avg"] / denom * (group["lr"] / bias1))
         return loss

@@ -12,8 +12,8 @@ tensor itself (``Tensor`` hands it the root cotangents and a zeros factory).
 from __future__ import annotations
 
 import heapq
-import re
 import itertools
+import re
 import weakref
 
 import numpy as np
@@ -28,7 +28,8 @@ FREED_MESSAGE = (
     "after they have already been freed). Saved intermediate values of the graph are freed "
     "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
     "backward through the graph a second time or if you need to access saved tensors after "
-    "calling backward.")
+    "calling backward."
+)
 
 
 class RemovableHandle:
@@ -53,18 +54,23 @@ class RemovableHandle:
 def modified_message(shape, type_name, node, current, expected) -> str:
     op = re.sub(r"Backward\d*$", "", node.name()) if node is not None else None
     where = f", which is output 0 of {op}," if op else ""
-    return ("one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [{type_name} {list(shape)}]{where} is at version {current}; "
-            f"expected version {expected} instead. Hint: the tensor was saved for the backward "
-            "pass and modified in place afterwards; clone() it before the in-place operation, "
-            "or use the out-of-place op.")
+    return (
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [{type_name} {list(shape)}]{where} is at version {current}; "
+        f"expected version {expected} instead. Hint: the tensor was saved for the backward "
+        "pass and modified in place afterwards; clone() it before the in-place operation, "
+        "or use the out-of-place op."
+    )
 
 
 def unpack_saved(tensor, version):
     """A saved input, checked against in-place modification since it was saved."""
     if tensor._version_counter[0] != version:
-        raise RuntimeError(modified_message(tensor.shape, tensor.type(), tensor.grad_fn,
-                                            tensor._version_counter[0], version))
+        raise RuntimeError(
+            modified_message(
+                tensor.shape, tensor.type(), tensor.grad_fn, tensor._version_counter[0], version
+            )
+        )
     return tensor
 
 
@@ -92,8 +98,16 @@ class SavedTensor:
         node, nr, tensor_type = self.output_of
         if self.counter[0] != self.version:
             from ..tracer.tensor import tensor_type_name
-            raise RuntimeError(modified_message(self.data.shape, tensor_type_name(self.data.dtype),
-                                                node, self.counter[0], self.version))
+
+            raise RuntimeError(
+                modified_message(
+                    self.data.shape,
+                    tensor_type_name(self.data.dtype),
+                    node,
+                    self.counter[0],
+                    self.version,
+                )
+            )
         return tensor_type._from_saved_output(self.data, self.counter, node, nr)
 
 
@@ -137,8 +151,17 @@ class Node:
 class PrimitiveBackward(Node):
     """The backward of one primitive application: runs the primitive's VJP rules."""
 
-    __slots__ = ("prim", "params", "plan", "in_shapes", "in_dtypes", "label", "saved",
-                 "saved_out", "freed")
+    __slots__ = (
+        "prim",
+        "params",
+        "plan",
+        "in_shapes",
+        "in_dtypes",
+        "label",
+        "saved",
+        "saved_out",
+        "freed",
+    )
 
     def __init__(self, prim, params, inputs, output, plan):
         edges = []
@@ -158,8 +181,11 @@ class PrimitiveBackward(Node):
         self.in_shapes = tuple([t._data.shape for t in inputs])
         self.in_dtypes = tuple([t._dtype for t in inputs])
         self.label = prim.backward_name
-        self.saved = {i: (inputs[i], inputs[i]._version_counter[0])
-                      for i in plan.saved_inputs} if plan.saved_inputs else None
+        self.saved = (
+            {i: (inputs[i], inputs[i]._version_counter[0]) for i in plan.saved_inputs}
+            if plan.saved_inputs
+            else None
+        )
         self.saved_out = SavedTensor(output, is_output_of=self) if plan.saves_output else None
         self.freed = False
 
@@ -173,18 +199,19 @@ class PrimitiveBackward(Node):
 
     def apply(self, grads):
         g = grads[0]
-        prim = self.prim
         if self.freed:
             raise RuntimeError(FREED_MESSAGE)
         result = []
-        for i, (need, rule, getters) in enumerate(zip(self.plan.needs_grad, self.plan.rules,
-                                                       self.plan.arg_getters)):
+        for i, (need, rule, getters) in enumerate(
+            zip(self.plan.needs_grad, self.plan.rules, self.plan.arg_getters)
+        ):
             if not need:
                 result.append(None)
                 continue
             grad = rule(**{name: get(self, g, i) for name, get in getters})
-            result.append(None if grad is None else
-                          unbroadcast(grad, self.in_shapes[i], self.in_dtypes[i]))
+            result.append(
+                None if grad is None else unbroadcast(grad, self.in_shapes[i], self.in_dtypes[i])
+            )
         return result
 
 
@@ -200,8 +227,11 @@ def _arg_getter(prim, name: str, count: int):
     if name == "shapes":
         return lambda node, g, i: node.in_shapes
     inputs = {n.lstrip("*") for n in prim.inputs}
-    if name not in inputs and name.endswith(("_shape", "_dtype")) and \
-            name.rsplit("_", 1)[0] in inputs:
+    if (
+        name not in inputs
+        and name.endswith(("_shape", "_dtype"))
+        and name.rsplit("_", 1)[0] in inputs
+    ):
         position = _input_positions(prim, name.rsplit("_", 1)[0], count)[0]
         if name.endswith("_shape"):
             return lambda node, g, i: node.in_shapes[position]
@@ -222,13 +252,19 @@ class RecordingPlan:
 
     def __init__(self, prim, requires_grad: tuple):
         count = len(requires_grad)
-        self.needs_grad = tuple(r and prim.rule_for(i) is not None
-                                for i, r in enumerate(requires_grad))
+        self.needs_grad = tuple(
+            r and prim.rule_for(i) is not None for i, r in enumerate(requires_grad)
+        )
         self.rules = tuple(prim.rule_for(i) for i in range(count))
         self.arg_getters = tuple(
-            tuple((name, _arg_getter(prim, name, count))
-                  for name in prim.rule_args[prim.input_name(i)]) if need else ()
-            for i, need in enumerate(self.needs_grad))
+            tuple(
+                (name, _arg_getter(prim, name, count))
+                for name in prim.rule_args[prim.input_name(i)]
+            )
+            if need
+            else ()
+            for i, need in enumerate(self.needs_grad)
+        )
         names = set()
         for i, need in enumerate(self.needs_grad):
             if need:
@@ -315,8 +351,9 @@ def gradient_edge(tensor):
     return (tensor._grad_accumulator(), 0)
 
 
-def execute(roots, root_grads, *, retain_graph: bool, create_graph: bool, capture=None,
-            accumulate_only=None):
+def execute(
+    roots, root_grads, *, retain_graph: bool, create_graph: bool, capture=None, accumulate_only=None
+):
     """Runs the backward pass from ``roots`` (edges) seeded with ``root_grads``.
 
     ``capture``: edges whose incoming gradient is returned instead of
@@ -327,8 +364,11 @@ def execute(roots, root_grads, *, retain_graph: bool, create_graph: bool, captur
     accumulate_edges = None
     if accumulate_only is not None:
         accumulate_edges = [(gradient_edge(t), t) for t in accumulate_only]
-    targets = capture if capture is not None else (
-        [edge for edge, _ in accumulate_edges] if accumulate_edges is not None else None)
+    targets = (
+        capture
+        if capture is not None
+        else ([edge for edge, _ in accumulate_edges] if accumulate_edges is not None else None)
+    )
     dependencies, needed = _walk(roots, targets)
     captured = [None] * len(capture) if capture is not None else None
     arrivals: dict = {}  # node -> [(output_nr, callback)]
@@ -337,8 +377,9 @@ def execute(roots, root_grads, *, retain_graph: bool, create_graph: bool, captur
     for edge, tensor in accumulate_edges or ():
         if not isinstance(edge[0], AccumulateGrad):  # a non-leaf asked for its .grad
             arrivals.setdefault(edge[0], []).append((edge[1], tensor))
-    accumulate_nodes = None if accumulate_edges is None else {
-        edge[0] for edge, _ in accumulate_edges}
+    accumulate_nodes = (
+        None if accumulate_edges is None else {edge[0] for edge, _ in accumulate_edges}
+    )
 
     buffers: dict = {}
     ready: list = []

@@ -44,6 +44,7 @@ class _GradModeContext:
         def wrapper(*args, **kwargs):
             with self.__class__(*self._init_args()):
                 return fn(*args, **kwargs)
+
         return wrapper
 
     def _init_args(self):

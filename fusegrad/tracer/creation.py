@@ -51,13 +51,14 @@ def _check_rectangular(values, dim):
     lengths = [len(v) if isinstance(v, list) else None for v in values]
     for length in lengths[1:]:
         if length != lengths[0]:
-            raise ValueError(f"expected sequence of length {lengths[0]} at dim {dim + 1} "
-                             f"(got {length})")
+            raise ValueError(
+                f"expected sequence of length {lengths[0]} at dim {dim + 1} (got {length})"
+            )
     for v in values:
         _check_rectangular(v, dim + 1)
 
 
-def _infer_dtype(values) -> "dtypes.DType":
+def _infer_dtype(values) -> dtypes.DType:
     category = dtypes.BOOL
     stack = [values]
     while stack:
@@ -94,8 +95,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor) and (dtype is None or dtypes.as_dtype(dtype) is data._dtype):
         return data
-    if isinstance(data, np.ndarray) and (dtype is None or
-                                         dtypes.as_dtype(dtype).np == data.dtype):
+    if isinstance(data, np.ndarray) and (dtype is None or dtypes.as_dtype(dtype).np == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype)
 
@@ -104,8 +104,11 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``array``."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    return Tensor._make(array, dtypes.from_numpy_dtype(array.dtype)) if array.dtype in (
-        np.float32, np.float64, np.int64, np.int32, np.bool_) else tensor(array)
+    return (
+        Tensor._make(array, dtypes.from_numpy_dtype(array.dtype))
+        if array.dtype in (np.float32, np.float64, np.int64, np.int32, np.bool_)
+        else tensor(array)
+    )
 
 
 def _filled(value, size, dtype, requires_grad, default=dtypes.float32):
@@ -167,8 +170,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if step == 0:
         raise RuntimeError("step must be nonzero")
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    default = dtypes.DEFAULT_FOR_CATEGORY[max(dtypes.INTEGER, *(dtypes.scalar_category(v)
-                                                                for v in values))]
+    default = dtypes.DEFAULT_FOR_CATEGORY[
+        max(dtypes.INTEGER, *(dtypes.scalar_category(v) for v in values))
+    ]
     dtype = dtypes.as_dtype(dtype) if dtype is not None else default
     return _finish(np.arange(*values).astype(dtype.np), dtype, requires_grad)
 
@@ -198,8 +202,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, **kwargs):
-    return _random(lambda s: _rng.standard_normal(s), _size(size, kwargs), dtype,
-                   requires_grad)
+    return _random(lambda s: _rng.standard_normal(s), _size(size, kwargs), dtype, requires_grad)
 
 
 def rand_like(input, *, dtype=None, requires_grad=False):
@@ -228,6 +231,7 @@ def bernoulli_mask(shape, keep_probability: float, dtype) -> Tensor:
 
 
 # ----------------------------------------------------------------- legacy
+
 
 def _legacy(dtype, args, kwargs):
     if len(args) == 1 and not isinstance(args[0], numbers.Number):
@@ -274,9 +278,12 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
         raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
     t = data.detach()
     if volatile:
-        warnings.warn("volatile is deprecated: use `with fusegrad.no_grad():` instead. This "
-                      "Variable, and what is computed from it, records no graph.",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            "volatile is deprecated: use `with fusegrad.no_grad():` instead. This "
+            "Variable, and what is computed from it, records no graph.",
+            UserWarning,
+            stacklevel=2,
+        )
         t._volatile = True
     elif requires_grad:
         t.requires_grad = True

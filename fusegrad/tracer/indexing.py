@@ -40,16 +40,20 @@ def parse_index(index, ndim: int):
         elif isinstance(item, slice):
             if item.step is not None and int(item.step) <= 0:
                 raise ValueError("step must be greater than zero")
-            spec.append(("slice", *(None if v is None else int(v)
-                                    for v in (item.start, item.stop, item.step))))
+            spec.append(
+                (
+                    "slice",
+                    *(None if v is None else int(v) for v in (item.start, item.stop, item.step)),
+                )
+            )
             consumed += 1
         elif isinstance(item, (bool, np.bool_)):
             spec.append(("none",))  # numpy and PyTorch: x[True] adds a dimension of size 1
             arrays.append(Tensor._make(np.zeros(1 if item else 0, np.int64), dtypes.int64))
             spec[-1] = ("array",)
         elif isinstance(item, (int, np.integer)) or (
-                isinstance(item, Tensor) and item.ndim == 0 and
-                item._dtype.category == dtypes.INTEGER):
+            isinstance(item, Tensor) and item.ndim == 0 and item._dtype.category == dtypes.INTEGER
+        ):
             spec.append(("int", int(item)))
             consumed += 1
         elif isinstance(item, (Tensor, list, np.ndarray)):
@@ -64,9 +68,11 @@ def parse_index(index, ndim: int):
                 arrays.append(converted)
                 consumed += 1
         else:
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
-                             "byte Variables are valid indices (got "
-                             f"{type(item).__name__})")
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or "
+                "byte Variables are valid indices (got "
+                f"{type(item).__name__})"
+            )
     if consumed > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     return tuple(spec), arrays
@@ -100,6 +106,5 @@ def setitem(tensor: Tensor, index, value) -> None:
     if isinstance(value, Tensor):
         value = value if value._dtype is tensor._dtype else P.convert(value, dtype=tensor._dtype)
     elif not isinstance(value, (bool, int, float, np.number)):
-        raise TypeError(f"can't assign a {type(value).__name__} to a "
-                        f"{tensor.type()}")
+        raise TypeError(f"can't assign a {type(value).__name__} to a {tensor.type()}")
     tensor._commit_inplace(P.index_put(tensor, value, *arrays, spec=spec))

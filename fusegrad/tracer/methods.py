@@ -15,7 +15,8 @@ _METHODS = (
     "argmax argmin all any var std norm logsumexp softmax log_softmax matmul mm mv bmm dot "
     "outer reshape view flatten unflatten permute transpose swapaxes t unsqueeze squeeze "
     "expand expand_as broadcast_to split chunk unbind narrow index_select gather clone "
-    "contiguous to allclose equal").split()
+    "contiguous to allclose equal"
+).split()
 
 for _name in _METHODS:
     setattr(Tensor, _name, getattr(ops, _name))
@@ -30,6 +31,7 @@ def _reflected(prim, floating=False):
         if not isinstance(other, (Tensor, *ops._NUMBERS)):
             return NotImplemented
         return ops._binary(prim, other, self, floating)
+
     return method
 
 
@@ -42,27 +44,34 @@ def _logical(op):
         if self.dtype.name != "bool" or (isinstance(other, Tensor) and other.dtype.name != "bool"):
             _no_bitwise(self, other)
         return op(self, other)
+
     return method
 
 
 Tensor.__add__ = _operator(P.add)
 Tensor.__radd__ = _reflected(P.add)
-Tensor.__sub__ = lambda self, other: ops.sub(self, other) if isinstance(
-    other, (Tensor, *ops._NUMBERS)) else NotImplemented
-Tensor.__rsub__ = lambda self, other: ops.rsub(self, other) if isinstance(
-    other, (Tensor, *ops._NUMBERS)) else NotImplemented
+Tensor.__sub__ = lambda self, other: (
+    ops.sub(self, other) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
+)
+Tensor.__rsub__ = lambda self, other: (
+    ops.rsub(self, other) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
+)
 Tensor.__mul__ = _operator(P.mul)
 Tensor.__rmul__ = _reflected(P.mul)
 Tensor.__truediv__ = _operator(P.div, floating=True)
 Tensor.__rtruediv__ = _reflected(P.div, floating=True)
-Tensor.__pow__ = lambda self, other: ops.pow(self, other) if isinstance(
-    other, (Tensor, *ops._NUMBERS)) else NotImplemented
-Tensor.__rpow__ = lambda self, other: ops.pow(other, self) if isinstance(
-    other, (Tensor, *ops._NUMBERS)) else NotImplemented
-Tensor.__matmul__ = lambda self, other: ops.matmul(self, other) if isinstance(
-    other, Tensor) else NotImplemented
-Tensor.__rmatmul__ = lambda self, other: ops.matmul(other, self) if isinstance(
-    other, Tensor) else NotImplemented
+Tensor.__pow__ = lambda self, other: (
+    ops.pow(self, other) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
+)
+Tensor.__rpow__ = lambda self, other: (
+    ops.pow(other, self) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
+)
+Tensor.__matmul__ = lambda self, other: (
+    ops.matmul(self, other) if isinstance(other, Tensor) else NotImplemented
+)
+Tensor.__rmatmul__ = lambda self, other: (
+    ops.matmul(other, self) if isinstance(other, Tensor) else NotImplemented
+)
 Tensor.__neg__ = ops.neg
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = ops.abs
@@ -75,8 +84,9 @@ Tensor.__ge__ = _operator(P.ge)
 Tensor.__and__ = Tensor.__rand__ = _logical(ops.logical_and)
 Tensor.__or__ = Tensor.__ror__ = _logical(ops.logical_or)
 Tensor.__xor__ = Tensor.__rxor__ = _logical(ops.logical_xor)
-Tensor.__invert__ = lambda self: ops.logical_not(self) if self.dtype.name == "bool" else \
-    _no_bitwise(self, None)
+Tensor.__invert__ = lambda self: (
+    ops.logical_not(self) if self.dtype.name == "bool" else _no_bitwise(self, None)
+)
 Tensor.__getitem__ = indexing.getitem
 Tensor.__setitem__ = indexing.setitem
 
@@ -93,12 +103,28 @@ def _inplace(op):
     def method(self, *args, **kwargs):
         self._check_inplace()
         return self._commit_inplace(op(self, *args, **kwargs))
+
     method.__name__ = op.__name__ + "_"
     return method
 
 
-for _name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "exp", "log", "sqrt", "neg",
-              "abs", "relu", "sigmoid", "tanh"):
+for _name in (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "clamp",
+    "clip",
+    "exp",
+    "log",
+    "sqrt",
+    "neg",
+    "abs",
+    "relu",
+    "sigmoid",
+    "tanh",
+):
     setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 
 Tensor.__iadd__ = Tensor.add_

@@ -28,6 +28,7 @@ from .tensor import Tensor, constant
 
 def _named(backward_name):
     """Gives the node an op ends in the PyTorch name of the op (for grad_fn's repr)."""
+
     def decorate(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -35,10 +36,13 @@ def _named(backward_name):
             out = fn(*args, **kwargs)
             node = getattr(out, "grad_fn", None)
             if node is not None and node.sequence_nr > mark:
-                node.label = backward_name(*args, **kwargs) if callable(backward_name) \
-                    else backward_name
+                node.label = (
+                    backward_name(*args, **kwargs) if callable(backward_name) else backward_name
+                )
             return out
+
         return wrapper
+
     return decorate
 
 
@@ -51,8 +55,9 @@ def as_tensor_arg(value, name: str = "input") -> Tensor:
 def _check_operand(value):
     if isinstance(value, Tensor) or isinstance(value, (bool, int, float, np.number, np.bool_)):
         return value
-    raise TypeError(f"unsupported operand type: {type(value).__name__} (expected a Tensor or a "
-                    "Python number)")
+    raise TypeError(
+        f"unsupported operand type: {type(value).__name__} (expected a Tensor or a Python number)"
+    )
 
 
 def _cast(value, dtype):
@@ -81,8 +86,9 @@ def _binary(prim, a, b, floating=False):
         # the common cases, where promotion has nothing to do
         if b.__class__ is Tensor and a._dtype is b._dtype:
             return prim(a, b)
-        if b.__class__ is float and a._dtype.category == dtypes.FLOATING or \
-                b.__class__ is int and a._dtype.category != dtypes.BOOL:
+        if (b.__class__ is float and a._dtype.category == dtypes.FLOATING) or (
+            b.__class__ is int and a._dtype.category != dtypes.BOOL
+        ):
             return prim(a, constant(b, a._dtype))
     a, b = _check_operand(a), _check_operand(b)
     dtype = dtypes.result_type(a, b)
@@ -94,21 +100,29 @@ def _binary(prim, a, b, floating=False):
 def _unary_float(prim):
     def op(input):
         return prim(_to_float(as_tensor_arg(input)))
+
     op.__name__ = prim.name
     return op
 
 
 # ---------------------------------------------------------------- arithmetic
 
+
 def add(input, other, *, alpha=1):
     return _binary(P.add, input, other if alpha == 1 else other * alpha)
 
 
 def sub(input, other, *, alpha=1):
-    if isinstance(input, Tensor) and input._dtype is dtypes.bool_ and \
-            isinstance(other, Tensor) and other._dtype is dtypes.bool_:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if (
+        isinstance(input, Tensor)
+        and input._dtype is dtypes.bool_
+        and isinstance(other, Tensor)
+        and other._dtype is dtypes.bool_
+    ):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not "
+            "supported. Use the `^` or `logical_xor()` operator instead."
+        )
     return _binary(P.sub, input, other if alpha == 1 else other * alpha)
 
 
@@ -128,8 +142,13 @@ def div(input, other):
 true_divide = div
 
 
-@_named(lambda input, exponent: "PowBackward0" if not isinstance(exponent, Tensor) else (
-    "PowBackward1" if isinstance(input, Tensor) else "PowBackward2"))
+@_named(
+    lambda input, exponent: (
+        "PowBackward0"
+        if not isinstance(exponent, Tensor)
+        else ("PowBackward1" if isinstance(input, Tensor) else "PowBackward2")
+    )
+)
 def pow(input, exponent):
     return _binary(P.pow_, input, exponent)
 
@@ -137,9 +156,11 @@ def pow(input, exponent):
 def neg(input):
     input = as_tensor_arg(input)
     if input._dtype is dtypes.bool_:
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
-                           "you are trying to invert a mask, use the `~` or `logical_not()` "
-                           "operator instead.")
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If "
+            "you are trying to invert a mask, use the `~` or `logical_not()` "
+            "operator instead."
+        )
     return P.neg(input)
 
 
@@ -226,14 +247,17 @@ def minimum(input, other):
 def where(condition, input, other):
     condition = as_tensor_arg(condition, "condition")
     if condition._dtype is not dtypes.bool_:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {_short(condition._dtype)}")
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor "
+            f"with dtype {_short(condition._dtype)}"
+        )
     input, other = _check_operand(input), _check_operand(other)
     dtype = dtypes.result_type(input, other)
     return P.where(condition, _cast(input, dtype), _cast(other, dtype))
 
 
 # ---------------------------------------------------------------- comparisons
+
 
 def eq(input, other):
     return _binary(P.eq, input, other)
@@ -260,8 +284,10 @@ def ge(input, other):
 
 
 def _logical(prim, a, b):
-    return prim(_cast(a, dtypes.bool_) if isinstance(a, Tensor) else bool(a),
-                _cast(b, dtypes.bool_) if isinstance(b, Tensor) else bool(b))
+    return prim(
+        _cast(a, dtypes.bool_) if isinstance(a, Tensor) else bool(a),
+        _cast(b, dtypes.bool_) if isinstance(b, Tensor) else bool(b),
+    )
 
 
 def logical_and(input, other):
@@ -305,10 +331,10 @@ def equal(input, other) -> bool:
 
 # ----------------------------------------------------------------- reductions
 
+
 def _keep(out, input, axes, keepdim):
     if keepdim:
-        return P.reshape(out, shape=tuple(1 if i in axes else s
-                                          for i, s in enumerate(input.shape)))
+        return P.reshape(out, shape=tuple(1 if i in axes else s for i, s in enumerate(input.shape)))
     return out
 
 
@@ -327,28 +353,37 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return _keep(P.reduce_sum(input, axes=axes), input, axes, keepdim)
 
 
-@_named(lambda input, dim=None, keepdim=False, **kw: "MeanBackward0" if dim is None
-        else "MeanBackward1")
+@_named(
+    lambda input, dim=None, keepdim=False, **kw: "MeanBackward0" if dim is None else "MeanBackward1"
+)
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     input = as_tensor_arg(input)
     if dtype is not None:
         input = _cast(input, dtypes.as_dtype(dtype))
     if not input._dtype.is_floating_point:
         which = "Input" if dtype is None else "Optional"
-        raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either "
-                           f"a floating point or complex dtype. Got: {_short(input._dtype)}")
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. {which} dtype must be either "
+            f"a floating point or complex dtype. Got: {_short(input._dtype)}"
+        )
     axes = normalize_axes(dim, input.ndim)
     count = math.prod(input.shape[a] for a in axes)
     return _keep(P.reduce_sum(input, axes=axes), input, axes, keepdim) / float(count)
 
 
 def _short(dtype) -> str:
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-            "bool": "Bool"}[dtype.name]
+    return {
+        "float32": "Float",
+        "float64": "Double",
+        "int64": "Long",
+        "int32": "Int",
+        "bool": "Bool",
+    }[dtype.name]
 
 
-@_named(lambda input, dim=None, keepdim=False, **kw: "ProdBackward0" if dim is None
-        else "ProdBackward1")
+@_named(
+    lambda input, dim=None, keepdim=False, **kw: "ProdBackward0" if dim is None else "ProdBackward1"
+)
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     input = as_tensor_arg(input)
     if dtype is not None:
@@ -361,8 +396,10 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 def _require_nonempty(input, axes, name):
     if builtins.any(input.shape[a] == 0 for a in axes) or (not axes and input.numel() == 0):
-        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
-                           "== 0. Specify the reduction dim with the 'dim' argument.")
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() "
+            "== 0. Specify the reduction dim with the 'dim' argument."
+        )
 
 
 @_named("AmaxBackward0")
@@ -386,8 +423,7 @@ def _return_type(name):
     base = namedtuple(name, ["values", "indices"])
 
     def __repr__(self):
-        return (f"fusegrad.return_types.{name}(\nvalues={self.values!r},\n"
-                f"indices={self.indices!r})")
+        return f"fusegrad.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
 
     return type(name, (base,), {"__slots__": (), "__repr__": __repr__})
 
@@ -410,8 +446,7 @@ def _select_along(input, indices, axis):
     return index_with_arrays(input, grids)
 
 
-def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, backward_name,
-              name):
+def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, backward_name, name):
     input = as_tensor_arg(input)
     if isinstance(dim, Tensor):
         return (maximum if name == "max" else minimum)(input, dim)
@@ -419,9 +454,11 @@ def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, bac
         return (maximum if name == "max" else minimum)(input, other)
     if dim is None:
         if input.numel() == 0:
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
-                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               "argument.")
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for "
+                "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                "argument."
+            )
         out = reduce_all(input, axes=tuple(range(input.ndim)))
         if out.grad_fn is not None:
             out.grad_fn.label = name.capitalize() + "Backward1"
@@ -441,13 +478,15 @@ def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, bac
 
 
 def max(input, dim=None, keepdim=False, *, other=None):
-    return _extremum(input, dim, keepdim, other, P.reduce_max, P.argmax, MaxResult,
-                     "MaxBackward0", "max")
+    return _extremum(
+        input, dim, keepdim, other, P.reduce_max, P.argmax, MaxResult, "MaxBackward0", "max"
+    )
 
 
 def min(input, dim=None, keepdim=False, *, other=None):
-    return _extremum(input, dim, keepdim, other, P.reduce_min, P.argmin, MinResult,
-                     "MinBackward0", "min")
+    return _extremum(
+        input, dim, keepdim, other, P.reduce_min, P.argmin, MinResult, "MinBackward0", "min"
+    )
 
 
 def _arg(prim, input, dim, keepdim):
@@ -474,15 +513,21 @@ def argmin(input, dim=None, keepdim=False):
 def all(input, dim=None, keepdim=False):
     input = as_tensor_arg(input)
     axes = normalize_axes(dim, input.ndim)
-    return _keep(P.reduce_min(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim) \
-        if input.numel() else Tensor._make(np.array(True))
+    return (
+        _keep(P.reduce_min(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim)
+        if input.numel()
+        else Tensor._make(np.array(True))
+    )
 
 
 def any(input, dim=None, keepdim=False):
     input = as_tensor_arg(input)
     axes = normalize_axes(dim, input.ndim)
-    return _keep(P.reduce_max(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim) \
-        if input.numel() else Tensor._make(np.array(False))
+    return (
+        _keep(P.reduce_max(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim)
+        if input.numel()
+        else Tensor._make(np.array(False))
+    )
 
 
 def _var(input, dim, correction, keepdim):
@@ -492,7 +537,8 @@ def _var(input, dim, correction, keepdim):
     axes = normalize_axes(dim, input.ndim)
     count = math.prod(input.shape[a] for a in axes)
     centered = input - P.reduce_sum(input, axes=axes).reshape(
-        tuple(1 if i in axes else s for i, s in enumerate(input.shape))) / float(count)
+        tuple(1 if i in axes else s for i, s in enumerate(input.shape))
+    ) / float(count)
     squares = _keep(P.reduce_sum(centered * centered, axes=axes), input, axes, keepdim)
     return squares / float(builtins.max(count - correction, 0))
 
@@ -548,9 +594,13 @@ def logsumexp(input, dim, keepdim=False):
     axes = normalize_axes(dim, x.ndim)
     # Shifting by the (detached) max keeps exp from overflowing; the shift's
     # gradient cancels exactly, so detaching it changes no derivative.
-    shift = P.reduce_max(x, axes=axes).detach() if x.numel() else \
-        Tensor._make(np.zeros(tuple(s for i, s in enumerate(x.shape) if i not in axes),
-                              x._dtype.np))
+    shift = (
+        P.reduce_max(x, axes=axes).detach()
+        if x.numel()
+        else Tensor._make(
+            np.zeros(tuple(s for i, s in enumerate(x.shape) if i not in axes), x._dtype.np)
+        )
+    )
     shift = where(isinf(shift), 0.0, shift)
     kept = P.reshape(shift, shape=tuple(1 if i in axes else s for i, s in enumerate(x.shape)))
     out = P.log(P.reduce_sum(P.exp(x - kept), axes=axes)) + shift
@@ -560,8 +610,12 @@ def logsumexp(input, dim, keepdim=False):
 def _softmax_dim(input, dim):
     if dim is None:
         import warnings
-        warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the "
-                      "call to include dim=X as an argument.", stacklevel=3)
+
+        warnings.warn(
+            "Implicit dimension choice for softmax has been deprecated. Change the "
+            "call to include dim=X as an argument.",
+            stacklevel=3,
+        )
         return 0 if input.ndim in (0, 1, 3) else 1
     return dim
 
@@ -585,27 +639,33 @@ def log_softmax(input, dim=None, dtype=None):
 
 # ----------------------------------------------------------- matrix products
 
+
 def _check_same_dtype(a, b, what):
     if a._dtype is not b._dtype:
         if what == "dot":
-            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                               f"{_short(a._dtype)} and {_short(b._dtype)}")
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{a._dtype.name.replace('float32', 'float').replace('float64', 'double')}"
-                           f" != "
-                           f"{b._dtype.name.replace('float32', 'float').replace('float64', 'double')}")
+            raise RuntimeError(
+                f"dot : expected both vectors to have same dtype, but found "
+                f"{_short(a._dtype)} and {_short(b._dtype)}"
+            )
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: "
+            f"{a._dtype.name.replace('float32', 'float').replace('float64', 'double')}"
+            f" != "
+            f"{b._dtype.name.replace('float32', 'float').replace('float64', 'double')}"
+        )
 
 
 @_named("DotBackward0")
 def dot(input, other):
     input, other = as_tensor_arg(input), as_tensor_arg(other, "other")
     if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
-                           "tensors")
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if input.shape != other.shape:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
-                           f"src [{other.shape[0]}] to have the same number of elements, but "
-                           "got 1 and 1 elements respectively")
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
+            f"src [{other.shape[0]}] to have the same number of elements, but "
+            "got 1 and 1 elements respectively"
+        )
     _check_same_dtype(input, other, "dot")
     return P.reduce_sum(P.mul(input, other), axes=(0,))
 
@@ -635,8 +695,10 @@ def bmm(input, mat2):
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"batch{1 if input.ndim != 3 else 2} must be a 3D tensor")
     if input.shape[0] != mat2.shape[0]:
-        raise RuntimeError("batch1 and batch2 must have same number of batches, got "
-                           f"{input.shape[0]} and {mat2.shape[0]}")
+        raise RuntimeError(
+            "batch1 and batch2 must have same number of batches, got "
+            f"{input.shape[0]} and {mat2.shape[0]}"
+        )
     _check_same_dtype(input, mat2, "bmm")
     return P.matmul(input, mat2)
 
@@ -644,8 +706,10 @@ def bmm(input, mat2):
 def matmul(input, other):
     input, other = as_tensor_arg(input), as_tensor_arg(other, "other")
     if input.ndim == 0 or other.ndim == 0:
-        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
-                           f"{input.ndim}D and {other.ndim}D")
+        raise RuntimeError(
+            "both arguments to matmul need to be at least 1D, but they are "
+            f"{input.ndim}D and {other.ndim}D"
+        )
     _check_same_dtype(input, other, "matmul")
     if input.ndim == 1 and other.ndim == 1:
         return dot(input, other)
@@ -676,6 +740,7 @@ def outer(input, vec2):
 
 # --------------------------------------------------------------- shape ops
 
+
 def _shape_arg(shape, input) -> tuple:
     """A target shape given as varargs or one sequence, with one -1 resolved."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -704,9 +769,11 @@ def view(input, *shape):
     try:
         trial.shape = target
     except AttributeError:
-        raise RuntimeError("view size is not compatible with input tensor's size and stride "
-                           "(at least one dimension spans across two contiguous subspaces). "
-                           "Use .reshape(...) instead.") from None
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride "
+            "(at least one dimension spans across two contiguous subspaces). "
+            "Use .reshape(...) instead."
+        ) from None
     return reshape(input, target)
 
 
@@ -717,7 +784,9 @@ def flatten(input, start_dim=0, end_dim=-1):
     start, end = normalize_dim(start_dim, input.ndim), normalize_dim(end_dim, input.ndim)
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    shape = input.shape[:start] + (math.prod(input.shape[start:end + 1]),) + input.shape[end + 1:]
+    shape = (
+        input.shape[:start] + (math.prod(input.shape[start : end + 1]),) + input.shape[end + 1 :]
+    )
     return P.reshape(input, shape=shape)
 
 
@@ -725,7 +794,7 @@ def unflatten(input, dim, sizes):
     input = as_tensor_arg(input)
     d = normalize_dim(dim, input.ndim)
     inner = infer_reshape(sizes, input.shape[d])
-    return reshape(input, input.shape[:d] + inner + input.shape[d + 1:])
+    return reshape(input, input.shape[:d] + inner + input.shape[d + 1 :])
 
 
 @_named("PermuteBackward0")
@@ -733,9 +802,11 @@ def permute(input, *dims):
     input = as_tensor_arg(input)
     dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
     if len(dims) != input.ndim:
-        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
-                           f"not match the length of the desired ordering of dimensions i.e. "
-                           f"input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}")
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does "
+            f"not match the length of the desired ordering of dimensions i.e. "
+            f"input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}"
+        )
     perm = tuple(normalize_dim(d, input.ndim) for d in dims)
     if len(set(perm)) != len(perm):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
@@ -760,8 +831,7 @@ swapaxes = transpose
 def t(input):
     input = as_tensor_arg(input)
     if input.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{input.ndim}D")
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     return P.transpose(input, perm=tuple(reversed(range(input.ndim))))
 
 
@@ -788,17 +858,21 @@ def expand(input, *sizes):
     input = as_tensor_arg(input)
     sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
     if len(sizes) < input.ndim:
-        raise RuntimeError(f"expand(torch.{input.type().split('.')[-1]}{{{list(input.shape)}}}, "
-                           f"size={list(sizes)}): the number of sizes provided "
-                           f"({len(sizes)}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({input.ndim})")
+        raise RuntimeError(
+            f"expand(torch.{input.type().split('.')[-1]}{{{list(input.shape)}}}, "
+            f"size={list(sizes)}): the number of sizes provided "
+            f"({len(sizes)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({input.ndim})"
+        )
     lead = len(sizes) - input.ndim
     target = []
     for i, s in enumerate(sizes):
         if s == -1:
             if i < lead:
-                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
-                                   f"leading, non-existing dimension {i}")
+                raise RuntimeError(
+                    f"The expanded size of the tensor (-1) isn't allowed in a "
+                    f"leading, non-existing dimension {i}"
+                )
             s = input.shape[i - lead]
         target.append(s)
     return P.broadcast_to(input, shape=tuple(target))
@@ -814,20 +888,24 @@ def broadcast_to(input, size):
 
 def broadcast_tensors(*tensors):
     from ..ir.shapes import broadcast_shapes
+
     shape = broadcast_shapes(*[t.shape for t in tensors])
     return tuple(expand(t, shape) for t in tensors)
 
 
 def _promote_all(tensors, what):
     if not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{what}() argument 'tensors' must be a tuple or list of Tensors, not "
-                        f"{type(tensors).__name__}")
+        raise TypeError(
+            f"{what}() argument 'tensors' must be a tuple or list of Tensors, not "
+            f"{type(tensors).__name__}"
+        )
     if not tensors:
         raise RuntimeError(f"{what}() expects a non-empty TensorList")
     for k, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {k} in argument 0, but got "
-                            f"{type(t).__name__}")
+            raise TypeError(
+                f"expected Tensor as element {k} in argument 0, but got {type(t).__name__}"
+            )
     dtype = tensors[0]._dtype
     for t in tensors[1:]:
         dtype = dtypes.promote(dtype, t._dtype)
@@ -840,10 +918,11 @@ def cat(tensors, dim=0):
     if tensors[0].ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     axis = normalize_dim(dim, tensors[0].ndim)
-    for k, t in enumerate(tensors):
+    for t in tensors:
         if t.ndim != tensors[0].ndim:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got "
-                               f"{tensors[0].ndim} and {t.ndim}")
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {tensors[0].ndim} and {t.ndim}"
+            )
     return P.concatenate(*tensors, axis=axis)
 
 
@@ -855,9 +934,11 @@ def stack(tensors, dim=0):
     tensors = _promote_all(tensors, "stack")
     for k, t in enumerate(tensors):
         if t.shape != tensors[0].shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at "
-                               f"entry {k}")
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got "
+                f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at "
+                f"entry {k}"
+            )
     axis = normalize_dim(dim, tensors[0].ndim + 1)
     shape = tensors[0].shape[:axis] + (1,) + tensors[0].shape[axis:]
     return P.concatenate(*[P.reshape(t, shape=shape) for t in tensors], axis=axis)
@@ -874,16 +955,19 @@ def split(tensor, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0 and size:
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
-                               f"dimension size of {size}")
+            raise RuntimeError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
+            )
         bounds = [(s, builtins.min(s + step, size)) for s in range(0, size, builtins.max(step, 1))]
         name = "SplitBackward0"
     else:
         sections = list(split_size_or_sections)
         if builtins.sum(sections) != size:
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
-                               f"(input tensor's size at dimension {axis}), but got "
-                               f"split_sizes={sections}")
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                f"(input tensor's size at dimension {axis}), but got "
+                f"split_sizes={sections}"
+            )
         starts = np.cumsum([0] + sections[:-1]).tolist()
         bounds = [(s, s + n) for s, n in zip(starts, sections)]
         name = "SplitWithSizesBackward0"
@@ -920,6 +1004,7 @@ def narrow(input, dim, start, length):
 
 # --------------------------------------------------------------- gathering
 
+
 def index_with_arrays(input, arrays):
     """input[arrays[0], arrays[1], ...] with integer tensors (numpy advanced indexing)."""
     return P.index(input, *arrays, spec=(("array",),) * len(arrays))
@@ -947,8 +1032,9 @@ def index_select(input, dim, index):
 def _check_bounds(index, size, axis, what):
     if index.numel() and (index._data.max() >= size or index._data.min() < -size):
         bad = index._data.max() if index._data.max() >= size else index._data.min()
-        raise RuntimeError(f"{what}(): index {bad} is out of bounds for dimension {axis} with "
-                           f"size {size}")
+        raise RuntimeError(
+            f"{what}(): index {bad} is out of bounds for dimension {axis} with size {size}"
+        )
 
 
 @_named("GatherBackward0")
@@ -957,13 +1043,14 @@ def gather(input, dim, index):
     index = _as_index_tensor(index, "gather")
     axis = normalize_dim(dim, input.ndim)
     if index.ndim != input.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as input "
-                           "tensor")
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for d in range(input.ndim):
         if d != axis and index.shape[d] > input.shape[d]:
-            raise RuntimeError(f"Size does not match at dimension {d} expected index "
-                               f"{list(index.shape)} to be smaller than self "
-                               f"{list(input.shape)} apart from dimension {axis}")
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index "
+                f"{list(index.shape)} to be smaller than self "
+                f"{list(input.shape)} apart from dimension {axis}"
+            )
     _check_bounds(index, input.shape[axis], axis, "gather")
     grids = []
     for d in range(input.ndim):
@@ -981,6 +1068,7 @@ def take_along_dim(input, indices, dim):
 
 
 # ------------------------------------------------------------ copies and casts
+
 
 @_named("CloneBackward0")
 def clone(input):
@@ -1002,8 +1090,9 @@ def to(input, *args, **kwargs):
         elif isinstance(a, dtypes.DType) or a in (float, int, bool):
             dtype = a
         elif not (isinstance(a, str) and a.startswith("cpu")) and a is not None:
-            raise TypeError(f"to() received an invalid argument {a!r}; fusegrad runs on the "
-                            "CPU only")
+            raise TypeError(
+                f"to() received an invalid argument {a!r}; fusegrad runs on the CPU only"
+            )
     if dtype is None:
         return input
     dtype = dtypes.as_dtype(dtype)

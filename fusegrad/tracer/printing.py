@@ -72,13 +72,16 @@ def _summarized(values: np.ndarray) -> np.ndarray:
 
 def _vector(values, indent, summarize, fmt) -> str:
     element_length = fmt.max_width + 2
-    per_line = max(1, int(math.floor((LINE_WIDTH - indent) / element_length)))
+    per_line = max(1, (LINE_WIDTH - indent) // element_length)
     if summarize and values.shape[0] > 2 * EDGE_ITEMS:
-        items = ([fmt.format(v) for v in values[:EDGE_ITEMS].tolist()] + [" ..."]
-                 + [fmt.format(v) for v in values[-EDGE_ITEMS:].tolist()])
+        items = (
+            [fmt.format(v) for v in values[:EDGE_ITEMS].tolist()]
+            + [" ..."]
+            + [fmt.format(v) for v in values[-EDGE_ITEMS:].tolist()]
+        )
     else:
         items = [fmt.format(v) for v in values.tolist()]
-    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
 
 
@@ -88,10 +91,14 @@ def _nested(values, indent, summarize, fmt) -> str:
     if values.ndim == 1:
         return _vector(values, indent, summarize, fmt)
     if summarize and values.shape[0] > 2 * EDGE_ITEMS:
-        rows = ([_nested(values[i], indent + 1, summarize, fmt) for i in range(EDGE_ITEMS)]
-                + ["..."]
-                + [_nested(values[i], indent + 1, summarize, fmt)
-                   for i in range(values.shape[0] - EDGE_ITEMS, values.shape[0])])
+        rows = (
+            [_nested(values[i], indent + 1, summarize, fmt) for i in range(EDGE_ITEMS)]
+            + ["..."]
+            + [
+                _nested(values[i], indent + 1, summarize, fmt)
+                for i in range(values.shape[0] - EDGE_ITEMS, values.shape[0])
+            ]
+        )
     else:
         rows = [_nested(values[i], indent + 1, summarize, fmt) for i in range(values.shape[0])]
     return "[" + ("," + "\n" * (values.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
@@ -106,7 +113,9 @@ def format_values(values: np.ndarray, indent: int) -> str:
     return _nested(values, indent, summarize, fmt)
 
 
-def tensor_repr(data: np.ndarray, dtype, default_dtype, suffixes: list, prefix: str = "tensor(") -> str:
+def tensor_repr(
+    data: np.ndarray, dtype, default_dtype, suffixes: list, prefix: str = "tensor("
+) -> str:
     indent = len(prefix)
     extra = []
     if data.size == 0 and data.shape != (0,):

@@ -14,8 +14,13 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..runtime import autograd, grad_mode
 
-_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-               "int32": "IntTensor", "bool": "BoolTensor"}
+_TYPE_NAMES = {
+    "float32": "FloatTensor",
+    "float64": "DoubleTensor",
+    "int64": "LongTensor",
+    "int32": "IntTensor",
+    "bool": "BoolTensor",
+}
 
 
 def tensor_type_name(np_dtype) -> str:
@@ -49,8 +54,16 @@ class Tensor:
 
     # The fields every op sets are slots; rarely-set ones live in the instance
     # dict (made on first use) and default to these class attributes.
-    __slots__ = ("_data", "_dtype", "_requires_grad", "grad_fn", "_output_nr",
-                 "_version_counter", "__dict__", "__weakref__")
+    __slots__ = (
+        "_data",
+        "_dtype",
+        "_requires_grad",
+        "grad_fn",
+        "_output_nr",
+        "_version_counter",
+        "__dict__",
+        "__weakref__",
+    )
     _grad = None
     _base = None  # the tensor whose storage a view shares
     _view_version = 0  # the storage's version when the view was taken
@@ -61,10 +74,11 @@ class Tensor:
 
     def __new__(cls, *args, **kwargs):
         from .creation import legacy_tensor
+
         return legacy_tensor(cls, args, kwargs)
 
     @classmethod
-    def _make(cls, data: np.ndarray, dtype=None) -> "Tensor":
+    def _make(cls, data: np.ndarray, dtype=None) -> Tensor:
         t = object.__new__(cls)
         t._data = data
         t._dtype = dtype or dtypes.from_numpy_dtype(data.dtype)
@@ -75,7 +89,7 @@ class Tensor:
         return t
 
     @classmethod
-    def _from_saved_output(cls, data, counter, node, output_nr) -> "Tensor":
+    def _from_saved_output(cls, data, counter, node, output_nr) -> Tensor:
         t = cls._make(data)
         t._version_counter = counter
         t.grad_fn = node
@@ -86,13 +100,13 @@ class Tensor:
     # ------------------------------------------------------------ attributes
 
     @property
-    def data(self) -> "Tensor":
+    def data(self) -> Tensor:
         """The same storage, detached from the graph (with its own version counter)."""
         t = Tensor._make(self._data, self._dtype)
         return t
 
     @data.setter
-    def data(self, value: "Tensor") -> None:
+    def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
         self._data = value._data
@@ -106,17 +120,23 @@ class Tensor:
     def grad(self, value) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
-                                f"grad of type {type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got "
+                    f"grad of type {type(value).__name__}"
+                )
             if value.shape != self.shape:
-                raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' "
-                                   f"to a tensor of size '{list(self.shape)}'. Please ensure that "
-                                   "the gradient and the tensor are the same size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' "
+                    f"to a tensor of size '{list(self.shape)}'. Please ensure that "
+                    "the gradient and the tensor are the same size"
+                )
             if value.dtype is not self._dtype:
-                raise RuntimeError(f"attempting to assign a gradient with dtype "
-                                   f"'{value.dtype.name}' to a tensor with dtype "
-                                   f"'{self._dtype.name}'. Please ensure that the gradient and the "
-                                   "tensor have the same dtype")
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype "
+                    f"'{value.dtype.name}' to a tensor with dtype "
+                    f"'{self._dtype.name}'. Please ensure that the gradient and the "
+                    "tensor have the same dtype"
+                )
         self._grad = value
 
     @property
@@ -132,12 +152,13 @@ class Tensor:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use "
                 "a computed variable in a subgraph that doesn't require differentiation use "
-                "var_no_grad = var.detach().")
+                "var_no_grad = var.detach()."
+            )
         if flag and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = flag
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         self.requires_grad = requires_grad
         return self
 
@@ -172,17 +193,18 @@ class Tensor:
         return "cpu"
 
     @property
-    def T(self) -> "Tensor":
+    def T(self) -> Tensor:
         return self.permute(*reversed(range(self.ndim)))
 
     @property
-    def mT(self) -> "Tensor":
+    def mT(self) -> Tensor:
         return self.transpose(-2, -1)
 
     def size(self, dim=None):
         if dim is None:
             return self.shape
         from ..ir.shapes import normalize_dim
+
         return self._data.shape[normalize_dim(dim, self.ndim)]
 
     def dim(self) -> int:
@@ -216,8 +238,9 @@ class Tensor:
 
     def item(self):
         if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
-                               "to Scalar")
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
         return self._data.reshape(()).item()
 
     def tolist(self):
@@ -225,8 +248,10 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         if self._requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use "
+                "tensor.detach().numpy() instead."
+            )
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -234,7 +259,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:
@@ -245,8 +270,7 @@ class Tensor:
 
     def __index__(self) -> int:
         if self._dtype.category != dtypes.INTEGER or self._data.size != 1:
-            raise TypeError("only integer tensors of a single element can be converted to an "
-                            "index")
+            raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
     def __len__(self) -> int:
@@ -263,6 +287,7 @@ class Tensor:
 
     def __repr__(self) -> str:
         from .printing import tensor_repr
+
         suffixes = []
         if self.grad_fn is not None:
             suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
@@ -275,8 +300,10 @@ class Tensor:
 
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                               "support the deepcopy protocol at the moment.")
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) "
+                "support the deepcopy protocol at the moment."
+            )
         t = type(self)._make(self._data.copy(), self._dtype)
         t._requires_grad = self._requires_grad
         if self._grad is not None:
@@ -289,15 +316,21 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulates the gradient of this tensor into the leaves' ``.grad``."""
         from ..autograd.api import backward
-        backward((self,), None if gradient is None else (gradient,), retain_graph,
-                 create_graph, inputs=inputs)
 
-    def detach(self) -> "Tensor":
+        backward(
+            (self,),
+            None if gradient is None else (gradient,),
+            retain_graph,
+            create_graph,
+            inputs=inputs,
+        )
+
+    def detach(self) -> Tensor:
         t = Tensor._make(self._data, self._dtype)
         t._version_counter = self._version_counter
         return t
 
-    def detach_(self) -> "Tensor":
+    def detach_(self) -> Tensor:
         if self._base is not None and self._base._requires_grad:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
@@ -315,8 +348,7 @@ class Tensor:
         """Calls ``hook(grad)`` when this tensor's gradient is computed; a
         returned tensor replaces the gradient. Returns a handle with ``remove()``."""
         if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
-                               "gradient")
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is None:
             if self._hooks is None:
                 self._hooks = {}
@@ -339,18 +371,22 @@ class Tensor:
         if not grad_mode.is_grad_enabled():
             return
         if self.grad_fn is None and self._requires_grad:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                               "in-place operation.")
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation."
+            )
         if self._base is not None and (self._requires_grad or self._base._requires_grad):
             raise RuntimeError(
                 "in-place modification of a view of a tensor that requires grad is not "
-                "supported by fusegrad; apply the op to the base tensor or clone() the view")
+                "supported by fusegrad; apply the op to the base tensor or clone() the view"
+            )
 
-    def _commit_inplace(self, result: "Tensor") -> "Tensor":
+    def _commit_inplace(self, result: Tensor) -> Tensor:
         """Makes ``result`` (computed out of place from self) this tensor's value and history."""
         if not np.can_cast(result._data.dtype, self._data.dtype, casting="same_kind"):
-            raise RuntimeError(f"result type {result._dtype.name.capitalize()} can't be cast "
-                               f"to the desired output type {self._dtype.name.capitalize()}")
+            raise RuntimeError(
+                f"result type {result._dtype.name.capitalize()} can't be cast "
+                f"to the desired output type {self._dtype.name.capitalize()}"
+            )
         np.copyto(self._data, result._data, casting="unsafe")
         self._version_counter[0] += 1
         if result.grad_fn is not None:
@@ -430,18 +466,26 @@ def eager_bind(prim, args, params):
     if volatile:
         out._volatile = True
     elif requires_grad and dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
-        pattern = ((args[0]._requires_grad,) if len(args) == 1 else
-                   (args[0]._requires_grad, args[1]._requires_grad) if len(args) == 2 else
-                   tuple([t._requires_grad for t in args]))
+        pattern = (
+            (args[0]._requires_grad,)
+            if len(args) == 1
+            else (args[0]._requires_grad, args[1]._requires_grad)
+            if len(args) == 2
+            else tuple([t._requires_grad for t in args])
+        )
         plan = autograd.recording_plan(prim, pattern)
         if plan is not None:
             for t in args:
-                if t._base is not None and t._requires_grad and \
-                        t._version_counter[0] != t._view_version:
+                if (
+                    t._base is not None
+                    and t._requires_grad
+                    and t._version_counter[0] != t._view_version
+                ):
                     raise RuntimeError(
                         "a view of a tensor that was since modified in-place is used in a "
                         "computation that requires grad; take the view again after the "
-                        "in-place operation")
+                        "in-place operation"
+                    )
             out.grad_fn = autograd.PrimitiveBackward(prim, params, args, out, plan)
             out._requires_grad = True
     return out
