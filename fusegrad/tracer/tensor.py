@@ -52,8 +52,8 @@ class Tensor:
             [0.2500, 0.2500]])
     """
 
-    # The fields every op sets are slots; rarely-set ones live in the instance
-    # dict (made on first use) and default to these class attributes.
+    # The fields ops set are slots; rarely-set ones live in the instance dict
+    # (made on first use) and default to the class attributes below.
     __slots__ = (
         "_data",
         "_dtype",
@@ -61,12 +61,12 @@ class Tensor:
         "grad_fn",
         "_output_nr",
         "_version_counter",
+        "_base",  # the tensor whose storage a view shares, else None
+        "_view_version",  # set with _base: the storage's version when the view was taken
         "__dict__",
         "__weakref__",
     )
     _grad = None
-    _base = None  # the tensor whose storage a view shares
-    _view_version = 0  # the storage's version when the view was taken
     _hooks = None
     _accumulator = None
     _volatile = False
@@ -86,6 +86,7 @@ class Tensor:
         t.grad_fn = None
         t._output_nr = 0
         t._version_counter = [0]
+        t._base = None
         return t
 
     @classmethod
