@@ -40,13 +40,13 @@ class FunctionCtx(engine.Node):
                     "save_for_backward can only save variables, but argument "
                     f"{len(self._saved or ())} is of type {type(t).__name__}"
                 )
-        self._saved = [None if t is None else engine.SavedTensor(t) for t in tensors]
+        self._saved = [None if t is None else (t, t._version_counter[0]) for t in tensors]
 
     @property
     def saved_tensors(self) -> tuple:
         if self._freed:
             raise RuntimeError(engine.FREED_MESSAGE)
-        return tuple(None if s is None else s.unpack() for s in self._saved or ())
+        return tuple(None if s is None else engine.unpack_saved(*s) for s in self._saved or ())
 
     def mark_non_differentiable(self, *tensors) -> None:
         self._non_differentiable.update(id(t) for t in tensors)

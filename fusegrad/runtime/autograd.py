@@ -74,43 +74,6 @@ def unpack_saved(tensor, version):
     return tensor
 
 
-class SavedTensor:
-    """A value a backward rule reads, with the version it had when saved."""
-
-    __slots__ = ("tensor", "version", "data", "counter", "output_of")
-
-    def __init__(self, tensor, is_output_of=None):
-        self.version = tensor._version_counter[0]
-        self.counter = tensor._version_counter
-        if is_output_of is None:
-            self.tensor = tensor
-            self.output_of = None
-        else:
-            # An output is kept as its data and rebuilt on unpack, so the node
-            # does not hold the tensor that holds the node.
-            self.tensor = None
-            self.data = tensor._data
-            self.output_of = (is_output_of, tensor._output_nr, type(tensor))
-
-    def unpack(self):
-        if self.output_of is None:
-            return unpack_saved(self.tensor, self.version)
-        node, nr, tensor_type = self.output_of
-        if self.counter[0] != self.version:
-            from ..tracer.tensor import tensor_type_name
-
-            raise RuntimeError(
-                modified_message(
-                    self.data.shape,
-                    tensor_type_name(self.data.dtype),
-                    node,
-                    self.counter[0],
-                    self.version,
-                )
-            )
-        return tensor_type._from_saved_output(self.data, self.counter, node, nr)
-
-
 class Node:
     """Base of all backward nodes. Subclasses implement ``apply`` (a list of
     cotangents per output -> a list of cotangents per input) and ``release``."""
@@ -178,19 +141,44 @@ class PrimitiveBackward(Node):
         self.prim = prim
         self.params = params
         self.plan = plan
-        self.in_shapes = tuple([t._data.shape for t in inputs])
-        self.in_dtypes = tuple([t._dtype for t in inputs])
+        if len(inputs) == 2:
+            a, b = inputs
+            self.in_shapes = (a._data.shape, b._data.shape)
+            self.in_dtypes = (a._dtype, b._dtype)
+        else:
+            self.in_shapes = tuple([t._data.shape for t in inputs])
+            self.in_dtypes = tuple([t._dtype for t in inputs])
         self.label = prim.backward_name
         self.saved = (
             {i: (inputs[i], inputs[i]._version_counter[0]) for i in plan.saved_inputs}
             if plan.saved_inputs
             else None
         )
-        self.saved_out = SavedTensor(output, is_output_of=self) if plan.saves_output else None
+        # The output is kept as its data and rebuilt on unpack, so the node
+        # does not hold the tensor that holds the node.
+        self.saved_out = (
+            (output._data, output._version_counter, output._version_counter[0])
+            if plan.saves_output
+            else None
+        )
         self.freed = False
 
     def name(self) -> str:
         return self.label
+
+    def unpack_output(self):
+        data, counter, version = self.saved_out
+        if counter[0] != version:
+            from ..tracer.tensor import tensor_type_name
+
+            raise RuntimeError(
+                modified_message(
+                    data.shape, tensor_type_name(data.dtype), self, counter[0], version
+                )
+            )
+        from ..tracer.tensor import Tensor
+
+        return Tensor._from_saved_output(data, counter, self, 0)
 
     def release(self) -> None:
         if self.saved is not None or self.saved_out is not None:
@@ -221,7 +209,7 @@ def _arg_getter(prim, name: str, count: int):
     if name == "g":
         return lambda node, g, i: g
     if name == "out":
-        return lambda node, g, i: node.saved_out.unpack()
+        return lambda node, g, i: node.unpack_output()
     if name == "i":
         return lambda node, g, i: i
     if name == "shapes":

@@ -435,19 +435,23 @@ def constant(value, dtype) -> Tensor:
 def eager_bind(prim, args, params):
     """Runs a primitive on tensors now, recording a backward node when needed."""
     for a in args:
-        if not isinstance(a, Tensor):
+        if a.__class__ is not Tensor and not isinstance(a, Tensor):
             dtype = _scalar_dtype(args)
             args = tuple(a if isinstance(a, Tensor) else constant(a, dtype) for a in args)
             break
+    first = args[0]
     # Values and dtypes come from numpy; the shape rule (which tests check
     # against numpy over the op table) words the error when numpy refuses.
     try:
         if len(args) == 1:
-            data = prim.impl(args[0]._data, **params)
+            data = prim.impl(first._data, **params)
+            pattern = (first._requires_grad,)
         elif len(args) == 2:
-            data = prim.impl(args[0]._data, args[1]._data, **params)
+            data = prim.impl(first._data, args[1]._data, **params)
+            pattern = (first._requires_grad, args[1]._requires_grad)
         else:
             data = prim.impl(*[t._data for t in args], **params)
+            pattern = tuple([t._requires_grad for t in args])
     except (ValueError, IndexError, TypeError):
         prim.shape_rule(*args, **params)
         raise
@@ -455,41 +459,35 @@ def eager_bind(prim, args, params):
         data = np.asarray(data)
     dtype = _DTYPE_OF[data.dtype]
     out = Tensor._make(data, dtype)
-    first = args[0]
     if prim.view and np.may_share_memory(data, first._data):
         out._version_counter = first._version_counter
         out._base = first._base if first._base is not None else first
         out._view_version = first._version_counter[0]
-    requires_grad = volatile = False
-    for t in args:
-        requires_grad |= t._requires_grad
-        volatile |= t._volatile
-    if volatile:
-        out._volatile = True
-    elif requires_grad and dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
-        pattern = (
-            (args[0]._requires_grad,)
-            if len(args) == 1
-            else (args[0]._requires_grad, args[1]._requires_grad)
-            if len(args) == 2
-            else tuple([t._requires_grad for t in args])
-        )
+    if True in pattern and dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
         plan = autograd.recording_plan(prim, pattern)
-        if plan is not None:
-            for t in args:
-                if (
-                    t._base is not None
-                    and t._requires_grad
-                    and t._version_counter[0] != t._view_version
-                ):
-                    raise RuntimeError(
-                        "a view of a tensor that was since modified in-place is used in a "
-                        "computation that requires grad; take the view again after the "
-                        "in-place operation"
-                    )
+        if plan is not None and not _any_volatile(args):
+            _check_views_current(args)
             out.grad_fn = autograd.PrimitiveBackward(prim, params, args, out, plan)
             out._requires_grad = True
+    if _any_volatile(args):
+        out._volatile = True
     return out
+
+
+def _any_volatile(args) -> bool:
+    for t in args:
+        if t._volatile:
+            return True
+    return False
+
+
+def _check_views_current(args) -> None:
+    for t in args:
+        if t._base is not None and t._requires_grad and t._version_counter[0] != t._view_version:
+            raise RuntimeError(
+                "a view of a tensor that was since modified in-place is used in a computation "
+                "that requires grad; take the view again after the in-place operation"
+            )
 
 
 P.register_value_type(Tensor, eager_bind, level=0)
