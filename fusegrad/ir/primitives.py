@@ -388,7 +388,7 @@ argmin = Primitive(
 
 reshape = Primitive(
     "reshape",
-    lambda x, shape: np.reshape(x, shape),
+    lambda x, shape: x.reshape(shape),
     lambda x, shape: (shape, x.dtype),
     backward_name="ViewBackward0",
     view=True,
@@ -397,7 +397,7 @@ reshape.defvjp(x=lambda g, x_shape: reshape(g, shape=x_shape))
 
 transpose = Primitive(
     "transpose",
-    lambda x, perm: np.transpose(x, perm),
+    lambda x, perm: x.transpose(perm),
     lambda x, perm: (tuple(x.shape[p] for p in perm), x.dtype),
     backward_name="PermuteBackward0",
     view=True,

@@ -338,11 +338,6 @@ def _keep(out, input, axes, keepdim):
     return out
 
 
-def _sum_name(input, dim=None, keepdim=False, *, dtype=None):
-    return "SumBackward0" if dim is None else "SumBackward1"
-
-
-@_named(_sum_name)
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     input = as_tensor_arg(input)
     axes = normalize_axes(dim, input.ndim)
@@ -350,7 +345,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
         input = _cast(input, dtypes.as_dtype(dtype))
     elif input._dtype.category != dtypes.FLOATING:
         input = _cast(input, dtypes.int64)
-    return _keep(P.reduce_sum(input, axes=axes), input, axes, keepdim)
+    out = _keep(P.reduce_sum(input, axes=axes), input, axes, keepdim)
+    if out.grad_fn is not None:  # always a new node: the label can't land on an input's
+        out.grad_fn.label = "SumBackward0" if dim is None else "SumBackward1"
+    return out
 
 
 @_named(
@@ -470,10 +468,10 @@ def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, bac
         raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
     indices = arg_prim(input, axis=axis)
     values = _select_along(input, indices, axis)
-    if values.grad_fn is not None:
-        values.grad_fn.label = backward_name
     if keepdim:
         values, indices = unsqueeze(values, axis), unsqueeze(indices, axis)
+    if values.grad_fn is not None:
+        values.grad_fn.label = backward_name
     return result_type(values, indices)
 
 
