@@ -63,3 +63,25 @@ def test_bad_input_raises_a_clear_exception(thunk, error, message):
         thunk()
     if message is not None:
         assert message in str(info.value)
+
+
+MORE_CASES = [
+    (lambda: fg.ones(2, 3)[fg.tensor([True])], IndexError, "shape of the mask"),
+    (lambda: fg.ones(2, 3)[[0, 5]], IndexError, "out of bounds for dimension 0"),
+    (lambda: fg.ones(2, 3).sum(dim=1.5), TypeError, "dim must be an int"),
+    (lambda: fg.full((2,), "a"), TypeError, "fill_value must be a number"),
+    (lambda: fg.eye(-1), RuntimeError, "greater or equal to 0"),
+    (lambda: fg.ones(2).chunk("a"), TypeError, "must be int"),
+    (lambda: fg.tensor([2]) ** -1, RuntimeError, "negative integer powers"),
+    (lambda: fg.nn.functional.dropout(fg.ones(2), "a"), ValueError, "between 0 and 1"),
+    (lambda: fg.ones_like([1, 2]), TypeError, "must be a Tensor"),
+    (lambda: fg.narrow(fg.ones(2, 3), 1, 2, 5), RuntimeError, "exceeds dimension size"),
+]
+
+
+@pytest.mark.parametrize(
+    "thunk,error,message", MORE_CASES, ids=[str(i) for i in range(len(MORE_CASES))]
+)
+def test_bad_input_found_by_sweeping_garbage_arguments(thunk, error, message):
+    with pytest.raises(error, match=message):
+        thunk()

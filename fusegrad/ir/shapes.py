@@ -49,7 +49,12 @@ def normalize_axes(dim, ndim: int) -> tuple:
     """`dim` as given to a reduction (None, an int, or a sequence) to sorted axes."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if isinstance(dim, int):
+        dims = (dim,)
+    elif isinstance(dim, (tuple, list)):
+        dims = tuple(dim)
+    else:
+        raise TypeError(f"dim must be an int or a sequence of ints, not {type(dim).__name__}")
     if not dims:
         return tuple(range(ndim))  # PyTorch: sum(dim=[]) reduces everything
     axes = [normalize_dim(d, ndim) for d in dims]

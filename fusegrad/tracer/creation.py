@@ -140,28 +140,38 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, (numbers.Number, np.bool_)):
+        raise TypeError(f"full(): fill_value must be a number, not {type(fill_value).__name__}")
     default = dtypes.DEFAULT_FOR_CATEGORY[dtypes.scalar_category(fill_value)]
     return _filled(fill_value, size, dtype, requires_grad, default)
 
 
 def _like(input, dtype):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"input must be a Tensor, not {type(input).__name__}")
     return dtypes.as_dtype(dtype) if dtype is not None else input._dtype
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
-    return _filled(0, input.shape, _like(input, dtype), requires_grad)
+    dtype = _like(input, dtype)
+    return _filled(0, input.shape, dtype, requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False):
-    return _filled(1, input.shape, _like(input, dtype), requires_grad)
+    dtype = _like(input, dtype)
+    return _filled(1, input.shape, dtype, requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
-    return _filled(0, input.shape, _like(input, dtype), requires_grad)
+    dtype = _like(input, dtype)
+    return _filled(0, input.shape, dtype, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return _filled(fill_value, input.shape, _like(input, dtype), requires_grad)
+    dtype = _like(input, dtype)
+    return _filled(fill_value, input.shape, dtype, requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -178,13 +188,16 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    if steps < 0:
+    if not isinstance(steps, int) or steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
     return _finish(np.linspace(start, end, steps).astype(dtype.np), dtype, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    for name, value in (("n", n), ("m", m)):
+        if value is not None and (not isinstance(value, int) or value < 0):
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
     return _finish(np.eye(n, m, dtype=dtype.np), dtype, requires_grad)
 

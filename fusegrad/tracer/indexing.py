@@ -26,8 +26,21 @@ def _index_tensor(value) -> Tensor:
     return Tensor._make(data.astype(np.int64, copy=False), dtypes.int64)
 
 
-def parse_index(index, ndim: int):
-    """Returns (spec, index tensors) for a Python index into a tensor of rank ``ndim``."""
+def _check_mask(mask: np.ndarray, shape: tuple, start: int) -> None:
+    for k, size in enumerate(mask.shape):
+        dim = start + k
+        if dim >= len(shape):
+            raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+        if size != shape[dim]:
+            raise IndexError(
+                f"The shape of the mask {list(mask.shape)} at index {k} does not "
+                f"match the shape of the indexed tensor {list(shape)} at index {dim}"
+            )
+
+
+def parse_index(index, shape: tuple):
+    """Returns (spec, index tensors) for a Python index into a tensor of ``shape``."""
+    ndim = len(shape)
     if not isinstance(index, tuple):
         index = (index,)
     spec, arrays = [], []
@@ -59,6 +72,7 @@ def parse_index(index, ndim: int):
         elif isinstance(item, (Tensor, list, np.ndarray)):
             converted = _index_tensor(item)
             if isinstance(converted, np.ndarray):  # a boolean mask
+                _check_mask(converted, shape, consumed)
                 for positions in np.nonzero(converted):
                     spec.append(("array",))
                     arrays.append(Tensor._make(positions.astype(np.int64), dtypes.int64))
@@ -79,7 +93,7 @@ def parse_index(index, ndim: int):
 
 
 def getitem(tensor: Tensor, index) -> Tensor:
-    spec, arrays = parse_index(index, tensor.ndim)
+    spec, arrays = parse_index(index, tensor._data.shape)
     out = P.index(tensor, *arrays, spec=spec)
     if out.grad_fn is not None and not arrays:
         out.grad_fn.label = _basic_index_name(spec)
@@ -102,7 +116,7 @@ def _basic_index_name(spec) -> str:
 
 def setitem(tensor: Tensor, index, value) -> None:
     tensor._check_inplace()
-    spec, arrays = parse_index(index, tensor.ndim)
+    spec, arrays = parse_index(index, tensor._data.shape)
     if isinstance(value, Tensor):
         value = value if value._dtype is tensor._dtype else P.convert(value, dtype=tensor._dtype)
     elif not isinstance(value, (bool, int, float, np.number)):

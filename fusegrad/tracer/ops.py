@@ -980,6 +980,8 @@ def split(tensor, split_size_or_sections, dim=0):
 
 def chunk(input, chunks, dim=0):
     input = as_tensor_arg(input)
+    if not isinstance(chunks, int):
+        raise TypeError(f"chunk(): argument 'chunks' must be int, not {type(chunks).__name__}")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     axis = normalize_dim(dim, input.ndim)
@@ -997,6 +999,11 @@ def unbind(input, dim=0):
 def narrow(input, dim, start, length):
     input = as_tensor_arg(input)
     axis = normalize_dim(dim, input.ndim)
+    size = input.shape[axis]
+    if start < 0:
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return P.index(input, spec=_narrow_spec(input.ndim, axis, start, start + length))
 
 

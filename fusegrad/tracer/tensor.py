@@ -452,9 +452,11 @@ def eager_bind(prim, args, params):
         else:
             data = prim.impl(*[t._data for t in args], **params)
             pattern = tuple([t._requires_grad for t in args])
-    except (ValueError, IndexError, TypeError):
-        prim.shape_rule(*args, **params)
-        raise
+    except (ValueError, IndexError, TypeError) as exc:
+        prim.shape_rule(*args, **params)  # raises with PyTorch's wording where it has one
+        # otherwise numpy's message, without numpy's frames, as PyTorch's exception types
+        message = str(exc).replace(" axis ", " dimension ")
+        raise (RuntimeError if isinstance(exc, ValueError) else type(exc))(message) from None
     if data.__class__ is not np.ndarray:
         data = np.asarray(data)
     dtype = _DTYPE_OF[data.dtype]
