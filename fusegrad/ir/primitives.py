@@ -66,23 +66,48 @@ class Primitive:
     def rule_for(self, position: int):
         return self.vjp_rules.get(self.input_name(position))
 
+    def input_positions(self, name: str, count: int) -> tuple:
+        """The positions the input called ``name`` takes among ``count`` operands."""
+        if self.variadic and name == self.inputs[-1][1:]:
+            return tuple(range(len(self.inputs) - 1, count))
+        return (self.inputs.index(name),)
 
-_handlers: list = []  # (level, type, handler), highest level first
+    def rule_argument(self, name: str, count: int) -> tuple:
+        """What a VJP rule's parameter ``name`` refers to, as (kind, payload):
+        ("g",), ("out",), ("i",), ("shapes",), ("shape", position),
+        ("dtype", position), ("value", position), ("values", positions) or
+        ("param", name)."""
+        if name in ("g", "out", "i", "shapes"):
+            return (name,)
+        inputs = {n.lstrip("*") for n in self.inputs}
+        if name in inputs:
+            positions = self.input_positions(name, count)
+            if self.variadic and name == self.inputs[-1][1:]:
+                return ("values", positions)
+            return ("value", positions[0])
+        stem, _, suffix = name.rpartition("_")
+        if stem in inputs and suffix in ("shape", "dtype"):
+            return (suffix, self.input_positions(stem, count)[0])
+        return ("param", name)
 
 
-def register_value_type(value_type: type, handler, level: int) -> None:
-    """Makes ``bind`` run ``handler(prim, args, params)`` when a ``value_type``
-    is the highest-level argument."""
-    global _dispatch
-    _handlers.append((level, value_type, handler))
-    _handlers.sort(key=lambda entry: -entry[0])
-    # With a single value type there is nothing to search for.
-    _dispatch = handler if len(_handlers) == 1 else bind
+_handlers: dict = {}  # value type -> handler(prim, args, params)
+
+
+def register_value_type(value_type: type, handler) -> None:
+    """Makes ``bind`` run ``handler(prim, args, params)`` for arguments of
+    ``value_type`` (eager tensors, IR values). Value types never mix in one
+    call; other arguments are Python scalars, which the handler converts."""
+    _handlers[value_type] = handler
 
 
 def bind(prim: Primitive, args: tuple, params: dict):
-    for _, value_type, handler in _handlers:
-        for arg in args:
+    for arg in args:
+        handler = _handlers.get(arg.__class__)
+        if handler is not None:
+            return handler(prim, args, params)
+    for arg in args:  # subclasses, such as nn.Parameter
+        for value_type, handler in _handlers.items():
             if isinstance(arg, value_type):
                 return handler(prim, args, params)
     raise TypeError(
@@ -91,7 +116,7 @@ def bind(prim: Primitive, args: tuple, params: dict):
     )
 
 
-_dispatch = bind
+_dispatch = bind  # tests swap this to observe every primitive application
 
 
 def _camel(name: str) -> str:

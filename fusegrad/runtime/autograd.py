@@ -206,29 +206,23 @@ class PrimitiveBackward(Node):
 def _arg_getter(prim, name: str, count: int):
     """How a backward node fetches the rule argument called ``name`` (decided
     once per plan, not per call)."""
-    if name == "g":
+    kind, *payload = prim.rule_argument(name, count)
+    if kind == "g":
         return lambda node, g, i: g
-    if name == "out":
+    if kind == "out":
         return lambda node, g, i: node.unpack_output()
-    if name == "i":
+    if kind == "i":
         return lambda node, g, i: i
-    if name == "shapes":
+    if kind == "shapes":
         return lambda node, g, i: node.in_shapes
-    inputs = {n.lstrip("*") for n in prim.inputs}
-    if (
-        name not in inputs
-        and name.endswith(("_shape", "_dtype"))
-        and name.rsplit("_", 1)[0] in inputs
-    ):
-        position = _input_positions(prim, name.rsplit("_", 1)[0], count)[0]
-        if name.endswith("_shape"):
-            return lambda node, g, i: node.in_shapes[position]
-        return lambda node, g, i: node.in_dtypes[position]
-    if name in inputs:
-        positions = _input_positions(prim, name, count)
-        if prim.variadic and name == prim.inputs[-1][1:]:
-            return lambda node, g, i: tuple(unpack_saved(*node.saved[p]) for p in positions)
-        return lambda node, g, i: unpack_saved(*node.saved[positions[0]])
+    if kind == "shape":
+        return lambda node, g, i: node.in_shapes[payload[0]]
+    if kind == "dtype":
+        return lambda node, g, i: node.in_dtypes[payload[0]]
+    if kind == "value":
+        return lambda node, g, i: unpack_saved(*node.saved[payload[0]])
+    if kind == "values":
+        return lambda node, g, i: tuple(unpack_saved(*node.saved[p]) for p in payload[0])
     return lambda node, g, i: node.params[name]
 
 
@@ -259,8 +253,11 @@ class RecordingPlan:
                 names.update(prim.rule_args[prim.input_name(i)])
         positions = set()
         for name in names:
-            if name in {n.lstrip("*") for n in prim.inputs}:
-                positions.update(_input_positions(prim, name, len(requires_grad)))
+            kind, *payload = prim.rule_argument(name, count)
+            if kind == "value":
+                positions.add(payload[0])
+            elif kind == "values":
+                positions.update(payload[0])
         self.saved_inputs = tuple(sorted(positions))
         self.saves_output = "out" in names
 
@@ -276,13 +273,6 @@ def recording_plan(prim, requires_grad: tuple):
         plan = RecordingPlan(prim, requires_grad)
         plan = _plans[key] = plan if True in plan.needs_grad else None
     return plan
-
-
-def _input_positions(prim, name, count):
-    fixed = len(prim.inputs) - 1 if prim.variadic else len(prim.inputs)
-    if prim.variadic and name == prim.inputs[-1][1:]:
-        return tuple(range(fixed, count))
-    return (prim.inputs.index(name),)
 
 
 class AccumulateGrad(Node):

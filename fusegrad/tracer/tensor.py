@@ -492,4 +492,4 @@ def _check_views_current(args) -> None:
             )
 
 
-P.register_value_type(Tensor, eager_bind, level=0)
+P.register_value_type(Tensor, eager_bind)

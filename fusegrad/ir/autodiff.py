@@ -1,0 +1,123 @@
+"""The adjoint pass: reverse-mode differentiation of a graph, as a graph.
+
+``adjoint`` walks a graph's equations backward and applies each primitive's
+VJP rules — the same functions eager autograd runs — to IR values, so the
+rules emit the backward equations. Cotangents start as symbolic zeros (a var
+has none until some use sends one); broadcasting and promotion are undone in
+one place (``unbroadcast``). Because the result is an ordinary graph, the
+pass applies to its own output: that is higher order.
+
+``partition`` splits the joint graph into the forward program (which also
+returns the residuals the backward reads) and the backward program.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .graph import Const, Eqn, Graph, GraphBuilder, Var, building
+from .primitives import unbroadcast
+
+
+def active_values(graph: Graph, wrt: list, stopped=frozenset()) -> set:
+    """The vars that depend differentiably on the inputs at positions ``wrt``.
+    Equations in ``stopped`` (ones eager mode recorded no gradient for, such
+    as work under no_grad) pass nothing on."""
+    active = {graph.inputs[i] for i in wrt}
+    for eqn in graph.eqns:
+        if eqn in stopped or not eqn.out.dtype.is_floating_point:
+            continue
+        for position, v in enumerate(eqn.inputs):
+            if isinstance(v, Var) and v in active and eqn.prim.rule_for(position) is not None:
+                active.add(eqn.out)
+                break
+    return active
+
+
+def _rule_kwargs(eqn: Eqn, position: int, g) -> dict:
+    prim, count = eqn.prim, len(eqn.inputs)
+    kwargs = {}
+    for name in prim.rule_args[prim.input_name(position)]:
+        kind, *payload = prim.rule_argument(name, count)
+        if kind == "g":
+            kwargs[name] = g
+        elif kind == "out":
+            kwargs[name] = eqn.out
+        elif kind == "i":
+            kwargs[name] = position
+        elif kind == "shapes":
+            kwargs[name] = tuple(v.shape for v in eqn.inputs)
+        elif kind == "shape":
+            kwargs[name] = eqn.inputs[payload[0]].shape
+        elif kind == "dtype":
+            kwargs[name] = eqn.inputs[payload[0]].dtype
+        elif kind == "value":
+            kwargs[name] = eqn.inputs[payload[0]]
+        elif kind == "values":
+            kwargs[name] = tuple(eqn.inputs[p] for p in payload[0])
+        else:
+            kwargs[name] = eqn.params[name]
+    return kwargs
+
+
+def adjoint(graph: Graph, wrt: list, stopped=frozenset()) -> Graph:
+    """The joint graph: inputs are ``graph``'s inputs then one cotangent per
+    output; outputs are ``graph``'s outputs then the gradient of each input
+    in ``wrt`` (a zeros constant where none reaches it)."""
+    active = active_values(graph, wrt, stopped)
+    cotangent_inputs = [Var(v.shape, v.dtype) for v in graph.outputs]
+    builder = GraphBuilder()
+    cotangents: dict = {}
+
+    def send(v, ct):
+        if isinstance(v, Var) and v in active:
+            cotangents[v] = ct if v not in cotangents else cotangents[v] + ct
+
+    with building(builder):
+        for out, ct in zip(graph.outputs, cotangent_inputs):
+            if out.dtype.is_floating_point:
+                send(out, ct)
+        for eqn in reversed(graph.eqns):
+            g = cotangents.get(eqn.out)
+            if g is None or eqn in stopped:
+                continue
+            for position, v in enumerate(eqn.inputs):
+                rule = eqn.prim.rule_for(position)
+                if rule is None or not (isinstance(v, Var) and v in active):
+                    continue
+                ct = rule(**_rule_kwargs(eqn, position, g))
+                if ct is not None:
+                    send(v, unbroadcast(ct, v.shape, v.dtype))
+    grads = []
+    for i in wrt:
+        v = graph.inputs[i]
+        grads.append(cotangents.get(v) or Const(np.zeros(v.shape, v.dtype.np), v.dtype))
+    return Graph(graph.inputs + cotangent_inputs, graph.eqns + builder.eqns, graph.outputs + grads)
+
+
+@dataclass
+class Partition:
+    forward: Graph  # inputs -> outputs + residuals
+    backward: Graph  # residuals + cotangents -> gradients
+    num_residuals: int
+
+
+def partition(joint: Graph, num_inputs: int, num_outputs: int, num_forward_eqns: int) -> Partition:
+    """Splits a joint graph from ``adjoint``: the backward program reads the
+    forward values it needs (the residuals) as inputs."""
+    forward_eqns = joint.eqns[:num_forward_eqns]
+    backward_eqns = joint.eqns[num_forward_eqns:]
+    primal_inputs = joint.inputs[:num_inputs]
+    cotangents = joint.inputs[num_inputs:]
+    grads = joint.outputs[num_outputs:]
+    forward_values = set(primal_inputs) | {e.out for e in forward_eqns}
+    residuals, seen = [], set()
+    for value in [v for e in backward_eqns for v in e.inputs] + grads:
+        if isinstance(value, Var) and value in forward_values and value not in seen:
+            seen.add(value)
+            residuals.append(value)
+    forward = Graph(primal_inputs, forward_eqns, joint.outputs[:num_outputs] + residuals)
+    backward = Graph(residuals + cotangents, backward_eqns, grads)
+    return Partition(forward, backward, len(residuals))

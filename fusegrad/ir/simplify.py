@@ -1,0 +1,153 @@
+"""Simplification passes. Each takes a graph and returns an equivalent one
+whose every value is bit-for-bit what the original computes.
+
+- ``fold_constants``: equations whose operands are all (small) constants
+  become constants.
+- ``algebraic``: identities exact in IEEE arithmetic (x*1, x/1, x-0, x+(-0),
+  --x; not x+0, which turns -0 into +0) and shape canonicalization
+  (reshape/transpose/broadcast that change nothing, a copy of a copy,
+  reshape of reshape, transpose of transpose).
+- ``cse``: one equation per distinct (primitive, operands, parameters).
+- ``dce``: equations no output depends on are dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import primitives as P
+from .graph import Const, Eqn, Graph, Var
+
+FOLD_LIMIT = 4096  # elements; larger constants are not materialized
+
+
+def _substitute(graph: Graph, rewrite) -> Graph:
+    """Rebuilds ``graph``; ``rewrite(eqn)`` returns a replacement value, or
+    None to keep the equation (with its operands renamed)."""
+    renamed: dict = {}
+
+    def read(v):
+        return renamed.get(v, v) if isinstance(v, Var) else v
+
+    eqns = []
+    for eqn in graph.eqns:
+        eqn = Eqn(eqn.prim, tuple(read(v) for v in eqn.inputs), eqn.params, eqn.out)
+        replacement = rewrite(eqn)
+        if replacement is None:
+            eqns.append(eqn)
+        else:
+            renamed[eqn.out] = replacement
+    return Graph(graph.inputs, eqns, [read(v) for v in graph.outputs])
+
+
+def dce(graph: Graph) -> Graph:
+    live = {v for v in graph.outputs if isinstance(v, Var)}
+    kept = []
+    for eqn in reversed(graph.eqns):
+        if eqn.out in live:
+            kept.append(eqn)
+            live.update(v for v in eqn.inputs if isinstance(v, Var))
+    return Graph(graph.inputs, kept[::-1], graph.outputs)
+
+
+def _operand_key(v):
+    if isinstance(v, Const):
+        return ("const", v.dtype.name, v.value.shape, v.value.tobytes())
+    return id(v)
+
+
+def _param_key(params: dict):
+    return tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
+def cse(graph: Graph) -> Graph:
+    seen: dict = {}
+
+    def rewrite(eqn):
+        key = (eqn.prim.name, tuple(_operand_key(v) for v in eqn.inputs), _param_key(eqn.params))
+        if key in seen:
+            return seen[key]
+        seen[key] = eqn.out
+        return None
+
+    return _substitute(graph, rewrite)
+
+
+def fold_constants(graph: Graph) -> Graph:
+    def rewrite(eqn):
+        if not all(isinstance(v, Const) for v in eqn.inputs) or np.prod(eqn.out.shape) > FOLD_LIMIT:
+            return None
+        value = eqn.prim.impl(*[v.value for v in eqn.inputs], **eqn.params)
+        return Const(np.asarray(value, eqn.out.dtype.np), eqn.out.dtype)
+
+    return _substitute(graph, rewrite)
+
+
+def _is_scalar(v, value, negative_zero=False) -> bool:
+    if not isinstance(v, Const) or v.value.size != 1 or not v.dtype.is_floating_point:
+        return False
+    x = v.value.reshape(()).item()
+    return x == value and (not negative_zero or np.signbit(x))
+
+
+def _rewrite(eqn: Eqn, producer: dict):
+    """Returns (value replacing eqn.out, None), (None, equation replacing eqn) or (None, None)."""
+    prim, ins, out = eqn.prim, eqn.inputs, eqn.out
+
+    def same(v):  # v may stand for out only if it has out's exact type
+        return (v, None) if v.shape == out.shape and v.dtype is out.dtype else (None, None)
+
+    def produced_by(v, p):
+        return isinstance(v, Var) and v in producer and producer[v].prim is p
+
+    if prim is P.mul and _is_scalar(ins[1], 1.0):
+        return same(ins[0])
+    if prim is P.mul and _is_scalar(ins[0], 1.0):
+        return same(ins[1])
+    if prim is P.div and _is_scalar(ins[1], 1.0):
+        return same(ins[0])
+    if prim is P.sub and _is_scalar(ins[1], 0.0):
+        return same(ins[0])
+    if prim is P.add and _is_scalar(ins[1], 0.0, negative_zero=True):
+        return same(ins[0])
+    if prim is P.add and _is_scalar(ins[0], 0.0, negative_zero=True):
+        return same(ins[1])
+    if prim is P.neg and produced_by(ins[0], P.neg):
+        return same(producer[ins[0]].inputs[0])
+    if prim in (P.reshape, P.broadcast_to) and ins[0].shape == out.shape:
+        return same(ins[0])
+    if prim is P.convert and ins[0].dtype is out.dtype and produced_by(ins[0], P.convert):
+        return same(ins[0])  # a copy of a fresh copy
+    if prim is P.transpose and eqn.params["perm"] == tuple(range(len(out.shape))):
+        return same(ins[0])
+    if prim is P.reshape and produced_by(ins[0], P.reshape):
+        return None, Eqn(P.reshape, producer[ins[0]].inputs, eqn.params, out)
+    if prim is P.transpose and produced_by(ins[0], P.transpose):
+        inner = producer[ins[0]]
+        perm = tuple(inner.params["perm"][p] for p in eqn.params["perm"])
+        return None, Eqn(P.transpose, inner.inputs, {"perm": perm}, out)
+    return None, None
+
+
+def algebraic(graph: Graph) -> Graph:
+    renamed: dict = {}
+    producer: dict = {}
+    eqns = []
+
+    def read(v):
+        return renamed.get(v, v) if isinstance(v, Var) else v
+
+    for eqn in graph.eqns:
+        eqn = Eqn(eqn.prim, tuple(read(v) for v in eqn.inputs), eqn.params, eqn.out)
+        value, replacement = _rewrite(eqn, producer)
+        if value is not None:
+            renamed[eqn.out] = value
+            continue
+        eqn = replacement or eqn
+        producer[eqn.out] = eqn
+        eqns.append(eqn)
+    return Graph(graph.inputs, eqns, [read(v) for v in graph.outputs])
+
+
+def simplify(graph: Graph) -> Graph:
+    return dce(cse(algebraic(fold_constants(graph))))
