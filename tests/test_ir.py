@@ -69,7 +69,7 @@ def test_adjoint_matches_eager_gradients_and_partition_splits_it():
         rng.standard_normal(4).astype(np.float32),
     )
     joint = adjoint(graph, [0, 1])
-    value, gx, gy = evaluate(joint, [xs, ys, np.float32(1.0)])
+    _, gx, gy = evaluate(joint, [xs, ys, np.float32(1.0)])
     x, y = fg.tensor(xs, requires_grad=True), fg.tensor(ys, requires_grad=True)
     fg.tanh(x * y).sum().backward()
     np.testing.assert_allclose(gx, x.grad.numpy(), rtol=1e-6)
