@@ -16,6 +16,8 @@ from . import tracer as _tracer
 from .ir.dtypes import bool_ as bool
 from .ir.dtypes import float32, float64, int32, int64
 from .runtime.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .runtime.jit import jit
+from .tracer.trace import TracingError
 from .tracer.creation import (
     BoolTensor,
     DoubleTensor,

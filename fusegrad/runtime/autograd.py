@@ -304,19 +304,8 @@ class AccumulateGrad(Node):
 
 
 def accumulate_into(tensor, grad) -> None:
-    if grad is None:
-        return
-    existing = tensor._grad
-    if existing is None:
-        if grad_mode.is_grad_enabled() and grad.grad_fn is not None:
-            tensor._grad = grad  # create_graph: keep the graph of the gradient
-        else:  # a copy: the same gradient may also reach another leaf
-            tensor._grad = grad.__class__._make(grad._data.copy(), grad._dtype)
-    elif grad_mode.is_grad_enabled():
-        tensor._grad = existing + grad
-    else:
-        np.add(existing._data, grad._data, out=existing._data)
-        existing._version_counter[0] += 1
+    if grad is not None:
+        tensor._accumulate_grad(grad)
 
 
 _NO_EDGE = (None, 0)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.shapes import sizes_from_args
-from .tensor import Tensor
+from .tensor import Tensor, recording
 
 _rng = np.random.default_rng()
 
@@ -25,6 +25,8 @@ def manual_seed(seed: int):
 
 def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
     t = Tensor._make(data, dtype)
+    if recording.trace is not None:  # inside a traced function: a constant of the graph
+        recording.trace.created_tensor(t)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -203,6 +205,8 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 
 def _random(sample, size, dtype, requires_grad):
+    if recording.trace is not None:
+        recording.trace.unsupported("random sampling (rand, randn, dropout)")
     shape = sizes_from_args(size)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
     if not dtype.is_floating_point:
@@ -240,6 +244,8 @@ def randperm(n, *, dtype=None):
 
 def bernoulli_mask(shape, keep_probability: float, dtype) -> Tensor:
     """Ones where a uniform draw falls under ``keep_probability`` (dropout's mask)."""
+    if recording.trace is not None:
+        recording.trace.unsupported("random sampling (rand, randn, dropout)")
     return Tensor._make((_rng.random(shape) < keep_probability).astype(dtype.np), dtype)
 
 

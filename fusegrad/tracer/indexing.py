@@ -12,7 +12,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from .tensor import Tensor
+from .tensor import Tensor, recording
 
 
 def _index_tensor(value) -> Tensor:
@@ -72,6 +72,10 @@ def parse_index(index, shape: tuple):
         elif isinstance(item, (Tensor, list, np.ndarray)):
             converted = _index_tensor(item)
             if isinstance(converted, np.ndarray):  # a boolean mask
+                if isinstance(item, Tensor) and recording.trace is not None:
+                    recording.trace.unsupported(
+                        "boolean-mask indexing (its result's shape depends on the mask's values)"
+                    )
                 _check_mask(converted, shape, consumed)
                 for positions in np.nonzero(converted):
                     spec.append(("array",))

@@ -27,6 +27,16 @@ def tensor_type_name(np_dtype) -> str:
     return "fusegrad." + _TYPE_NAMES[dtypes.from_numpy_dtype(np_dtype).name]
 
 
+class _Recording:
+    """The trace eager operations also record into, while a jit function is
+    being traced (see trace.py); None otherwise."""
+
+    trace = None
+
+
+recording = _Recording()
+
+
 class Size(tuple):
     """A tensor's shape: a tuple that prints as ``fusegrad.Size([2, 3])``."""
 
@@ -103,8 +113,9 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """The same storage, detached from the graph (with its own version counter)."""
-        t = Tensor._make(self._data, self._dtype)
-        return t
+        if recording.trace is not None:
+            return self._traced_alias(share_version=False)
+        return Tensor._make(self._data, self._dtype)
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -115,6 +126,8 @@ class Tensor:
 
     @property
     def grad(self):
+        if recording.trace is not None:
+            recording.trace.read_grad(self, self._grad)
         return self._grad
 
     @grad.setter
@@ -138,6 +151,8 @@ class Tensor:
                     f"'{self._dtype.name}'. Please ensure that the gradient and the "
                     "tensor have the same dtype"
                 )
+        if recording.trace is not None:
+            recording.trace.write_grad(self)
         self._grad = value
 
     @property
@@ -237,7 +252,13 @@ class Tensor:
 
     # ---------------------------------------------------------- conversions
 
+    def _guarded(self, how: str) -> None:
+        """Python is about to depend on this tensor's value."""
+        if recording.trace is not None:
+            recording.trace.guard(self, how)
+
     def item(self):
+        self._guarded("item()")
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
@@ -245,6 +266,7 @@ class Tensor:
         return self._data.reshape(()).item()
 
     def tolist(self):
+        self._guarded("tolist()")
         return self._data.tolist()
 
     def numpy(self) -> np.ndarray:
@@ -253,12 +275,14 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use "
                 "tensor.detach().numpy() instead."
             )
+        self._guarded("numpy()")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
         return self._data if dtype is None else self._data.astype(dtype)
 
     def __bool__(self) -> bool:
+        self._guarded("bool()")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
@@ -327,9 +351,44 @@ class Tensor:
         )
 
     def detach(self) -> Tensor:
+        if recording.trace is not None:
+            return self._traced_alias(share_version=True)
         t = Tensor._make(self._data, self._dtype)
         t._version_counter = self._version_counter
         return t
+
+    def _traced_alias(self, share_version: bool) -> Tensor:
+        """detach() / .data while tracing: recorded as stop_gradient, and
+        known to the trace as sharing this tensor's storage."""
+        t = P.stop_gradient(self)
+        t._base = None  # an alias, not a view in autograd's sense
+        t._version_counter = self._version_counter if share_version else [0]
+        recording.trace.alias(t, self)
+        return t
+
+    def _accumulate_grad(self, grad) -> None:
+        """``self.grad += grad`` as the engine does it: the first gradient is
+        copied (it may also reach another leaf), later ones are added in place
+        unless create_graph asks for a differentiable sum."""
+        existing = self._grad
+        trace = recording.trace
+        if trace is not None:
+            trace.read_grad(self, existing)
+            trace.write_grad(self)
+        if existing is None:
+            if grad_mode.is_grad_enabled() and grad.grad_fn is not None:
+                self._grad = grad  # create_graph: keep the graph of the gradient
+            elif trace is not None:
+                self._grad = P.convert(grad.detach(), dtype=grad._dtype)
+            else:
+                self._grad = Tensor._make(grad._data.copy(), grad._dtype)
+        elif grad_mode.is_grad_enabled():
+            self._grad = existing + grad
+        elif trace is not None:
+            existing._commit_inplace(P.add(existing, grad))
+        else:
+            np.add(existing._data, grad._data, out=existing._data)
+            existing._version_counter[0] += 1
 
     def detach_(self) -> Tensor:
         if self._base is not None and self._base._requires_grad:
@@ -390,6 +449,8 @@ class Tensor:
             )
         np.copyto(self._data, result._data, casting="unsafe")
         self._version_counter[0] += 1
+        if recording.trace is not None:
+            recording.trace.rebind(self, result)
         if result.grad_fn is not None:
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
@@ -427,9 +488,21 @@ def constant(value, dtype) -> Tensor:
         data = np.array(value, dtype.np)
         data.flags.writeable = False
         found = Tensor._make(data, dtype)
+        found._constant = True  # a trace records it as a constant, not an input
         if len(_constants) < 4096:
             _constants[key] = found
     return found
+
+
+def constant_array(value: np.ndarray, dtype) -> Tensor:
+    """An IR constant as a tensor operand (read-only, recorded as a constant)."""
+    if value.ndim == 0:
+        return constant(value.item(), dtype)
+    data = np.array(value, dtype.np)
+    data.flags.writeable = False
+    t = Tensor._make(data, dtype)
+    t._constant = True
+    return t
 
 
 def eager_bind(prim, args, params):
@@ -473,6 +546,8 @@ def eager_bind(prim, args, params):
             out._requires_grad = True
     if _any_volatile(args):
         out._volatile = True
+    if recording.trace is not None:
+        recording.trace.record(prim, args, params, out)
     return out
 
 

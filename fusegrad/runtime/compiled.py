@@ -1,0 +1,209 @@
+"""A compiled program: what one trace of a jit function becomes.
+
+The forward program computes, from the arguments and the captured tensors,
+the function's outputs, the guard values, the new values of tensors the
+function changed in place, the new ``.grad`` of leaves, and the residuals
+its backward needs. ``run`` checks the guards before any side effect is
+applied, so a call that takes another path than the trace changes nothing
+and is retraced. Outputs that need a gradient get a
+``CompiledFunctionBackward`` node running the backward program (the adjoint
+pass's graph); with ``create_graph=True`` the backward is itself a jit
+function of the inputs and the cotangents, so it differentiates again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.autodiff import active_values, adjoint, partition
+from ..ir.graph import Graph, Var, apply_graph, evaluate, format_graph, verify
+from ..ir.simplify import simplify
+from . import grad_mode
+from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
+
+
+class Program:
+    def __init__(self, trace, args: list, output_tensors: list, verify_passes: bool = False):
+        from ..tracer.tensor import Tensor
+
+        self.Tensor = Tensor
+        self.num_args = len(trace.inputs)
+        self.captured = trace.captured
+        self.guards = trace.guards
+        self.grad_reads = trace.leaves(trace.grad_reads)  # (leaf ref, grad was None)
+        mutations = trace.mutations()
+        self.mutated = [ref for ref, _ in mutations]
+        grad_writes = trace.leaves(trace.grad_writes)
+        self.grad_targets = [ref for ref, _ in grad_writes]
+        outputs = [trace.var_of(t) for t in output_tensors]
+        grad_values = []
+        for ref, _ in grad_writes:
+            grad = ref.resolve(args)._grad
+            grad_values.append(None if grad is None else trace.var_of(grad))
+        self.grad_none = [v is None for v in grad_values]
+        graph = trace.graph(outputs)
+        inputs = graph.inputs
+        enabled = grad_mode.is_grad_enabled()
+        self.input_requires_grad = [
+            enabled and t.requires_grad for t in list(args) + [c.tensor for c in self.captured]
+        ]
+        self.input_meta = [(v.shape, v.dtype) for v in inputs]
+        self.num_outputs = len(outputs)
+        self.wrt = [i for i, r in enumerate(self.input_requires_grad) if r]
+        self.output_requires_grad = [False] * len(outputs)
+        self.backward = None
+        self.joint = None
+        if self.wrt:
+            active = active_values(graph, self.wrt, trace.stopped)
+            self.output_requires_grad = [isinstance(v, Var) and v in active for v in outputs]
+        wrt = self.wrt
+        extras = (
+            [g.var for g in self.guards]
+            + [v for _, v in mutations]
+            + [v for v in grad_values if v is not None]
+        )
+        if any(self.output_requires_grad):
+            joint = adjoint(graph, wrt, trace.stopped)
+            self.joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
+            parts = partition(joint, len(inputs), len(outputs), len(graph.eqns))
+            residuals = parts.forward.outputs[len(outputs) :]
+            self.num_residuals = len(residuals)
+            forward = Graph(inputs, graph.eqns, outputs + extras + residuals)
+            self.backward = simplify(parts.backward)
+        else:
+            self.num_residuals = 0
+            forward = Graph(inputs, graph.eqns, outputs + extras)
+        self.forward = simplify(forward)
+        if verify_passes:
+            verify(self.forward)
+            if self.backward is not None:
+                verify(self.backward)
+        self.num_extras = len(extras)
+        self._backward_function = None
+
+    # ------------------------------------------------------------------ running
+
+    def captured_tensors(self, args) -> list:
+        """The captured tensors as they are now, or None if one no longer fits the trace."""
+        found = []
+        for c, (shape, dtype), requires in zip(
+            self.captured,
+            self.input_meta[self.num_args :],
+            self.input_requires_grad[self.num_args :],
+        ):
+            t = c.current(args)
+            if t is None or t._data.shape != shape or t._dtype is not dtype:
+                return None
+            if grad_mode.is_grad_enabled() and t.requires_grad != requires:
+                return None
+            found.append(t)
+        for ref, was_none in self.grad_reads:
+            if (ref.resolve(args)._grad is None) != was_none:
+                return None
+        return found
+
+    def run(self, args: list):
+        """The outputs as tensors, or None when a guard fails (nothing changed then)."""
+        captured = self.captured_tensors(args)
+        if captured is None:
+            return None
+        values = evaluate(self.forward, [t._data for t in args] + [t._data for t in captured])
+        n = self.num_outputs
+        extras = values[n : n + self.num_extras]
+        for guard, value in zip(self.guards, extras):
+            if not np.array_equal(value, guard.observed):
+                return None
+        k = len(self.guards)
+        for ref in self.mutated:
+            tensor = ref.resolve(args)
+            np.copyto(tensor._data, extras[k], casting="unsafe")
+            tensor._version_counter[0] += 1
+            k += 1
+        for ref, none in zip(self.grad_targets, self.grad_none):
+            leaf = ref.resolve(args)
+            if none:
+                leaf._grad = None
+            else:
+                leaf._grad = self.Tensor._make(np.array(extras[k]))
+                k += 1
+        outputs = [self.Tensor._make(np.asarray(v)) for v in values[:n]]
+        if any(self.output_requires_grad):
+            node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
+            for nr, (out, requires) in enumerate(zip(outputs, self.output_requires_grad)):
+                if requires:
+                    out.grad_fn = node
+                    out._output_nr = nr
+                    out._requires_grad = True
+        return outputs
+
+    # ------------------------------------------------------------------ backward
+
+    def backward_function(self):
+        """The backward as a jit function of (inputs, cotangents), for create_graph."""
+        if self._backward_function is None:
+            from ..tracer.tensor import constant_array
+            from .jit import jit
+
+            joint = self.joint
+
+            def backward(*values):
+                return tuple(apply_graph(joint, list(values), constant_array))
+
+            backward.__name__ = "compiled_backward"
+            self._backward_function = jit(backward)
+        return self._backward_function
+
+    def describe(self) -> str:
+        parts = [format_graph(self.forward, "forward")]
+        if self.backward is not None:
+            parts.append(format_graph(self.backward, "backward"))
+        return "\n\n".join(parts)
+
+
+class CompiledFunctionBackward(Node):
+    """The backward of a compiled function's call."""
+
+    def __init__(self, program: Program, inputs: list, residuals: list):
+        super().__init__(tuple(gradient_edge(inputs[i]) for i in program.wrt))
+        self.program = program
+        self.num_outputs = program.num_outputs
+        self.inputs = [(t, t._version_counter[0]) for t in inputs]
+        self.residuals = residuals
+        self.freed = False
+
+    def release(self) -> None:
+        self.inputs = self.residuals = None
+        self.freed = True
+
+    def _checked_inputs(self) -> list:
+        for tensor, version in self.inputs:
+            if tensor._version_counter[0] != version:
+                raise RuntimeError(
+                    modified_message(
+                        tensor.shape,
+                        tensor.type(),
+                        tensor.grad_fn,
+                        tensor._version_counter[0],
+                        version,
+                    )
+                )
+        return [t for t, _ in self.inputs]
+
+    def apply(self, grads):
+        if self.freed:
+            raise RuntimeError(FREED_MESSAGE)
+        program = self.program
+        inputs = self._checked_inputs()
+        Tensor = program.Tensor
+        outputs = program.forward.outputs[: program.num_outputs]
+        cotangents = [
+            g if g is not None else Tensor._make(np.zeros(v.shape, v.dtype.np))
+            for g, v in zip(grads, outputs)
+        ]
+        if grad_mode.is_grad_enabled():  # create_graph: differentiable, via the jit backward
+            return list(program.backward_function()(*inputs, *cotangents))
+        values = evaluate(program.backward, self.residuals + [c._data for c in cotangents])
+        return [
+            Tensor._make(np.asarray(v, dtype=dtype.np))
+            for v, (_, dtype) in zip(values, (program.input_meta[i] for i in program.wrt))
+        ]

@@ -1,0 +1,267 @@
+"""``fusegrad.jit``: trace a function once per signature, run the program after.
+
+The cache key is the call's signature: the structure of the arguments, each
+tensor's shape, dtype and requires_grad flag, static arguments by value,
+Python numbers by value, and grad mode. A key can hold a few variants, one
+per path the function's Python control flow took on tensor values (guards);
+past ``MAX_VARIANTS`` the key runs eagerly, with a warning naming the line.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+import warnings
+from collections import namedtuple
+from pathlib import Path
+
+from ..tracer.tensor import Tensor, recording
+from ..tracer.trace import Trace, TracingError, active
+from . import grad_mode
+from .compiled import Program
+
+CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
+MAX_VARIANTS = 8
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def jit(fn=None, *, static_argnums=(), eager: bool = False):
+    """Compiles ``fn``: traced on the first call for each signature, run as a
+    compiled program after. Outputs that need a gradient get a
+    ``CompiledFunctionBackward`` node running the derived backward program.
+
+    >>> import fusegrad
+    >>> @fusegrad.jit
+    ... def f(x):
+    ...     return (x * x).sum()
+    >>> x = fusegrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> f(x).backward(); f(x).backward()
+    >>> x.grad
+    tensor([4., 8.])
+    >>> f.cache_info().misses, f.cache_info().hits
+    (1, 1)
+    """
+    if fn is None:
+        return lambda f: jit(f, static_argnums=static_argnums, eager=eager)
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    return JitFunction(fn, tuple(static_argnums), eager)
+
+
+class Lowered:
+    """A compiled program, for reading: ``forward_ir``, ``backward_ir``, ``str()``."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        from ..ir.graph import format_graph
+
+        self.forward_ir = format_graph(program.forward, "forward")
+        self.backward_ir = (
+            format_graph(program.backward, "backward") if program.backward is not None else None
+        )
+
+    def __str__(self) -> str:
+        return self.program.describe()
+
+
+class JitFunction:
+    def __init__(self, fn, static_argnums: tuple, eager: bool):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.static_argnums = static_argnums
+        self.eager = eager
+        self._cache: dict = {}  # key -> [Program, ...]
+        self._eager_keys: set = set()
+        self._hits = self._misses = 0
+        self._compile_seconds = 0.0
+        self._compilations = 0
+
+    def __repr__(self) -> str:
+        return f"<fusegrad.jit of {getattr(self.fn, '__qualname__', self.fn)!r}>"
+
+    def __get__(self, instance, owner):  # methods: bind like a function would
+        return self if instance is None else functools.partial(self, instance)
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(
+            self._hits,
+            self._misses,
+            sum(len(v) for v in self._cache.values()),
+            self._compile_seconds,
+        )
+
+    def __call__(self, *args, **kwargs):
+        if (
+            self.eager
+            or os.environ.get("FUSEGRAD_DISABLE_JIT") == "1"
+            or recording.trace is not None
+        ):  # inside another trace: traced inline
+            return self.fn(*args, **kwargs)
+        tensors, key = self._signature(args, kwargs)
+        if key in self._eager_keys:
+            return self.fn(*args, **kwargs)
+        variants = self._cache.setdefault(key, [])
+        for program in variants:
+            outputs = program.run(tensors)
+            if outputs is not None:
+                self._hits += 1
+                return _unflatten(program.output_tree, iter(outputs))
+        self._misses += 1
+        if len(variants) >= MAX_VARIANTS:
+            where = "; ".join(sorted({f"{g.how} at {g.where}" for p in variants for g in p.guards}))
+            warnings.warn(
+                f"fusegrad.jit: {self.__name__} took {MAX_VARIANTS} different paths "
+                f"through Python control flow on tensor values ({where}); running it "
+                "eagerly from now on for these argument types",
+                stacklevel=2,
+            )
+            self._eager_keys.add(key)
+            return self.fn(*args, **kwargs)
+        self._log_recompile(key, variants)
+        program, result = self._trace(tensors, args, kwargs)
+        variants.append(program)
+        return result
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        """Traces for these arguments and returns the program, leaving the
+        arguments, captured tensors and ``.grad`` as they were."""
+        tensors, _ = self._signature(args, kwargs)
+        program, _ = self._trace(tensors, args, kwargs, restore=True)
+        return Lowered(program)
+
+    # ------------------------------------------------------------------ tracing
+
+    def _trace(self, tensors, args, kwargs, restore=False):
+        start = time.perf_counter()
+        trace = Trace()
+        for t in tensors:
+            trace.add_input(t)
+        try:
+            with active(trace):
+                result = self.fn(*args, **kwargs)
+        except TracingError:
+            trace.restore()
+            raise
+        out_tensors: list = []
+        tree = _flatten_output(result, out_tensors)
+        program = Program(trace, tensors, out_tensors)
+        program.output_tree = tree
+        if restore:
+            trace.restore()
+        self._compile_seconds += time.perf_counter() - start
+        self._compilations += 1
+        self._dump(program)
+        return program, result
+
+    def _signature(self, args, kwargs):
+        tensors: list = []
+        parts = []
+        for i, arg in enumerate(args):
+            if i in self.static_argnums:
+                try:
+                    hash(arg)
+                except TypeError:
+                    raise TypeError(
+                        f"jit: static argument {i} of {self.__name__} must be "
+                        f"hashable, got {type(arg).__name__}"
+                    ) from None
+                parts.append(("static", arg))
+            else:
+                parts.append(_flatten_input(arg, tensors, f"argument {i}"))
+        for name in sorted(kwargs):
+            parts.append((name, _flatten_input(kwargs[name], tensors, f"argument {name!r}")))
+        return tensors, (tuple(parts), grad_mode.is_grad_enabled())
+
+    # ------------------------------------------------------------------ reporting
+
+    def _log_recompile(self, key, variants) -> None:
+        if "recompiles" not in os.environ.get("FUSEGRAD_LOG", "").split(","):
+            return
+        name = self.__name__
+        if variants:
+            reason = "a guard saw another value: " + "; ".join(
+                sorted({f"{g.how} at {g.where}" for p in variants for g in p.guards})
+            )
+        else:
+            others = [k for k in self._cache if k != key and self._cache[k]]
+            reason = _difference(others[-1], key) if others else "first call"
+        sys.stderr.write(f"fusegrad.jit: compiling {name}: {reason}\n")
+
+    def _dump(self, program) -> None:
+        directory = os.environ.get("FUSEGRAD_DUMP")
+        if directory:
+            path = Path(directory)
+            path.mkdir(parents=True, exist_ok=True)
+            (path / f"{self.__name__}.{self._compilations}.txt").write_text(
+                program.describe() + "\n"
+            )
+
+
+def _flatten_input(value, tensors: list, where: str):
+    if isinstance(value, Tensor):
+        tensors.append(value)
+        return ("tensor", value._data.shape, value._dtype.name, value.requires_grad)
+    if isinstance(value, _SCALARS):
+        return ("value", type(value).__name__, value)
+    if isinstance(value, (tuple, list)):
+        return (
+            type(value).__name__,
+            tuple(_flatten_input(v, tensors, f"{where}[{k}]") for k, v in enumerate(value)),
+        )
+    if isinstance(value, dict):
+        return (
+            "dict",
+            tuple((k, _flatten_input(value[k], tensors, f"{where}[{k!r}]")) for k in sorted(value)),
+        )
+    raise TypeError(
+        f"jit: {where} is a {type(value).__name__}, which cannot be traced; pass "
+        "tensors, numbers, or tuples/lists/dicts of them, or mark the argument "
+        "static with static_argnums"
+    )
+
+
+def _flatten_output(value, tensors: list):
+    if isinstance(value, Tensor):
+        tensors.append(value)
+        return ("tensor",)
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_flatten_output(v, tensors) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _flatten_output(v, tensors)) for k, v in value.items()))
+    return ("value", value)
+
+
+def _unflatten(tree, tensors):
+    kind = tree[0]
+    if kind == "tensor":
+        return next(tensors)
+    if kind == "value":
+        return tree[1]
+    if kind == "dict":
+        return {k: _unflatten(v, tensors) for k, v in tree[1]}
+    values = [_unflatten(v, tensors) for v in tree[1]]
+    return kind(*values) if hasattr(kind, "_fields") else kind(values)
+
+
+def _difference(old, new) -> str:
+    """Which argument's shape, dtype or flag changed between two cache keys."""
+    (old_parts, old_grad), (new_parts, new_grad) = old, new
+    if old_grad != new_grad:
+        return f"grad mode changed from {old_grad} to {new_grad}"
+    changes = []
+    for position, (a, b) in enumerate(zip(old_parts, new_parts)):
+        if a != b:
+            changes.append(f"argument {position}: {_describe(a)} -> {_describe(b)}")
+    return "; ".join(changes) or "argument structure changed"
+
+
+def _describe(part) -> str:
+    if part[0] == "tensor":
+        _, shape, dtype, requires_grad = part
+        return f"{dtype}{list(shape)}" + (" requires_grad" if requires_grad else "")
+    return repr(part)
+
+
+__all__ = ["CacheInfo", "JitFunction", "Lowered", "jit", "TracingError"]

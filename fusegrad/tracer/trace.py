@@ -1,0 +1,227 @@
+"""Recording a graph while a function runs eagerly.
+
+While a ``Trace`` is active, every primitive the eager handler runs is also
+appended to the trace's graph, over IR vars that stand for the tensors
+involved. So tracing executes the function with real values, and the first
+call is correct by construction. What a later call must reproduce beyond the
+returned values is recorded too:
+
+- tensors the function reads but did not receive (a module's parameters,
+  globals) become graph inputs ("captured"), read afresh on every call;
+- in-place changes to inputs and captured tensors, and assignments to a
+  leaf's ``.grad``, become extra outputs the runtime writes back;
+- Python decisions on tensor values (``bool()``, ``item()``, ...) become
+  guards: the value is an extra output, compared with what the trace saw.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+import numpy as np
+
+from ..ir import primitives as P
+from ..ir.graph import Const, Eqn, Graph, Var
+from .tensor import Tensor, recording
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class TracingError(RuntimeError):
+    """Something a traced function did cannot be compiled; the message names the line."""
+
+
+def user_line() -> str:
+    """``file:line`` of the innermost frame outside fusegrad (the user's code)."""
+    for frame in reversed(traceback.extract_stack()):
+        if not os.path.abspath(frame.filename).startswith(_PACKAGE_DIR):
+            return f"{frame.filename}:{frame.lineno}"
+    return "<unknown>"
+
+
+class Guard:
+    """A tensor value the function's Python control flow depended on."""
+
+    __slots__ = ("var", "observed", "where", "how")
+
+    def __init__(self, var, observed: np.ndarray, where: str, how: str):
+        self.var, self.observed, self.where, self.how = var, observed, where, how
+
+
+class Ref:
+    """How a later call finds a tensor the trace saw: the argument at a
+    position, or the same object (a closed-over tensor)."""
+
+    __slots__ = ("position", "tensor")
+
+    def __init__(self, position=None, tensor=None):
+        self.position, self.tensor = position, tensor
+
+    def resolve(self, args):
+        return args[self.position] if self.position is not None else self.tensor
+
+
+class Captured:
+    """A tensor the function read without receiving it. ``grad_of`` is set
+    when the tensor was found as a leaf's ``.grad``, which is then re-read
+    from the leaf on every call (so a fresh gradient tensor is no stale read)."""
+
+    __slots__ = ("tensor", "grad_of")
+
+    def __init__(self, tensor, grad_of=None):
+        self.tensor, self.grad_of = tensor, grad_of  # grad_of: a Ref to the leaf
+
+    def current(self, args):
+        return self.grad_of.resolve(args)._grad if self.grad_of is not None else self.tensor
+
+
+class Trace:
+    def __init__(self):
+        self.vars: dict = {}  # id(tensor) -> Var
+        self.alive: list = []  # keeps traced tensors alive, so ids stay unique
+        self.inputs: list = []  # Vars of the arguments
+        self.arg_positions: dict = {}  # id(argument tensor) -> its position
+        self.captured: list = []  # Captured, in input order after the arguments
+        self.captured_vars: list = []
+        self.initial_vars: dict = {}  # id(tensor) -> (tensor, Var at entry) for inputs/captured
+        self.created: set = set()  # ids of tensors created inside the function (constants)
+        self.eqns: list = []
+        self.stopped: set = set()  # equations eager autograd recorded no gradient for
+        self.guards: list = []
+        self.grad_reads: dict = {}  # id(leaf) -> (leaf, grad was None) at first read
+        self.grad_sources: dict = {}  # id(grad tensor) -> leaf it was read from
+        self.grad_writes: dict = {}  # id(leaf) -> leaf whose .grad the function assigned
+        self.snapshots: dict = {}  # id(tensor) -> (tensor, data before the first change)
+        self.aliases: dict = {}  # id(detached alias) -> the tensor whose storage it shares
+
+    # -- tensors to vars
+
+    def add_input(self, tensor) -> Var:
+        var = self.vars.get(id(tensor))
+        if var is None:
+            var = self._new_var(tensor)
+            self.initial_vars[id(tensor)] = (tensor, var)
+            self.arg_positions[id(tensor)] = len(self.inputs)
+        self.inputs.append(var)
+        return var
+
+    def ref(self, tensor) -> Ref:
+        position = self.arg_positions.get(id(tensor))
+        return Ref(position=position) if position is not None else Ref(tensor=tensor)
+
+    def _new_var(self, tensor) -> Var:
+        var = Var(tensor._data.shape, tensor._dtype)
+        self.vars[id(tensor)] = var
+        self.alive.append(tensor)
+        return var
+
+    def var_of(self, tensor):
+        var = self.vars.get(id(tensor))
+        if var is not None:
+            return var
+        if tensor.__dict__.get("_constant") or id(tensor) in self.created:
+            value = Const(np.array(tensor._data), tensor._dtype)
+            self.vars[id(tensor)] = value
+            self.alive.append(tensor)
+            return value
+        var = self._new_var(tensor)
+        self.initial_vars[id(tensor)] = (tensor, var)
+        leaf = self.grad_sources.get(id(tensor))
+        self.captured.append(Captured(tensor, None if leaf is None else self.ref(leaf)))
+        self.captured_vars.append(var)
+        return var
+
+    def created_tensor(self, tensor) -> None:
+        self.created.add(id(tensor))
+        self.alive.append(tensor)
+
+    # -- what eager mode does, recorded
+
+    def record(self, prim, args, params, out) -> None:
+        eqn = Eqn(prim, tuple(self.var_of(a) for a in args), params, self._new_var(out))
+        if out.grad_fn is None:
+            self.stopped.add(eqn)
+        self.eqns.append(eqn)
+
+    def rebind(self, tensor, result) -> None:
+        """``tensor`` now holds ``result``'s value (an in-place operation)."""
+        if tensor._base is not None:
+            raise TracingError(
+                f"in-place modification of a view at {user_line()} cannot be "
+                "compiled; modify the base tensor instead"
+            )
+        self.var_of(tensor)  # a captured tensor is read before it is overwritten
+        if id(tensor) in self.initial_vars and id(tensor) not in self.snapshots:
+            self.snapshots[id(tensor)] = (tensor, tensor._data.copy())
+        self.vars[id(tensor)] = self.var_of(result)
+        base = self.aliases.get(id(tensor))
+        if base is not None:  # x.data.add_(...) changes x
+            self.rebind(base, result)
+
+    def alias(self, alias, tensor) -> None:
+        """``alias`` (from detach() or .data) shares ``tensor``'s storage."""
+        self.aliases[id(alias)] = tensor
+
+    def guard(self, tensor, how: str) -> None:
+        var = self.var_of(tensor)
+        self.guards.append(Guard(var, np.array(tensor._data), user_line(), how))
+
+    def read_grad(self, leaf, grad) -> None:
+        if id(leaf) not in self.grad_reads and id(leaf) not in self.grad_writes:
+            self.grad_reads[id(leaf)] = (leaf, grad is None)
+        if grad is not None and id(grad) not in self.vars:
+            self.grad_sources[id(grad)] = leaf
+
+    def write_grad(self, leaf) -> None:
+        if id(leaf) not in self.grad_writes:
+            self.grad_writes[id(leaf)] = (leaf, leaf._grad)
+
+    def unsupported(self, what: str):
+        raise TracingError(
+            f"{what} at {user_line()} cannot be compiled by fusegrad.jit; "
+            "run the function eagerly (jit(fn, eager=True)) or restructure it"
+        )
+
+    # -- the result
+
+    def mutations(self) -> list:
+        """(Ref, new var) for the arguments and captured tensors changed in place."""
+        changed = []
+        for tensor, var in self.initial_vars.values():
+            if self.vars[id(tensor)] is not var:
+                changed.append((self.ref(tensor), self.vars[id(tensor)]))
+        return changed
+
+    def leaves(self, table: dict) -> list:
+        """The leaves in ``grad_reads``/``grad_writes`` a later call can reach
+        (arguments and captured tensors), with what was recorded for them."""
+        return [
+            (self.ref(leaf), info) for leaf, info in table.values() if id(leaf) in self.initial_vars
+        ]
+
+    def restore(self) -> None:
+        """Undoes the function's side effects on inputs, captured tensors and
+        ``.grad`` (for ``lower``, which traces without applying the call)."""
+        for tensor, data in self.snapshots.values():
+            np.copyto(tensor._data, data)
+        for leaf, grad in self.grad_writes.values():
+            leaf._grad = grad
+
+    def graph(self, outputs: list) -> Graph:
+        return Graph(self.inputs + self.captured_vars, self.eqns, outputs)
+
+
+class active:
+    """Context manager making ``trace`` the one eager operations record into."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+    def __enter__(self):
+        recording.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc):
+        recording.trace = None
+        return False
