@@ -17,7 +17,6 @@ from .ir.dtypes import bool_ as bool
 from .ir.dtypes import float32, float64, int32, int64
 from .runtime.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .runtime.jit import jit
-from .tracer.trace import TracingError
 from .tracer.creation import (
     BoolTensor,
     DoubleTensor,
@@ -143,6 +142,7 @@ from .tracer.ops import (
     where,
 )
 from .tracer.tensor import Size, Tensor
+from .tracer.trace import TracingError
 
 float = float32
 double = float64

@@ -16,8 +16,6 @@ import itertools
 import re
 import weakref
 
-import numpy as np
-
 from ..ir.primitives import unbroadcast
 from . import grad_mode
 

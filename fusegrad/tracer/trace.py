@@ -21,9 +21,8 @@ import traceback
 
 import numpy as np
 
-from ..ir import primitives as P
 from ..ir.graph import Const, Eqn, Graph, Var
-from .tensor import Tensor, recording
+from .tensor import recording
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
