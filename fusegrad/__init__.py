@@ -13,6 +13,7 @@ import warnings as _warnings
 
 from . import autograd, nn, optim
 from . import tracer as _tracer
+from .autograd.transforms import grad, value_and_grad
 from .ir.dtypes import bool_ as bool
 from .ir.dtypes import float32, float64, int32, int64
 from .runtime.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled

@@ -56,6 +56,7 @@ class OpInfo:
     second_order: bool = True
     float_inputs: tuple | None = None  # positions of float args (default: all float arrays)
     rtol32: float = 1e-5
+    jit: bool = True  # compiles under fusegrad.jit (a mask's result shape depends on values)
 
 
 def _softmax(x, dim):
@@ -360,7 +361,7 @@ OPS = [
         lambda x: x[[0, 2], :, [1, 1]],
         [S(r(3, 4, 2))],
     ),
-    OpInfo("getitem_mask", _mask, lambda x: x[x > 0.5], [S(r(3, 4))]),
+    OpInfo("getitem_mask", _mask, lambda x: x[x > 0.5], [S(r(3, 4))], jit=False),
     OpInfo("setitem", _setitem, _setitem_ref, [S(r(3, 4), r(2)), S(r(3, 4), 0.25)]),
     OpInfo(
         "index_select",

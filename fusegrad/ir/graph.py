@@ -24,26 +24,14 @@ from . import dtypes
 from . import primitives as P
 
 
-class Var:
-    """An SSA value: the output of one equation, or a graph input."""
+class Operators:
+    """Arithmetic on IR values binds primitives into the graph being built.
+    Operands already share a dtype here (rules run after promotion); Python
+    scalars take the other operand's."""
 
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape: tuple, dtype):
-        self.shape = tuple(shape)
-        self.dtype = dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __repr__(self) -> str:
-        return f"Var({type_string(self)})"
-
+    __slots__ = ()
     __hash__ = object.__hash__
 
-    # Operators bind primitives into the graph being built. Operands already
-    # share a dtype here (rules run after promotion); scalars take the var's.
     def __add__(self, other):
         return P.add(self, other)
 
@@ -102,7 +90,24 @@ class Var:
         return P.logical_not(self)
 
 
-class Const:
+class Var(Operators):
+    """An SSA value: the output of one equation, or a graph input."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Var({type_string(self)})"
+
+
+class Const(Operators):
     """A constant operand: a numpy array (most often 0-d) with its dtype."""
 
     __slots__ = ("value", "shape", "dtype")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 from ..runtime.grad_mode import no_grad
+from ..tracer.creation import zeros, zeros_like
+from ..tracer.ops import maximum, where
 from ..tracer.tensor import Tensor
 
 
@@ -45,10 +45,16 @@ class Optimizer:
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    yield group, p, self.state.setdefault(id(p), {})
+                    yield group, p, self.state.get(id(p), {})
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent with momentum (optionally Nesterov) and weight decay.
+
+    The state is tensors made up front and updated in place, with no Python
+    branch on the step count, so a training step compiles under ``jit``.
+    """
+
     def __init__(
         self,
         params,
@@ -63,6 +69,8 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(
@@ -76,6 +84,13 @@ class SGD(Optimizer):
                 maximize=maximize,
             ),
         )
+        for group in self.param_groups:
+            if group["momentum"]:
+                for p in group["params"]:
+                    self.state[id(p)] = {
+                        "momentum_buffer": zeros_like(p),
+                        "step": zeros((), dtype=p.dtype),
+                    }
 
     @no_grad()
     def step(self, closure=None):
@@ -85,17 +100,28 @@ class SGD(Optimizer):
             if group["weight_decay"]:
                 d = d + p * group["weight_decay"]
             if group["momentum"]:
-                buf = state.get("momentum_buffer")
-                if buf is None:
-                    buf = state["momentum_buffer"] = d.clone()
-                else:
-                    buf.mul_(group["momentum"]).add_(d * (1 - group["dampening"]))
+                buf = state["momentum_buffer"]
+                # the first step starts the buffer at d itself, as PyTorch does
+                buf.copy_(
+                    where(
+                        state["step"] == 0,
+                        d,
+                        buf * group["momentum"] + d * (1 - group["dampening"]),
+                    )
+                )
+                state["step"].add_(1)
                 d = d + buf * group["momentum"] if group["nesterov"] else buf
             p.sub_(d * group["lr"])
         return loss
 
 
 class Adam(Optimizer):
+    """Adam (optionally AMSGrad), with weight decay added to the gradient.
+
+    The state (moments and step count) is tensors made up front and updated
+    in place, so a training step compiles under ``jit``.
+    """
+
     def __init__(
         self,
         params,
@@ -110,6 +136,8 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameters: {betas}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
         super().__init__(
             params,
             dict(
@@ -121,6 +149,16 @@ class Adam(Optimizer):
                 maximize=maximize,
             ),
         )
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = {
+                    "step": zeros((), dtype=p.dtype),
+                    "exp_avg": zeros_like(p),
+                    "exp_avg_sq": zeros_like(p),
+                }
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = zeros_like(p)
+                self.state[id(p)] = state
 
     @no_grad()
     def step(self, closure=None):
@@ -130,19 +168,13 @@ class Adam(Optimizer):
             if group["weight_decay"]:
                 g = g + p * group["weight_decay"]
             beta1, beta2 = group["betas"]
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = p.detach().clone().zero_()
-                state["exp_avg_sq"] = p.detach().clone().zero_()
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"] = p.detach().clone().zero_()
-            state["step"] += 1
             step = state["step"]
+            step.add_(1)
             state["exp_avg"].mul_(beta1).add_(g * (1 - beta1))
             state["exp_avg_sq"].mul_(beta2).add_(g * g * (1 - beta2))
             second = state["exp_avg_sq"]
             if group["amsgrad"]:
-                state["max_exp_avg_sq"].copy_(state["max_exp_avg_sq"].maximum(second))
+                state["max_exp_avg_sq"].copy_(maximum(state["max_exp_avg_sq"], second))
                 second = state["max_exp_avg_sq"]
             bias1 = 1 - beta1**step
             bias2 = 1 - beta2**step
@@ -152,4 +184,3 @@ class Adam(Optimizer):
 
 
 __all__ = ["Adam", "Optimizer", "SGD"]
-del math

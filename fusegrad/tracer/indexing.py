@@ -12,18 +12,25 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from .tensor import Tensor, recording
+from .tensor import Tensor, constant_array, recording
 
 
-def _index_tensor(value) -> Tensor:
-    data = np.asarray(value._data if isinstance(value, Tensor) else value)
+def _index_tensor(value):
+    """An integer index tensor, or a numpy bool array for a mask."""
+    if isinstance(value, Tensor):
+        if value.dtype is dtypes.bool_:
+            return value._data
+        if value.dtype.category != dtypes.INTEGER:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return value if value.dtype is dtypes.int64 else P.convert(value, dtype=dtypes.int64)
+    data = np.asarray(value)
     if data.dtype == np.bool_:
         return data
     if data.size == 0:
         data = data.astype(np.int64)
     if data.dtype.kind not in "iu":
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-    return Tensor._make(data.astype(np.int64, copy=False), dtypes.int64)
+    return constant_array(data.astype(np.int64, copy=False), dtypes.int64)
 
 
 def _check_mask(mask: np.ndarray, shape: tuple, start: int) -> None:
@@ -62,7 +69,7 @@ def parse_index(index, shape: tuple):
             consumed += 1
         elif isinstance(item, (bool, np.bool_)):
             spec.append(("none",))  # numpy and PyTorch: x[True] adds a dimension of size 1
-            arrays.append(Tensor._make(np.zeros(1 if item else 0, np.int64), dtypes.int64))
+            arrays.append(constant_array(np.zeros(1 if item else 0, np.int64), dtypes.int64))
             spec[-1] = ("array",)
         elif isinstance(item, (int, np.integer)) or (
             isinstance(item, Tensor) and item.ndim == 0 and item._dtype.category == dtypes.INTEGER
@@ -79,7 +86,7 @@ def parse_index(index, shape: tuple):
                 _check_mask(converted, shape, consumed)
                 for positions in np.nonzero(converted):
                     spec.append(("array",))
-                    arrays.append(Tensor._make(positions.astype(np.int64), dtypes.int64))
+                    arrays.append(constant_array(positions.astype(np.int64), dtypes.int64))
                 consumed += converted.ndim
             else:
                 spec.append(("array",))

@@ -21,7 +21,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim
 from ..runtime import autograd
-from .tensor import Tensor, constant
+from .tensor import Tensor, constant, constant_array
 
 # ------------------------------------------------------------------ plumbing
 
@@ -440,7 +440,7 @@ def _select_along(input, indices, axis):
             shape = [1] * indices.ndim
             keep = d if d < axis else d - 1
             shape[keep] = input.shape[d]
-            grids.append(Tensor._make(np.arange(input.shape[d]).reshape(shape), dtypes.int64))
+            grids.append(constant_array(np.arange(input.shape[d]).reshape(shape), dtypes.int64))
     return index_with_arrays(input, grids)
 
 
@@ -1064,7 +1064,7 @@ def gather(input, dim, index):
         else:
             shape = [1] * input.ndim
             shape[d] = index.shape[d]
-            grids.append(Tensor._make(np.arange(index.shape[d]).reshape(shape), dtypes.int64))
+            grids.append(constant_array(np.arange(index.shape[d]).reshape(shape), dtypes.int64))
     return index_with_arrays(input, grids)
 
 

@@ -447,10 +447,10 @@ class Tensor:
                 f"result type {result._dtype.name.capitalize()} can't be cast "
                 f"to the desired output type {self._dtype.name.capitalize()}"
             )
+        if recording.trace is not None:  # first: the trace snapshots the old value
+            recording.trace.rebind(self, result)
         np.copyto(self._data, result._data, casting="unsafe")
         self._version_counter[0] += 1
-        if recording.trace is not None:
-            recording.trace.rebind(self, result)
         if result.grad_fn is not None:
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr

@@ -78,6 +78,9 @@ class Captured:
 class Trace:
     def __init__(self):
         self.vars: dict = {}  # id(tensor) -> Var
+        # id(storage array) -> Var: the engine rebuilds saved outputs as new
+        # tensors around the same array, which must read as the same value
+        self.by_storage: dict = {}
         self.alive: list = []  # keeps traced tensors alive, so ids stay unique
         self.inputs: list = []  # Vars of the arguments
         self.arg_positions: dict = {}  # id(argument tensor) -> its position
@@ -111,13 +114,21 @@ class Trace:
 
     def _new_var(self, tensor) -> Var:
         var = Var(tensor._data.shape, tensor._dtype)
-        self.vars[id(tensor)] = var
-        self.alive.append(tensor)
+        self._bind(tensor, var)
         return var
+
+    def _bind(self, tensor, var) -> None:
+        self.vars[id(tensor)] = var
+        self.by_storage[id(tensor._data)] = var
+        self.alive.append(tensor)
 
     def var_of(self, tensor):
         var = self.vars.get(id(tensor))
         if var is not None:
+            return var
+        var = self.by_storage.get(id(tensor._data))
+        if var is not None and var.shape == tensor._data.shape:
+            self._bind(tensor, var)
             return var
         if tensor.__dict__.get("_constant") or id(tensor) in self.created:
             value = Const(np.array(tensor._data), tensor._dtype)
@@ -153,7 +164,7 @@ class Trace:
         self.var_of(tensor)  # a captured tensor is read before it is overwritten
         if id(tensor) in self.initial_vars and id(tensor) not in self.snapshots:
             self.snapshots[id(tensor)] = (tensor, tensor._data.copy())
-        self.vars[id(tensor)] = self.var_of(result)
+        self._bind(tensor, self.var_of(result))
         base = self.aliases.get(id(tensor))
         if base is not None:  # x.data.add_(...) changes x
             self.rebind(base, result)

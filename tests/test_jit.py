@@ -1,0 +1,377 @@
+"""fusegrad.jit: the op table through compiled programs, caching, guards,
+closed-over tensors, higher-order gradients, training steps, inspection."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from op_table import OPS
+from test_ops import _float_positions, _tensors
+
+import fusegrad as fg
+import fusegrad.nn as nn
+import fusegrad.nn.functional as F
+from fusegrad.ir.graph import verify
+
+JIT_CASES = [
+    pytest.param(op, sample, id=f"{op.name}-{sample!r}")
+    for op in OPS
+    if op.jit
+    for sample in op.samples
+]
+
+
+def _jitted(op, sample):
+    positions = _float_positions(op, sample)
+
+    def fn(*args):
+        return op.op(*args, **sample.kwargs)
+
+    return fg.jit(fn), positions
+
+
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op,sample", JIT_CASES)
+def test_compiled_values_and_gradients_equal_eager(op, sample, dtype):
+    compiled, _ = _jitted(op, sample)
+    for call in range(3):  # the trace, then the compiled program twice
+        args = _tensors(op, sample, dtype, requires_grad=op.differentiable)
+        eager_args = _tensors(op, sample, dtype, requires_grad=op.differentiable)
+        out = compiled(*args)
+        expected = op.op(*eager_args, **sample.kwargs)
+        np.testing.assert_array_equal(
+            out.numpy() if not out.requires_grad else out.detach().numpy(),
+            expected.detach().numpy(),
+        )
+        assert out.dtype is expected.dtype and out.requires_grad == expected.requires_grad
+        if call and op.differentiable:
+            assert out.grad_fn.name() == "CompiledFunctionBackward"
+        if out.requires_grad:
+            seed = fg.tensor(np.linspace(-1, 1, out.numel()).reshape(out.shape), dtype=dtype)
+            leaves = [a for a in args if isinstance(a, fg.Tensor) and a.requires_grad]
+            eager_leaves = [a for a in eager_args if isinstance(a, fg.Tensor) and a.requires_grad]
+            got = fg.autograd.grad(out, leaves, seed)
+            want = fg.autograd.grad(expected, eager_leaves, seed)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(
+                    g.numpy(), w.numpy(), rtol=1e-6 if dtype is fg.float64 else 1e-5, atol=1e-6
+                )
+    assert compiled.cache_info().misses == 1 and compiled.cache_info().hits == 2
+
+
+SECOND = [c for c in JIT_CASES if c.values[0].differentiable]
+
+
+@pytest.mark.parametrize("op,sample", SECOND)
+def test_second_derivatives_through_a_compiled_node_equal_eager(op, sample):
+    compiled, positions = _jitted(op, sample)
+    results = []
+    for fn in (compiled, compiled, lambda *a: op.op(*a, **sample.kwargs)):
+        args = _tensors(op, sample, fg.float64, requires_grad=True)
+        out = fn(*args)
+        leaves = [a for a in args if isinstance(a, fg.Tensor) and a.requires_grad]
+        firsts = fg.autograd.grad(out.sum(), leaves, create_graph=True, allow_unused=True)
+        total = sum((g * g).sum() for g in firsts if g is not None and g.requires_grad)
+        if not isinstance(total, fg.Tensor):
+            return  # linear op: no second derivative to compare
+        seconds = fg.autograd.grad(total, leaves, allow_unused=True)
+        results.append([None if g is None else g.numpy() for g in seconds])
+    for got in results[:2]:
+        for g, w in zip(got, results[2]):
+            if w is None:
+                assert g is None or not np.any(g)
+            else:
+                np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
+def test_boolean_mask_indexing_under_jit_is_a_clear_error_naming_the_line():
+    @fg.jit
+    def f(x):
+        return x[x > 0]
+
+    with pytest.raises(fg.TracingError, match=r"boolean-mask indexing .*test_jit.py:\d+"):
+        f(fg.ones(3))
+
+
+def test_printed_ir_golden():
+    @fg.jit
+    def f(x, w):
+        return fg.tanh(x @ w).sum()
+
+    lowered = f.lower(fg.ones(2, 3), fg.ones(3, 4, requires_grad=True))
+    assert (
+        lowered.forward_ir
+        == """\
+forward(%0: f32[2,3], %1: f32[3,4]):
+  %2: f32[2,4] = matmul %0 %1
+  %3: f32[2,4] = tanh %2
+  %4: f32[] = reduce_sum[axes=(0, 1)] %3
+  return %4, %3, %0"""
+    )
+    assert (
+        lowered.backward_ir
+        == """\
+backward(%0: f32[2,4], %1: f32[2,3], %2: f32[]):
+  %3: f32[1,1] = reshape[shape=(1, 1)] %2
+  %4: f32[2,4] = broadcast_to[shape=(2, 4)] %3
+  %5: f32[2,4] = mul %0 %0
+  %6: f32[2,4] = sub 1.0:f32 %5
+  %7: f32[2,4] = mul %4 %6
+  %8: f32[3,2] = transpose[perm=(1, 0)] %1
+  %9: f32[3,4] = matmul %8 %7
+  return %9"""
+    )
+    assert str(lowered) == lowered.forward_ir + "\n\n" + lowered.backward_ir
+    verify(lowered.program.forward)
+
+
+def test_cache_hits_misses_and_the_recompile_log(capsys, monkeypatch):
+    monkeypatch.setenv("FUSEGRAD_LOG", "recompiles")
+
+    @fg.jit
+    def f(x):
+        return x * 2
+
+    f(fg.ones(3))
+    f(fg.ones(3))
+    f(fg.ones(4))
+    f(fg.ones(4, dtype=fg.float64))
+    info = f.cache_info()
+    assert (info.hits, info.misses, info.entries) == (1, 3, 3)
+    assert info.compile_seconds > 0
+    log = capsys.readouterr().err
+    assert "argument 0: float32[3] -> float32[4]" in log
+    assert "argument 0: float32[4] -> float64[4]" in log
+
+
+def test_closed_over_tensors_are_inputs_read_on_every_call():
+    w = fg.ones(3)
+
+    @fg.jit
+    def f(x):
+        return x * w
+
+    f(fg.ones(3))
+    w.mul_(5)
+    assert f(fg.ones(3)).tolist() == [5.0, 5.0, 5.0]
+    w[0] = 2.0
+    assert f(fg.ones(3)).tolist() == [2.0, 5.0, 5.0]
+    assert f.cache_info().misses == 1
+
+
+def test_module_parameters_are_captured_and_get_gradients():
+    fg.manual_seed(0)
+    model = nn.Linear(3, 2)
+    compiled = fg.jit(lambda x: model(x).sum())
+    x = fg.randn(4, 3)
+    for _ in range(3):
+        model.zero_grad()
+        compiled(x).backward()
+    got = model.weight.grad.numpy().copy()
+    model.zero_grad()
+    model(x).sum().backward()
+    np.testing.assert_allclose(got, model.weight.grad.numpy(), rtol=1e-6)
+
+
+def _piecewise(a):
+    b = a * 2
+    while b.norm() < 1000:
+        b = b * 2
+    if b.sum() > 0:
+        c = b
+    else:
+        c = 100 * b
+    return c
+
+
+def test_guards_retrace_for_inputs_that_take_other_paths():
+    compiled = fg.jit(_piecewise)
+    for value in (0.3, 0.31, -1.7, 0.3, 5.0, -1.7, 0.0004):
+        a = fg.tensor(value, requires_grad=True)
+        d = compiled(a)
+        d.backward()
+        a_eager = fg.tensor(value, requires_grad=True)
+        d_eager = _piecewise(a_eager)
+        d_eager.backward()
+        assert d.item() == d_eager.item()
+        assert a.grad.item() == a_eager.grad.item()
+        assert bool(a.grad == d / a)
+    # 0.3 and 0.31 take the same path (same loop count, same sign): 4 paths in all
+    assert compiled.cache_info().entries == 4
+
+
+def test_the_while_norm_loop_with_a_vector_gradient():
+    def f(x):
+        y = x * 2
+        while y.data.norm() < 1000:
+            y = y * 2
+        return y
+
+    compiled = fg.jit(f)
+    for values in ([1.0359, 0.1405, 0.2498], [1.0, 0.1, 0.2], [100.0, 3.0, 1.0]):
+        x = fg.tensor(values, requires_grad=True)
+        compiled(x).backward(fg.tensor([0.1, 1.0, 0.0001]))
+        x_eager = fg.tensor(values, requires_grad=True)
+        f(x_eager).backward(fg.tensor([0.1, 1.0, 0.0001]))
+        np.testing.assert_array_equal(x.grad.numpy(), x_eager.grad.numpy())
+
+
+def test_too_many_paths_fall_back_to_eager_with_a_warning_naming_the_line():
+    @fg.jit
+    def f(x):
+        return x * int(x.item())
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        values = [f(fg.tensor(float(k))).item() for k in range(12)]
+    assert values == [float(k * k) for k in range(12)]
+    assert any("test_jit.py" in str(w.message) and "item()" in str(w.message) for w in caught)
+
+
+def test_double_and_triple_backward_through_a_compiled_function():
+    compiled = fg.jit(lambda x: (x**4).sum())
+    for _ in range(2):
+        x = fg.tensor([1.0, 2.0], dtype=fg.float64, requires_grad=True)
+        (g,) = fg.autograd.grad(compiled(x), x, create_graph=True)
+        (h,) = fg.autograd.grad(g.sum(), x, create_graph=True)
+        (k,) = fg.autograd.grad(h.sum(), x)
+        assert g.tolist() == [4.0, 32.0] and h.tolist() == [12.0, 48.0]
+        assert k.tolist() == [24.0, 48.0]
+
+
+def test_grad_of_grad_composes_with_jit():
+    def f(x):
+        return (fg.sin(x) * x).sum()
+
+    second = fg.grad(lambda x: fg.grad(f)(x).sum())
+    x = fg.tensor([0.5, 1.0], dtype=fg.float64)
+    expected = 2 * np.cos([0.5, 1.0]) - np.array([0.5, 1.0]) * np.sin([0.5, 1.0])
+    for fn in (second, fg.jit(second), fg.grad(lambda x: fg.grad(fg.jit(f))(x).sum())):
+        for _ in range(2):
+            np.testing.assert_allclose(fn(x).numpy(), expected, rtol=1e-12)
+
+
+def test_value_and_grad_with_argnums_and_aux():
+    def f(x, y):
+        return (x * y).sum(), x + y
+
+    (value, aux), (gx, gy) = fg.value_and_grad(f, argnums=(0, 1), has_aux=True)(
+        fg.tensor([1.0, 2.0]), fg.tensor([3.0, 4.0])
+    )
+    assert value.item() == 11.0 and aux.tolist() == [4.0, 6.0]
+    assert gx.tolist() == [3.0, 4.0] and gy.tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="single-element"):
+        fg.grad(lambda x: x * 2)(fg.ones(2))
+
+
+@pytest.mark.parametrize(
+    "make_optimizer",
+    [
+        lambda p: fg.optim.SGD(p, lr=0.1),
+        lambda p: fg.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.01, dampening=0.1),
+        lambda p: fg.optim.Adam(p, lr=0.05),
+        lambda p: fg.optim.Adam(p, lr=0.05, amsgrad=True),
+    ],
+    ids=["sgd", "sgd-momentum", "adam", "amsgrad"],
+)
+def test_a_whole_training_step_compiles_and_matches_eager(make_optimizer):
+    def setup():
+        fg.manual_seed(3)
+        model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+        return model, make_optimizer(model.parameters())
+
+    x, y = (
+        fg.tensor(np.random.default_rng(0).standard_normal((16, 4)).astype(np.float32)),
+        fg.tensor(np.arange(16) % 3),
+    )
+    models = []
+    for use_jit in (False, True):
+        model, opt = setup()
+
+        def step(x, y, model=model, opt=opt):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = fg.jit(step) if use_jit else step
+        losses = [run(x, y).item() for _ in range(6)]
+        models.append((model, losses, run))
+    (eager_model, eager_losses, _), (jit_model, jit_losses, compiled) = models
+    np.testing.assert_allclose(jit_losses, eager_losses, rtol=1e-5)
+    for a, b in zip(jit_model.parameters(), eager_model.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled.cache_info().hits >= 4
+
+
+def test_lower_leaves_no_side_effects():
+    w = fg.ones(2, requires_grad=True)
+
+    @fg.jit
+    def step():
+        loss = (w * w).sum()
+        loss.backward()
+        with fg.no_grad():
+            w.sub_(w.grad)
+        return loss
+
+    lowered = step.lower()
+    assert w.tolist() == [1.0, 1.0] and w.grad is None
+    assert "sub" in lowered.forward_ir
+
+
+def test_disable_jit_and_eager_run_the_python_function(monkeypatch, capsys):
+    def f(x):
+        print("running", x.shape)
+        return x + 1
+
+    fg.jit(f, eager=True)(fg.ones(2))
+    fg.jit(f, eager=True)(fg.ones(2))
+    monkeypatch.setenv("FUSEGRAD_DISABLE_JIT", "1")
+    compiled = fg.jit(f)
+    compiled(fg.ones(2))
+    compiled(fg.ones(2))
+    assert capsys.readouterr().out.count("running") == 4
+    assert compiled.cache_info().misses == 0
+
+
+def test_dump_writes_the_ir_of_every_compilation(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSEGRAD_DUMP", str(tmp_path))
+    f = fg.jit(lambda x: (x * 3).sum())
+    f(fg.ones(2, requires_grad=True))
+    f(fg.ones(5, requires_grad=True))
+    texts = sorted(p.read_text() for p in tmp_path.iterdir())
+    assert len(texts) == 2 and all("forward(" in t and "backward(" in t for t in texts)
+
+
+def test_static_arguments_and_bad_arguments():
+    calls = []
+
+    def scale(x, k):
+        calls.append(k)
+        return x * k
+
+    f = fg.jit(scale, static_argnums=1)
+    assert f(fg.ones(2), 3).tolist() == [3.0, 3.0]
+    assert f(fg.ones(2), 3).tolist() == [3.0, 3.0]
+    assert f(fg.ones(2), 4).tolist() == [4.0, 4.0]
+    assert calls == [3, 4]
+    with pytest.raises(TypeError, match="static argument 1 .* must be hashable"):
+        f(fg.ones(2), [1])
+    with pytest.raises(TypeError, match="cannot be traced"):
+        fg.jit(lambda x, obj: x)(fg.ones(2), object())
+
+
+def test_random_sampling_inside_jit_is_a_clear_error():
+    with pytest.raises(fg.TracingError, match="random sampling"):
+        fg.jit(lambda x: x + fg.randn(2))(fg.ones(2))
+
+
+def test_outputs_keep_their_structure():
+    f = fg.jit(lambda x: {"a": (x, x * 2), "b": [x.sum()], "n": 3})
+    for _ in range(2):
+        out = f(fg.ones(2))
+        assert out["a"][1].tolist() == [2.0, 2.0] and out["b"][0].item() == 2.0 and out["n"] == 3
