@@ -7,13 +7,14 @@ import warnings
 
 import numpy as np
 import pytest
-from op_table import OPS
-from test_ops import _tensors
 
 import fusegrad as fg
 import fusegrad.nn as nn
 import fusegrad.nn.functional as F
 from fusegrad.ir.graph import verify
+
+from op_table import OPS
+from test_ops import _tensors
 
 JIT_CASES = [
     pytest.param(op, sample, id=f"{op.name}-{sample!r}")
@@ -373,3 +374,64 @@ def test_outputs_keep_their_structure():
     for _ in range(2):
         out = f(fg.ones(2))
         assert out["a"][1].tolist() == [2.0, 2.0] and out["b"][0].item() == 2.0 and out["n"] == 3
+
+
+def test_create_graph_inside_a_traced_function_gives_a_hessian_vector_product():
+    def hvp(x, v):
+        (g,) = fg.autograd.grad((x**3).sum() * x.sum(), x, create_graph=True)
+        (hv,) = fg.autograd.grad(g, x, v)
+        return hv
+
+    compiled = fg.jit(hvp)
+    for _ in range(3):
+        x = fg.tensor([1.0, 2.0, -1.0], dtype=fg.float64, requires_grad=True)
+        v = fg.tensor([0.5, -1.0, 2.0], dtype=fg.float64)
+        np.testing.assert_allclose(compiled(x, v).numpy(), hvp(x, v).numpy(), rtol=1e-12)
+
+
+def test_retain_graph_on_a_compiled_node_matches_eager():
+    compiled = fg.jit(lambda x: (x * x).sum())
+    compiled(fg.ones(2, requires_grad=True))
+    x = fg.ones(2, requires_grad=True)
+    y = compiled(x)
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.tolist() == [4.0, 4.0]
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+def test_inplace_change_of_an_input_before_backward_is_detected():
+    compiled = fg.jit(lambda x: (x * x).sum())
+    compiled(fg.ones(2, requires_grad=True))
+    x = fg.ones(2, requires_grad=True)
+    y = compiled(x * 1)
+    leaf = x * 1
+    y = compiled(leaf)
+    with fg.no_grad():
+        leaf.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_what_a_compiled_node_cannot_reproduce_is_a_clear_error():
+    class Double(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with pytest.raises(fg.TracingError, match=r"custom autograd\.Function"):
+        fg.jit(Double.apply)(fg.ones(2, requires_grad=True))
+    assert fg.jit(Double.apply)(fg.ones(2)).tolist() == [2.0, 2.0]  # no gradient needed: fine
+
+    def hooked(x):
+        y = x * 2
+        y.register_hook(lambda g: g * 10)
+        return y.sum()
+
+    with pytest.raises(fg.TracingError, match="register_hook"):
+        fg.jit(hooked)(fg.ones(2, requires_grad=True))

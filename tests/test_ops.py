@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_table import OPS, OPS_BY_NAME
 
 import fusegrad as fg
 from fusegrad.ir import primitives
 from fusegrad.tracer import tensor as tensor_module
+
+from op_table import OPS, OPS_BY_NAME
 
 CASES = [
     pytest.param(op, sample, id=f"{op.name}-{sample!r}") for op in OPS for sample in op.samples

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from parity import run
-
 import fusegrad
+
+from parity import run
 
 GOLDEN = Path(__file__).parent / "golden" / "parity.txt"
 

@@ -10,7 +10,7 @@ from ..ir.primitives import unbroadcast
 from ..runtime import autograd as engine
 from ..runtime import grad_mode
 from ..tracer.creation import zeros
-from ..tracer.tensor import Tensor
+from ..tracer.tensor import Tensor, recording
 
 
 class FunctionCtx(engine.Node):
@@ -154,6 +154,10 @@ class Function:
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         record = grad_mode.is_grad_enabled() and any(ctx.needs_input_grad)
+        if record and recording.trace is not None:
+            recording.trace.unsupported(
+                f"{cls.__name__}.apply, a custom autograd.Function whose result needs a gradient,"
+            )
         if record:  # before any dirty input is rebased onto this node
             ctx.next_functions = tuple(
                 engine.gradient_edge(a) if isinstance(a, Tensor) and a.requires_grad else (None, 0)
