@@ -17,3 +17,17 @@ def test_autograd_tutorial_prints_what_pytorch_prints():
     )
     printed = re.sub(r"0x[0-9a-f]+", "0x...", result.stdout)
     assert printed == (ROOT / "tests" / "golden" / "autograd_tutorial.txt").read_text()
+
+
+def test_jit_tutorial_gives_eager_gradients_and_prints_the_ir():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "jit_tutorial.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = result.stdout
+    assert out.count("grad == d / a: True") == 4
+    assert "grad_fn CompiledFunctionBackward" in out
+    assert "forward(%0: f32[2,3], %1: f32[3,4]):" in out and "backward(" in out
+    assert "tensor([ 6., 12.])" in out
