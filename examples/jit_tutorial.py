@@ -26,9 +26,8 @@ for value in (0.25, -1.5, 0.3, 0.25):
     a = torch.tensor(value, requires_grad=True)
     d = f(a)
     d.backward()
-    print(
-        f"f({value}) = {d.item():g}, grad = {a.grad.item():g}, grad == d / a: {bool(a.grad == d / a)}"
-    )
+    same = bool(a.grad == d / a)
+    print(f"f({value}) = {d.item():g}, grad = {a.grad.item():g}, grad == d / a: {same}")
 print(f.cache_info())
 
 
