@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import timeit
 
 import numpy as np
 
 import fusegrad
+
+from harness import measure, table
 
 try:
     import torch
@@ -26,9 +27,7 @@ except ImportError:  # the comparison is optional
 SHAPE = (16, 16)
 
 
-def _workloads(lib, make):
-    a, b = make(), make()
-    v = make()[0]
+def _ops(lib, a, b, v):
     return {
         "add": lambda: a + b,
         "mul": lambda: a * b,
@@ -39,16 +38,14 @@ def _workloads(lib, make):
         "sum(dim=1)": lambda: a.sum(1),
         "matmul": lambda: a @ b,
         "reshape": lambda: a.reshape(256),
-        "transpose": lambda: a.t(),
+        "transpose": lambda: a.T,
         "index [1:3]": lambda: a[1:3],
-        "relu": lambda: lib.relu(a),
+        "relu": lambda: lib.relu(a) if lib is not np else np.maximum(a, 0),
         "dot": lambda: lib.dot(v, v),
     }
 
 
-def _backward_pass(lib, make):
-    a, b = make(), make()
-
+def _forward_backward(a, b):
     def step():
         ((a * b).tanh() + a).sum().backward()
 
@@ -61,51 +58,25 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=2000)
     args = parser.parse_args()
 
-    rng = np.random.default_rng(0)
-    base = rng.standard_normal(SHAPE).astype(np.float32)
-    peers = {
-        "fusegrad": _workloads(fusegrad, lambda: fusegrad.tensor(base, requires_grad=True)),
-        "numpy": _workloads(np, lambda: base.copy()),
-    }
-    peers["numpy"]["relu"] = lambda a=base: np.maximum(a, 0)
-    peers["numpy"]["transpose"] = lambda a=base: a.T
-    peers["numpy"]["dot"] = lambda v=base[0]: np.dot(v, v)
-    backward = {
-        "fusegrad": _backward_pass(fusegrad, lambda: fusegrad.tensor(base, requires_grad=True))
+    base = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
+    libs = {
+        "fusegrad": (fusegrad, lambda: fusegrad.tensor(base, requires_grad=True)),
+        "numpy": (np, lambda: base.copy()),
     }
     if torch is not None:
         torch.set_num_threads(1)
-        peers["torch"] = _workloads(torch, lambda: torch.tensor(base, requires_grad=True))
-        backward["torch"] = _backward_pass(torch, lambda: torch.tensor(base, requires_grad=True))
-
-    names = list(peers["fusegrad"])
-    results = {peer: {name: [] for name in names + ["fwd+bwd (5 ops)"]} for peer in peers}
-    for _ in range(args.repeat):  # interleaved: every peer sees the same machine state
-        for name in names:
-            for peer, work in peers.items():
-                seconds = timeit.timeit(work[name], number=args.number)
-                results[peer][name].append(seconds / args.number * 1e6)
-        for peer, step in backward.items():
-            seconds = timeit.timeit(step, number=args.number // 4)
-            results[peer]["fwd+bwd (5 ops)"].append(seconds / (args.number // 4) * 1e6)
-
-    header = f"{'op (16x16 float32)':<18}" + "".join(f"{p + ' us':>13}" for p in peers)
-    header += "".join(f"{'vs ' + p:>11}" for p in peers if p != "fusegrad")
-    print(header)
-    print("-" * len(header))
-    for name in names + ["fwd+bwd (5 ops)"]:
-        medians = {p: statistics.median(results[p][name]) for p in peers if results[p][name]}
-        row = f"{name:<18}" + "".join(
-            f"{medians[p]:>13.2f}" if p in medians else f"{'-':>13}" for p in peers
-        )
-        row += "".join(
-            f"{medians['fusegrad'] / medians[p]:>10.2f}x" if p in medians else f"{'-':>11}"
-            for p in peers
-            if p != "fusegrad"
-        )
-        print(row)
-    ops = [statistics.median(results["fusegrad"][n]) for n in names]
-    print(f"\nfusegrad median over the ops: {statistics.median(ops):.2f} us per op")
+        libs["torch"] = (torch, lambda: torch.tensor(base, requires_grad=True))
+    rows: dict = {}
+    for name, (lib, make) in libs.items():
+        a, b = make(), make()
+        for row, fn in _ops(lib, a, b, make()[0]).items():
+            rows.setdefault(row, {})[name] = fn
+        if name != "numpy":
+            rows.setdefault("fwd+bwd (5 ops)", {})[name] = _forward_backward(make(), make())
+    medians = measure(rows, args.repeat, args.number)
+    print(table(medians, list(libs), "fusegrad", "op (16x16 float32)"))
+    per_op = [values["fusegrad"] for row, values in medians.items() if "fwd" not in row]
+    print(f"\nfusegrad median over the ops: {statistics.median(per_op):.2f} us per op")
 
 
 if __name__ == "__main__":
