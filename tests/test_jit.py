@@ -435,3 +435,25 @@ def test_what_a_compiled_node_cannot_reproduce_is_a_clear_error():
 
     with pytest.raises(fg.TracingError, match="register_hook"):
         fg.jit(hooked)(fg.ones(2, requires_grad=True))
+
+
+def test_tracing_in_one_thread_does_not_record_another_threads_ops():
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow(x):
+        started.set()
+        release.wait(5)
+        return x * 2
+
+    compiled = fg.jit(slow)
+    thread = threading.Thread(target=lambda: compiled(fg.ones(2)))
+    thread.start()
+    started.wait(5)
+    noise = fg.ones(3) + 1  # eager work in this thread while the other one traces
+    release.set()
+    thread.join()
+    assert noise.tolist() == [2.0, 2.0, 2.0]
+    program = compiled.lower(fg.ones(2)).program
+    assert [e.prim.name for e in program.forward.eqns] == ["mul"]

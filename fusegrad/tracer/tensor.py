@@ -8,6 +8,8 @@ live in ``ops.py``.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..ir import dtypes
@@ -27,9 +29,9 @@ def tensor_type_name(np_dtype) -> str:
     return "fusegrad." + _TYPE_NAMES[dtypes.from_numpy_dtype(np_dtype).name]
 
 
-class _Recording:
+class _Recording(threading.local):
     """The trace eager operations also record into, while a jit function is
-    being traced (see trace.py); None otherwise."""
+    being traced (see trace.py); None otherwise. Per thread, like grad mode."""
 
     trace = None
 
