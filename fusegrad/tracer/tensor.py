@@ -212,7 +212,7 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:
-        return self.permute(*reversed(range(self.ndim)))
+        return P.transpose(self, perm=tuple(range(self._data.ndim))[::-1])
 
     @property
     def mT(self) -> Tensor:
