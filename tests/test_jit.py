@@ -457,3 +457,20 @@ def test_tracing_in_one_thread_does_not_record_another_threads_ops():
     assert noise.tolist() == [2.0, 2.0, 2.0]
     program = compiled.lower(fg.ones(2)).program
     assert [e.prim.name for e in program.forward.eqns] == ["mul"]
+
+
+def test_an_output_whose_graph_the_function_consumed_refuses_a_second_backward():
+    w = fg.ones(2, requires_grad=True)
+
+    def step():
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    compiled = fg.jit(step)
+    for fn in (step, compiled, compiled):
+        loss = fn()
+        assert loss.requires_grad
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            loss.backward()
+    assert compiled.lower().backward_ir is None

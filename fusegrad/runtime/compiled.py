@@ -62,7 +62,11 @@ class Program:
             + [v for _, v in mutations]
             + [v for v in grad_values if v is not None]
         )
-        if any(self.output_requires_grad):
+        # backward() inside the function without retain_graph freed the
+        # outputs' graph: as in eager mode, a second backward is an error, so
+        # there is nothing to keep for one.
+        self.graph_freed = any(getattr(t.grad_fn, "freed", False) for t in output_tensors)
+        if any(self.output_requires_grad) and not self.graph_freed:
             joint = adjoint(graph, wrt, trace.stopped)
             self.joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
             parts = partition(joint, len(inputs), len(outputs), len(graph.eqns))
@@ -129,6 +133,8 @@ class Program:
         outputs = [self.Tensor._make(np.asarray(v)) for v in values[:n]]
         if any(self.output_requires_grad):
             node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
+            if self.graph_freed:
+                node.release()
             for nr, (out, requires) in enumerate(zip(outputs, self.output_requires_grad)):
                 if requires:
                     out.grad_fn = node
