@@ -65,7 +65,7 @@ class Program:
         # backward() inside the function without retain_graph freed the
         # outputs' graph: as in eager mode, a second backward is an error, so
         # there is nothing to keep for one.
-        self.graph_freed = any(getattr(t.grad_fn, "freed", False) for t in output_tensors)
+        self.graph_freed = any(_graph_freed(t.grad_fn) for t in output_tensors)
         if any(self.output_requires_grad) and not self.graph_freed:
             joint = adjoint(graph, wrt, trace.stopped)
             self.joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
@@ -164,6 +164,20 @@ class Program:
         if self.backward is not None:
             parts.append(format_graph(self.backward, "backward"))
         return "\n\n".join(parts)
+
+
+def _graph_freed(node) -> bool:
+    """Whether a backward pass freed any node of the eager graph below ``node``."""
+    stack, seen = [node], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if getattr(node, "freed", False):
+            return True
+        stack.extend(n for n, _ in node.next_functions)
+    return False
 
 
 class CompiledFunctionBackward(Node):
