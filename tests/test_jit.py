@@ -13,15 +13,7 @@ import fusegrad.nn as nn
 import fusegrad.nn.functional as F
 from fusegrad.ir.graph import verify
 
-from op_table import OPS
-from test_ops import _tensors
-
-JIT_CASES = [
-    pytest.param(op, sample, id=f"{op.name}-{sample!r}")
-    for op in OPS
-    if op.jit
-    for sample in op.samples
-]
+from test_ops import JIT_CASES, _tensors
 
 
 def _jitted(op, sample):

@@ -16,6 +16,7 @@ CASES = [
 ]
 DIFF_CASES = [c for c in CASES if c.values[0].differentiable]
 SECOND_CASES = [c for c in DIFF_CASES if c.values[0].second_order]
+JIT_CASES = [c for c in CASES if c.values[0].jit]
 
 
 def _is_float_array(a):

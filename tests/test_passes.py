@@ -14,16 +14,9 @@ from fusegrad.ir.graph import Graph, GraphBuilder, Var, building, evaluate, veri
 from fusegrad.ir.simplify import algebraic, cse, dce, fold_constants, simplify
 from fusegrad.tracer.trace import Trace, active
 
-from op_table import OPS
-from test_ops import _tensors
+from test_ops import JIT_CASES, _tensors
 
 PASSES = [fold_constants, algebraic, cse, dce, simplify]
-CASES = [
-    pytest.param(op, sample, id=f"{op.name}-{sample!r}")
-    for op in OPS
-    if op.jit
-    for sample in op.samples
-]
 
 
 def _traced(op, sample):
@@ -45,7 +38,7 @@ def _assert_same(graph, transformed, values):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("op,sample", CASES)
+@pytest.mark.parametrize("op,sample", JIT_CASES)
 def test_passes_preserve_values_on_the_op_table(op, sample):
     graph, values = _traced(op, sample)
     verify(graph)
