@@ -18,15 +18,13 @@ import numpy as np
 from ..ir.autodiff import active_values, adjoint, partition
 from ..ir.graph import Graph, Var, apply_graph, evaluate, format_graph, verify
 from ..ir.simplify import simplify
+from ..tracer.tensor import Tensor, constant_array
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
 
 
 class Program:
-    def __init__(self, trace, args: list, output_tensors: list, verify_passes: bool = False):
-        from ..tracer.tensor import Tensor
-
-        self.Tensor = Tensor
+    def __init__(self, trace, args: list, output_tensors: list):
         self.num_args = len(trace.inputs)
         self.captured = trace.captured
         self.guards = trace.guards
@@ -56,7 +54,6 @@ class Program:
         if self.wrt:
             active = active_values(graph, self.wrt, trace.stopped)
             self.output_requires_grad = [isinstance(v, Var) and v in active for v in outputs]
-        wrt = self.wrt
         extras = (
             [g.var for g in self.guards]
             + [v for _, v in mutations]
@@ -67,21 +64,17 @@ class Program:
         # there is nothing to keep for one.
         self.graph_freed = any(_graph_freed(t.grad_fn) for t in output_tensors)
         if any(self.output_requires_grad) and not self.graph_freed:
-            joint = adjoint(graph, wrt, trace.stopped)
+            joint = adjoint(graph, self.wrt, trace.stopped)
             self.joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
             parts = partition(joint, len(inputs), len(outputs), len(graph.eqns))
             residuals = parts.forward.outputs[len(outputs) :]
-            self.num_residuals = len(residuals)
             forward = Graph(inputs, graph.eqns, outputs + extras + residuals)
             self.backward = simplify(parts.backward)
+            verify(self.backward)
         else:
-            self.num_residuals = 0
             forward = Graph(inputs, graph.eqns, outputs + extras)
         self.forward = simplify(forward)
-        if verify_passes:
-            verify(self.forward)
-            if self.backward is not None:
-                verify(self.backward)
+        verify(self.forward)
         self.num_extras = len(extras)
         self._backward_function = None
 
@@ -128,9 +121,9 @@ class Program:
             if none:
                 leaf._grad = None
             else:
-                leaf._grad = self.Tensor._make(np.array(extras[k]))
+                leaf._grad = Tensor._make(np.array(extras[k]))
                 k += 1
-        outputs = [self.Tensor._make(np.asarray(v)) for v in values[:n]]
+        outputs = [Tensor._make(np.asarray(v)) for v in values[:n]]
         if any(self.output_requires_grad):
             node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
             if self.graph_freed:
@@ -147,8 +140,7 @@ class Program:
     def backward_function(self):
         """The backward as a jit function of (inputs, cotangents), for create_graph."""
         if self._backward_function is None:
-            from ..tracer.tensor import constant_array
-            from .jit import jit
+            from .jit import jit  # jit builds Programs: imported when first needed
 
             joint = self.joint
 
@@ -214,7 +206,6 @@ class CompiledFunctionBackward(Node):
             raise RuntimeError(FREED_MESSAGE)
         program = self.program
         inputs = self._checked_inputs()
-        Tensor = program.Tensor
         outputs = program.forward.outputs[: program.num_outputs]
         cotangents = [
             g if g is not None else Tensor._make(np.zeros(v.shape, v.dtype.np))
