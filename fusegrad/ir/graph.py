@@ -273,6 +273,11 @@ def verify(graph: Graph) -> None:
 # ------------------------------------------------------------------ running
 
 
+def run_equation(eqn: Eqn, values: list) -> np.ndarray:
+    """One equation on numpy arrays, by the primitive's implementation."""
+    return np.asarray(eqn.prim.impl(*values, **eqn.params), eqn.out.dtype.np)
+
+
 def evaluate(graph: Graph, inputs: list) -> list:
     """The reference interpreter: numpy, one equation at a time."""
     env = dict(zip(graph.inputs, inputs))
@@ -281,8 +286,7 @@ def evaluate(graph: Graph, inputs: list) -> list:
         return v.value if isinstance(v, Const) else env[v]
 
     for eqn in graph.eqns:
-        value = eqn.prim.impl(*[read(v) for v in eqn.inputs], **eqn.params)
-        env[eqn.out] = np.asarray(value, eqn.out.dtype.np)
+        env[eqn.out] = run_equation(eqn, [read(v) for v in eqn.inputs])
     return [read(v) for v in graph.outputs]
 
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.autodiff import active_values, adjoint, partition
-from ..ir.graph import Graph, Var, apply_graph, evaluate, format_graph, verify
+from ..ir.graph import Graph, Var, apply_graph, format_graph, verify
 from ..ir.simplify import simplify
 from ..tracer.tensor import Tensor, constant_array
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
+from .executor import Executor
 
 
 class Program:
@@ -71,10 +72,12 @@ class Program:
             forward = Graph(inputs, graph.eqns, outputs + extras + residuals)
             self.backward = simplify(parts.backward)
             verify(self.backward)
+            self.backward_executor = Executor(self.backward)
         else:
             forward = Graph(inputs, graph.eqns, outputs + extras)
         self.forward = simplify(forward)
         verify(self.forward)
+        self.forward_executor = Executor(self.forward)
         self.num_extras = len(extras)
         self._backward_function = None
 
@@ -104,7 +107,7 @@ class Program:
         captured = self.captured_tensors(args)
         if captured is None:
             return None
-        values = evaluate(self.forward, [t._data for t in args] + [t._data for t in captured])
+        values = self.forward_executor.run([t._data for t in args] + [t._data for t in captured])
         n = self.num_outputs
         extras = values[n : n + self.num_extras]
         for guard, value in zip(self.guards, extras):
@@ -213,7 +216,7 @@ class CompiledFunctionBackward(Node):
         ]
         if grad_mode.is_grad_enabled():  # create_graph: differentiable, via the jit backward
             return list(program.backward_function()(*inputs, *cotangents))
-        values = evaluate(program.backward, self.residuals + [c._data for c in cotangents])
+        values = program.backward_executor.run(self.residuals + [c._data for c in cotangents])
         return [
             Tensor._make(np.asarray(v, dtype=dtype.np))
             for v, (_, dtype) in zip(values, (program.input_meta[i] for i in program.wrt))

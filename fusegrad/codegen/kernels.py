@@ -1,0 +1,212 @@
+"""Fused elementwise kernels: LLVM IR for a loop nest over the iteration shape.
+
+Every operand is addressed through element strides, so broadcast (stride 0),
+transposed and sliced inputs are read in place. Before a launch the operands
+are checked (dtype, broadcastable shape, strides in whole elements) and
+adjacent dimensions that are contiguous for every operand are merged. A
+kernel is compiled per layout: the number of merged dimensions and, for each
+operand, whether its innermost stride is 0, 1 or something else; the
+innermost loop then has constant strides and vectorizes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+from llvmlite import ir
+
+from ..ir.graph import Const
+from .lowering import LOWERINGS, llvm_type
+from .target import CompiledModule
+
+I64 = ir.IntType(64)
+BYTE = ir.IntType(8)
+
+
+def _memory_type(dtype):
+    return BYTE if dtype.name == "bool" else llvm_type(dtype)
+
+
+def layout(shape: tuple, arrays: list) -> tuple:
+    """(merged shape, element strides per operand, stride classes) for a launch.
+    Raises ValueError when an operand does not fit the iteration shape."""
+    ndim = len(shape)
+    strides = []
+    for a in arrays:
+        if a.ndim > ndim or any(s not in (1, t) for s, t in zip(a.shape[::-1], shape[::-1])):
+            raise ValueError(f"operand of shape {a.shape} does not broadcast to {shape}")
+        padded = (0,) * (ndim - a.ndim) + tuple(
+            0 if s == 1 and t != 1 else st // a.itemsize
+            for s, t, st in zip(a.shape, shape[ndim - a.ndim :], a.strides)
+        )
+        strides.append(padded)
+    merged_shape, merged = [], [[] for _ in arrays]
+    for d in range(ndim):
+        if shape[d] == 1:
+            continue
+        if merged_shape and all(m[-1] == s[d] * shape[d] for m, s in zip(merged, strides)):
+            merged_shape[-1] *= shape[d]
+            for m, s in zip(merged, strides):
+                m[-1] = s[d]
+            continue
+        merged_shape.append(shape[d])
+        for m, s in zip(merged, strides):
+            m.append(s[d])
+    if not merged_shape:
+        merged_shape, merged = [1], [[0] for _ in arrays]
+    classes = tuple(m[-1] if m[-1] in (0, 1) else "s" for m in merged)
+    return tuple(merged_shape), merged, classes
+
+
+class KernelCode:
+    """One fused kernel, compiled for each operand layout it meets."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        # 0-d constants become LLVM constants; every other input is an argument
+        self.args = [v for v in kernel.inputs if not (isinstance(v, Const) and v.value.ndim == 0)]
+        self.variants: dict = {}
+        self.modules: list = []
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    def __call__(self, arrays: list) -> list:
+        kernel = self.kernel
+        for v, a in zip(self.args, arrays):
+            if a.dtype != v.dtype.np:
+                raise TypeError(
+                    f"{self.name}: operand of dtype {a.dtype} where {v.dtype.name} was compiled"
+                )
+        arrays = [
+            a if all(s % a.itemsize == 0 for s in a.strides) else np.ascontiguousarray(a)
+            for a in arrays
+        ]
+        outputs = [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs]
+        if any(s == 0 for s in kernel.shape):
+            return outputs
+        shape, strides, classes = layout(kernel.shape, arrays + outputs)
+        key = (len(shape), classes)
+        function = self.variants.get(key)
+        if function is None:
+            function = self.variants[key] = self._compile(len(shape), classes)
+        shape_arg = np.array(shape, np.int64)
+        stride_arg = np.array(strides, np.int64)
+        function(
+            shape_arg.ctypes.data,
+            stride_arg.ctypes.data,
+            *[a.ctypes.data for a in arrays],
+            *[o.ctypes.data for o in outputs],
+        )
+        return outputs
+
+    # ------------------------------------------------------------------ codegen
+
+    def llvm_ir(self, ndim: int, classes: tuple) -> str:
+        kernel = self.kernel
+        module = ir.Module(name=self.name)
+        operands = self.args + kernel.outputs
+        pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
+        signature = ir.FunctionType(
+            ir.VoidType(), [I64.as_pointer(), I64.as_pointer()] + pointer_types
+        )
+        function = ir.Function(module, signature, name="kernel")
+        for arg in function.args:
+            arg.add_attribute("noalias")
+        shape_ptr, stride_ptr, *pointers = function.args
+        b = ir.IRBuilder(function.append_basic_block("entry"))
+        dims = [b.load(b.gep(shape_ptr, [ir.Constant(I64, d)])) for d in range(ndim)]
+        stride = [
+            [b.load(b.gep(stride_ptr, [ir.Constant(I64, k * ndim + d)])) for d in range(ndim)]
+            for k in range(len(operands))
+        ]
+        exit_block = function.append_basic_block("exit")
+
+        def loop(depth: int, offsets: list):
+            header = b.block
+            body = function.append_basic_block(f"loop{depth}")
+            after = function.append_basic_block(f"after{depth}")
+            b.branch(body)
+            b.position_at_end(body)
+            index = b.phi(I64, name=f"i{depth}")
+            index.add_incoming(ir.Constant(I64, 0), header)
+            if depth == ndim - 1:
+                self._element(b, pointers, offsets, index, classes, stride, depth)
+            else:
+                inner = [b.add(o, b.mul(index, s[depth])) for o, s in zip(offsets, stride)]
+                loop(depth + 1, inner)
+            step = b.add(index, ir.Constant(I64, 1))
+            index.add_incoming(step, b.block)
+            b.cbranch(b.icmp_signed("<", step, dims[depth]), body, after)
+            b.position_at_end(after)
+
+        loop(0, [ir.Constant(I64, 0)] * len(operands))
+        b.branch(exit_block)
+        b.position_at_end(exit_block)
+        b.ret_void()
+        return str(module)
+
+    def _element(self, b, pointers, offsets, index, classes, stride, depth):
+        kernel = self.kernel
+        n_in = len(self.args)
+
+        def address(k):
+            cls = classes[k]
+            if cls == 0:
+                position = offsets[k]
+            elif cls == 1:
+                position = b.add(offsets[k], index)
+            else:
+                position = b.add(offsets[k], b.mul(index, stride[k][depth]))
+            return b.gep(pointers[k], [position])
+
+        env = {}
+        for k, v in enumerate(self.args):
+            value = b.load(address(k))
+            env[id(v)] = (
+                b.icmp_signed("!=", value, ir.Constant(BYTE, 0))
+                if v.dtype.name == "bool"
+                else value
+            )
+        for eqn in kernel.eqns:
+            operands = []
+            for v in eqn.inputs:
+                if id(v) in env:
+                    operands.append(env[id(v)])
+                else:  # a 0-d constant
+                    c = v.value.item()
+                    operands.append(
+                        ir.Constant(
+                            llvm_type(v.dtype),
+                            int(c) if v.dtype.name in ("bool", "int64", "int32") else c,
+                        )
+                    )
+            env[id(eqn.out)] = LOWERINGS[eqn.prim](b, operands, eqn)
+        for k, v in enumerate(kernel.outputs):
+            value = env[id(v)]
+            if v.dtype.name == "bool":
+                value = b.zext(value, BYTE)
+            b.store(value, address(n_in + k))
+
+    def _compile(self, ndim: int, classes: tuple):
+        function = compile_kernel(
+            self.llvm_ir(ndim, classes), 2 + len(self.args) + len(self.kernel.outputs)
+        )
+        self.modules.append(function.module)
+        return function
+
+
+_compiled: dict = {}  # LLVM IR text -> function: identical kernels compile once
+
+
+def compile_kernel(llvm_ir: str, arity: int):
+    function = _compiled.get(llvm_ir)
+    if function is None:
+        module = CompiledModule(llvm_ir)
+        prototype = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity))
+        function = prototype(module.address("kernel"))
+        function.module = module  # keeps the machine code alive with the function
+        _compiled[llvm_ir] = function
+    return function

@@ -1,0 +1,143 @@
+"""How each primitive becomes LLVM instructions: one entry per primitive.
+
+An entry takes the IR builder, the operands (LLVM values, booleans as i1)
+and the equation, and returns the result value. The operations here are
+exact in IEEE arithmetic (or integer/boolean), so a kernel computes bit for
+bit what numpy computes; they mirror numpy's NaN and signed-zero behaviour
+where LLVM's defaults differ (maximum, minimum, sign).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..ir import dtypes
+from ..ir import primitives as P
+
+BOOL = ir.IntType(1)
+LLVM_TYPES = {
+    "float32": ir.FloatType(),
+    "float64": ir.DoubleType(),
+    "int64": ir.IntType(64),
+    "int32": ir.IntType(32),
+    "bool": BOOL,
+}
+
+
+def llvm_type(dtype):
+    return LLVM_TYPES[dtype.name]
+
+
+def _floating(eqn) -> bool:
+    return eqn.inputs[-1].dtype.is_floating_point
+
+
+def _intrinsic(b, name, value):
+    fn = b.module.declare_intrinsic(name, [value.type])
+    return b.call(fn, [value])
+
+
+def _is_nan(b, x):
+    return b.fcmp_unordered("uno", x, x)
+
+
+def _max(b, x, y, eqn, pick_first):
+    """numpy's maximum/minimum: NaN wins, and ties keep the first operand."""
+    if not _floating(eqn):
+        return b.select(b.icmp_signed(pick_first, x, y), x, y)
+    ordered = b.select(b.fcmp_ordered(pick_first, x, y), x, y)
+    return b.select(_is_nan(b, x), x, b.select(_is_nan(b, y), y, ordered))
+
+
+def _compare(float_op, int_op):
+    def lower(b, args, eqn):
+        x, y = args
+        if x.type == BOOL or not _floating(eqn):
+            return b.icmp_signed(int_op, x, y)
+        if float_op == "!=":  # true when either is NaN, as in numpy
+            return b.fcmp_unordered("!=", x, y)
+        return b.fcmp_ordered(float_op, x, y)
+
+    return lower
+
+
+def _arith(float_fn, int_fn):
+    def lower(b, args, eqn):
+        return (float_fn if _floating(eqn) else int_fn)(b, *args)
+
+    return lower
+
+
+def _convert(b, args, eqn):
+    (x,) = args
+    source, target = eqn.inputs[0].dtype, eqn.out.dtype
+    to = llvm_type(target)
+    if source is target:
+        return x
+    if target is dtypes.bool_:
+        if source.is_floating_point:
+            return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+        return b.icmp_signed("!=", x, ir.Constant(x.type, 0))
+    if source is dtypes.bool_:
+        return b.uitofp(x, to) if target.is_floating_point else b.zext(x, to)
+    if source.is_floating_point and target.is_floating_point:
+        return b.fpext(x, to) if target.itemsize > source.itemsize else b.fptrunc(x, to)
+    if target.is_floating_point:
+        return b.sitofp(x, to)
+    if source.is_floating_point:
+        return b.fptosi(x, to)
+    return b.sext(x, to) if target.itemsize > source.itemsize else b.trunc(x, to)
+
+
+def _sign(b, args, eqn):
+    (x,) = args
+    one, zero = ir.Constant(x.type, 1.0 if _floating(eqn) else 1), ir.Constant(x.type, 0)
+    if not _floating(eqn):
+        negative = b.select(b.icmp_signed("<", x, zero), ir.Constant(x.type, -1), zero)
+        return b.select(b.icmp_signed(">", x, zero), one, negative)
+    negative = b.select(b.fcmp_ordered("<", x, zero), ir.Constant(x.type, -1.0), x)
+    return b.select(b.fcmp_ordered(">", x, zero), one, negative)  # keeps NaN and -0.0
+
+
+def _abs(b, args, eqn):
+    (x,) = args
+    if _floating(eqn):
+        return _intrinsic(b, "llvm.fabs", x)
+    return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
+
+
+def _relu(b, args, eqn):
+    (x,) = args
+    return _max(b, x, ir.Constant(x.type, 0.0 if _floating(eqn) else 0), eqn, ">=")
+
+
+LOWERINGS = {
+    P.add: _arith(lambda b, x, y: b.fadd(x, y), lambda b, x, y: b.add(x, y)),
+    P.sub: _arith(lambda b, x, y: b.fsub(x, y), lambda b, x, y: b.sub(x, y)),
+    P.mul: _arith(lambda b, x, y: b.fmul(x, y), lambda b, x, y: b.mul(x, y)),
+    P.div: lambda b, args, eqn: b.fdiv(*args),
+    P.neg: _arith(lambda b, x: b.fneg(x), lambda b, x: b.neg(x)),
+    P.abs_: _abs,
+    P.sign: _sign,
+    P.relu: _relu,
+    P.sqrt: lambda b, args, eqn: _intrinsic(b, "llvm.sqrt", args[0]),
+    P.maximum: lambda b, args, eqn: _max(b, *args, eqn, ">="),
+    P.minimum: lambda b, args, eqn: _max(b, *args, eqn, "<="),
+    P.eq: _compare("==", "=="),
+    P.ne: _compare("!=", "!="),
+    P.lt: _compare("<", "<"),
+    P.le: _compare("<=", "<="),
+    P.gt: _compare(">", ">"),
+    P.ge: _compare(">=", ">="),
+    P.logical_and: lambda b, args, eqn: b.and_(*args),
+    P.logical_or: lambda b, args, eqn: b.or_(*args),
+    P.logical_not: lambda b, args, eqn: b.xor(args[0], ir.Constant(BOOL, 1)),
+    P.where: lambda b, args, eqn: b.select(*args),
+    P.convert: _convert,
+    P.stop_gradient: lambda b, args, eqn: args[0],
+    P.broadcast_to: lambda b, args, eqn: args[0],  # the load already broadcast it
+}
+
+
+def can_lower(eqn) -> bool:
+    return eqn.prim in LOWERINGS

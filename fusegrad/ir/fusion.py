@@ -1,0 +1,135 @@
+"""The fusion pass: partitions a graph into kernels and single operations.
+
+A kernel is a group of elementwise equations over one iteration shape: every
+equation in it defines a value of that shape, and operands of other shapes
+(broadcasts) come from outside the kernel and are read with broadcast
+strides, so they cost no copy. An equation joins the kernel of one of its
+operands' producers, or else any kernel of its shape, when that keeps the
+kernels acyclic. Which equations may
+be fused is the caller's choice (``fusible``): the IR knows nothing of what a
+code generator can lower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .graph import Eqn, Graph, Var
+
+ELEMENTWISE = frozenset(
+    "neg exp log log1p expm1 sqrt sin cos tanh sigmoid softplus erf abs sign relu convert "
+    "stop_gradient logical_not add sub mul div pow maximum minimum eq ne lt le gt ge "
+    "logical_and logical_or where broadcast_to".split()
+)
+
+
+@dataclass
+class Kernel:
+    """Fused equations, their external operands and the values they export."""
+
+    eqns: list = field(default_factory=list)
+    shape: tuple = ()
+    inputs: list = field(default_factory=list)  # Vars and Consts read from outside
+    outputs: list = field(default_factory=list)  # Vars used outside the kernel
+
+    @property
+    def name(self) -> str:
+        return "fused_" + "_".join(dict.fromkeys(e.prim.name for e in self.eqns))
+
+
+@dataclass
+class Single:
+    """One equation run on its own (a matrix product, a reduction, a gather...)."""
+
+    eqn: Eqn
+
+
+def is_elementwise(eqn: Eqn) -> bool:
+    return eqn.prim.name in ELEMENTWISE
+
+
+def partition(graph: Graph, fusible=is_elementwise) -> list:
+    """The graph's equations as an ordered list of ``Kernel``s and ``Single``s."""
+    groups: list = []  # Kernel or Single, in creation order
+    group_of: dict = {}  # Var -> index of the group that defines it
+    uses: dict = {}  # index -> indices of groups it reads from
+
+    def depends_on(start: int, target: int) -> bool:
+        stack, seen = [start], set()
+        while stack:
+            g = stack.pop()
+            if g == target:
+                return True
+            if g not in seen:
+                seen.add(g)
+                stack.extend(uses[g])
+        return False
+
+    for eqn in graph.eqns:
+        sources = {group_of[v] for v in eqn.inputs if isinstance(v, Var) and v in group_of}
+        home = None
+        if fusible(eqn):
+            # an operand's producer first (the most recent), then any kernel of this shape
+            candidates = sorted(sources, reverse=True) + [
+                g for g in range(len(groups) - 1, -1, -1) if g not in sources
+            ]
+            for g in candidates:
+                if (
+                    isinstance(groups[g], Kernel)
+                    and groups[g].shape == eqn.out.shape
+                    and not any(depends_on(other, g) for other in sources if other != g)
+                ):
+                    home = g
+                    break
+        if home is None:
+            home = len(groups)
+            groups.append(Kernel(shape=eqn.out.shape) if fusible(eqn) else Single(eqn))
+            uses[home] = set()
+        if isinstance(groups[home], Kernel):
+            groups[home].eqns.append(eqn)
+        uses[home] |= sources - {home}
+        group_of[eqn.out] = home
+    _fill_boundaries(graph, groups, group_of)
+    return [groups[g] for g in _topological(uses)]
+
+
+def _fill_boundaries(graph: Graph, groups: list, group_of: dict) -> None:
+    needed_outside: set = set()
+    for index, group in enumerate(groups):
+        eqns = group.eqns if isinstance(group, Kernel) else [group.eqn]
+        for eqn in eqns:
+            for v in eqn.inputs:
+                if isinstance(v, Var) and group_of.get(v) != index:
+                    needed_outside.add(v)
+    for v in graph.outputs:
+        if isinstance(v, Var):
+            needed_outside.add(v)
+    for group in groups:
+        if not isinstance(group, Kernel):
+            continue
+        defined = {e.out for e in group.eqns}
+        seen = set()
+        for eqn in group.eqns:
+            for v in eqn.inputs:
+                if (not isinstance(v, Var) or v not in defined) and id(v) not in seen:
+                    seen.add(id(v))
+                    group.inputs.append(v)
+        group.outputs = [e.out for e in group.eqns if e.out in needed_outside]
+
+
+def _topological(uses: dict) -> list:
+    order, state = [], {}
+    for start in sorted(uses):
+        stack = [(start, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                state[node] = 2
+                continue
+            if state.get(node):
+                continue
+            state[node] = 1
+            stack.append((node, True))
+            stack.extend((d, False) for d in sorted(uses[node]) if not state.get(d))
+    return order
