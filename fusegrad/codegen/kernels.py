@@ -73,6 +73,24 @@ class KernelCode:
     def name(self) -> str:
         return self.kernel.name
 
+    @property
+    def eqns(self) -> list:
+        """The IR equations fused into this kernel."""
+        return self.kernel.eqns
+
+    def __repr__(self) -> str:
+        ops = " ".join(e.prim.name for e in self.kernel.eqns)
+        return f"<kernel {self.name}: {len(self.kernel.eqns)} ops ({ops}) over {self.kernel.shape}>"
+
+    @property
+    def llvm_ir(self) -> str:
+        """The optimized LLVM IR of every layout compiled so far."""
+        return "\n".join(m.optimized_ir for m in self.modules)
+
+    @property
+    def asm(self) -> str:
+        return "\n".join(m.asm for m in self.modules)
+
     def __call__(self, arrays: list) -> list:
         kernel = self.kernel
         for v, a in zip(self.args, arrays):
@@ -104,7 +122,8 @@ class KernelCode:
 
     # ------------------------------------------------------------------ codegen
 
-    def llvm_ir(self, ndim: int, classes: tuple) -> str:
+    def generate(self, ndim: int, classes: tuple) -> str:
+        """The LLVM IR of this kernel for one operand layout."""
         kernel = self.kernel
         module = ir.Module(name=self.name)
         operands = self.args + kernel.outputs
@@ -192,7 +211,7 @@ class KernelCode:
 
     def _compile(self, ndim: int, classes: tuple):
         function = compile_kernel(
-            self.llvm_ir(ndim, classes), 2 + len(self.args) + len(self.kernel.outputs)
+            self.generate(ndim, classes), 2 + len(self.args) + len(self.kernel.outputs)
         )
         self.modules.append(function.module)
         return function

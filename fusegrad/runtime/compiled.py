@@ -154,10 +154,29 @@ class Program:
             self._backward_function = jit(backward)
         return self._backward_function
 
-    def describe(self) -> str:
+    @property
+    def kernels(self) -> list:
+        found = self.forward_executor.kernels
+        return found + (self.backward_executor.kernels if self.backward is not None else [])
+
+    def warm_up(self, args: list) -> None:
+        """Runs the forward and backward programs once (without side effects),
+        so their kernels are compiled for these operands' layouts now."""
+        captured = [c.current(args) for c in self.captured]
+        values = self.forward_executor.run([t._data for t in args] + [t._data for t in captured])
+        if self.backward is not None:
+            residuals = values[self.num_outputs + self.num_extras :]
+            ones = [np.ones(v.shape, v.dtype.np) for v in self.forward.outputs[: self.num_outputs]]
+            self.backward_executor.run(residuals + ones)
+
+    def describe(self, native: bool = True) -> str:
         parts = [format_graph(self.forward, "forward")]
         if self.backward is not None:
             parts.append(format_graph(self.backward, "backward"))
+        if native:
+            parts.append("kernels:\n" + "\n".join(f"  {k!r}" for k in self.kernels))
+            parts.extend(f"; LLVM IR of {k.name}\n{k.llvm_ir}" for k in self.kernels)
+            parts.extend(f"# assembly of {k.name}\n{k.asm}" for k in self.kernels)
         return "\n\n".join(parts)
 
 

@@ -17,6 +17,7 @@ import warnings
 from collections import namedtuple
 from pathlib import Path
 
+from ..ir.graph import format_graph
 from ..tracer.tensor import Tensor, recording
 from ..tracer.trace import Trace, TracingError, active
 from . import grad_mode
@@ -51,16 +52,19 @@ def jit(fn=None, *, static_argnums=(), eager: bool = False):
 
 
 class Lowered:
-    """A compiled program, for reading: ``forward_ir``, ``backward_ir``, ``str()``."""
+    """A compiled program, for reading: ``forward_ir`` and ``backward_ir`` (the
+    graphs), ``kernels`` (each fused kernel, with its name and IR equations),
+    ``llvm_ir`` and ``asm`` (of the kernels); ``str()`` shows it all."""
 
     def __init__(self, program: Program):
         self.program = program
-        from ..ir.graph import format_graph
-
         self.forward_ir = format_graph(program.forward, "forward")
         self.backward_ir = (
             format_graph(program.backward, "backward") if program.backward is not None else None
         )
+        self.kernels = program.kernels
+        self.llvm_ir = "\n".join(k.llvm_ir for k in self.kernels)
+        self.asm = "\n".join(k.asm for k in self.kernels)
 
     def __str__(self) -> str:
         return self.program.describe()
@@ -150,6 +154,7 @@ class JitFunction:
         program.output_tree = tree
         if restore:
             trace.restore()
+        program.warm_up(tensors)
         self._compile_seconds += time.perf_counter() - start
         self._compilations += 1
         self._dump(program)
