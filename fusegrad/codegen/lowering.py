@@ -13,6 +13,7 @@ from llvmlite import ir
 
 from ..ir import dtypes
 from ..ir import primitives as P
+from . import mathfns
 
 BOOL = ir.IntType(1)
 LLVM_TYPES = {
@@ -137,6 +138,26 @@ LOWERINGS = {
     P.stop_gradient: lambda b, args, eqn: args[0],
     P.broadcast_to: lambda b, args, eqn: args[0],  # the load already broadcast it
 }
+
+
+def _math(function):
+    def lower(b, args, eqn):
+        return function(mathfns.Emitter(b, args[0].type), args[0])
+
+    return lower
+
+
+LOWERINGS.update(
+    {
+        P.exp: _math(mathfns.exp),
+        P.log: _math(mathfns.log),
+        P.log1p: _math(mathfns.log1p),
+        P.expm1: _math(mathfns.expm1),
+        P.tanh: _math(mathfns.tanh),
+        P.sigmoid: _math(mathfns.sigmoid),
+        P.softplus: _math(mathfns.softplus),
+    }
+)
 
 
 def can_lower(eqn) -> bool:

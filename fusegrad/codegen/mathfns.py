@@ -1,0 +1,257 @@
+"""Transcendental functions for kernels, built only from arithmetic,
+comparisons, selects and bitcasts, so the loop vectorizer can vectorize them
+(LLVM does not vectorize calls to libm).
+
+exp and log use the classic scheme (as in Cephes): reduce the argument with
+the exponent (a Cody-Waite split of ln 2 keeps the reduction exact), evaluate
+a polynomial (float32) or rational (float64) approximation on the reduced
+range, and rebuild the result through the exponent bits. The others are
+written with them: log1p and expm1 with the rounding-error corrections of
+Goldberg and Kahan, tanh and sigmoid through exp with a polynomial for small
+tanh arguments, softplus as max(x, 0) + log1p(exp(-|x|)).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+I32, I64 = ir.IntType(32), ir.IntType(64)
+
+
+class Emitter:
+    """Builder helpers for one floating type, so the functions read as math."""
+
+    def __init__(self, b: ir.IRBuilder, t):
+        self.b, self.t = b, t
+        self.f64 = isinstance(t, ir.DoubleType)
+        self.int = I64 if self.f64 else I32
+
+    def c(self, value):
+        return ir.Constant(self.t, value)
+
+    def i(self, value):
+        return ir.Constant(self.int, value)
+
+    def add(self, x, y):
+        return self.b.fadd(x, y)
+
+    def sub(self, x, y):
+        return self.b.fsub(x, y)
+
+    def mul(self, x, y):
+        return self.b.fmul(x, y)
+
+    def div(self, x, y):
+        return self.b.fdiv(x, y)
+
+    def lt(self, x, y):
+        return self.b.fcmp_ordered("<", x, y)
+
+    def gt(self, x, y):
+        return self.b.fcmp_ordered(">", x, y)
+
+    def eq(self, x, y):
+        return self.b.fcmp_ordered("==", x, y)
+
+    def isnan(self, x):
+        return self.b.fcmp_unordered("uno", x, x)
+
+    def select(self, cond, x, y):
+        return self.b.select(cond, x, y)
+
+    def call(self, name, x):
+        return self.b.call(self.b.module.declare_intrinsic(name, [x.type]), [x])
+
+    def horner(self, x, coefficients):
+        """c0*x^n + c1*x^(n-1) + ... + cn."""
+        acc = self.c(coefficients[0])
+        for coefficient in coefficients[1:]:
+            acc = self.add(self.mul(acc, x), self.c(coefficient))
+        return acc
+
+    def to_bits(self, x):
+        return self.b.bitcast(x, self.int)
+
+    def from_bits(self, n):
+        return self.b.bitcast(n, self.t)
+
+    def pow2(self, n):
+        """2**n for an integer n in the normal exponent range."""
+        mantissa_bits, bias = (52, 1023) if self.f64 else (23, 127)
+        return self.from_bits(self.b.shl(self.b.add(n, self.i(bias)), self.i(mantissa_bits)))
+
+
+# ---------------------------------------------------------------------- exp
+
+EXP_F32 = [
+    1.9875691500e-4,
+    1.3981999507e-3,
+    8.3334519073e-3,
+    4.1665795894e-2,
+    1.6666665459e-1,
+    5.0000001201e-1,
+]
+EXP_P_F64 = [1.26177193074810590878e-4, 3.02994407707441961300e-2, 9.99999999999999999910e-1]
+EXP_Q_F64 = [
+    3.00198505138664455042e-6,
+    2.52448340349684104192e-3,
+    2.27265548208155028766e-1,
+    2.00000000000000000009e0,
+]
+LOG2E = 1.4426950408889634
+
+
+def exp(e: Emitter, x):
+    # Clamping keeps every integer below in range; results beyond the clamp
+    # overflow to inf or underflow to 0 through the two-step scaling anyway.
+    low, high = (-746.0, 710.0) if e.f64 else (-104.0, 89.0)
+    clamped = e.select(e.lt(x, e.c(low)), e.c(low), e.select(e.gt(x, e.c(high)), e.c(high), x))
+    n = e.call("llvm.floor", e.add(e.mul(clamped, e.c(LOG2E)), e.c(0.5)))
+    if e.f64:
+        c1, c2 = 6.93145751953125e-1, 1.42860682030941723212e-6
+    else:
+        c1, c2 = 0.693359375, -2.12194440e-4
+    r = e.sub(e.sub(clamped, e.mul(n, e.c(c1))), e.mul(n, e.c(c2)))
+    if e.f64:
+        rr = e.mul(r, r)
+        p = e.mul(r, e.horner(rr, EXP_P_F64))
+        y = e.add(e.c(1.0), e.mul(e.c(2.0), e.div(p, e.sub(e.horner(rr, EXP_Q_F64), p))))
+    else:
+        y = e.add(e.add(e.mul(e.horner(r, EXP_F32), e.mul(r, r)), r), e.c(1.0))
+    # y * 2**n in two factors, each a normal number: subnormal results round once
+    k = e.b.fptosi(n, e.int)
+    half = e.b.ashr(k, e.i(1))
+    result = e.mul(e.mul(y, e.pow2(half)), e.pow2(e.b.sub(k, half)))
+    return e.select(e.isnan(x), x, result)
+
+
+# ---------------------------------------------------------------------- log
+
+LOG_F32 = [
+    7.0376836292e-2,
+    -1.1514610310e-1,
+    1.1676998740e-1,
+    -1.2420140846e-1,
+    1.4249322787e-1,
+    -1.6668057665e-1,
+    2.0000714765e-1,
+    -2.4999993993e-1,
+    3.3333331174e-1,
+]
+LOG_P_F64 = [
+    1.01875663804580931796e-4,
+    4.97494994976747001425e-1,
+    4.70579119878881725854e0,
+    1.44989225341610930846e1,
+    1.79368678507819816313e1,
+    7.70838733755885391666e0,
+]
+LOG_Q_F64 = [
+    1.0,
+    1.12873587189167450590e1,
+    4.52279145837532221105e1,
+    8.29875266912776603211e1,
+    7.11544750618563894466e1,
+    2.31251620126765340583e1,
+]
+SQRT_HALF = 0.70710678118654752440
+
+
+def log(e: Emitter, x):
+    mantissa_bits, bias = (52, 1023) if e.f64 else (23, 127)
+    # subnormal inputs are scaled into the normal range first
+    subnormal = e.lt(x, e.c(2.0 ** (-1022 if e.f64 else -126)))
+    scaled = e.select(subnormal, e.mul(x, e.c(2.0**mantissa_bits)), x)
+    bits = e.to_bits(scaled)
+    exponent = e.b.sub(e.b.lshr(bits, e.i(mantissa_bits)), e.i(bias - 1))
+    exponent = e.select(subnormal, e.b.sub(exponent, e.i(mantissa_bits)), exponent)
+    mantissa_mask = (1 << mantissa_bits) - 1
+    # m in [0.5, 1): the mantissa with the exponent of 0.5
+    m = e.from_bits(e.b.or_(e.b.and_(bits, e.i(mantissa_mask)), e.i((bias - 1) << mantissa_bits)))
+    small = e.lt(m, e.c(SQRT_HALF))
+    exponent = e.select(small, e.b.sub(exponent, e.i(1)), exponent)
+    f = e.select(small, e.sub(e.add(m, m), e.c(1.0)), e.sub(m, e.c(1.0)))
+    k = e.b.sitofp(exponent, e.t)
+    z = e.mul(f, f)
+    if e.f64:
+        y = e.mul(f, e.div(e.mul(z, e.horner(f, LOG_P_F64)), e.horner(f, LOG_Q_F64)))
+    else:
+        y = e.mul(e.mul(f, z), e.horner(f, LOG_F32))
+    y = e.add(y, e.mul(k, e.c(-2.121944400546905827679e-4)))
+    y = e.sub(y, e.mul(e.c(0.5), z))
+    result = e.add(e.add(f, y), e.mul(k, e.c(0.693359375)))
+    inf = e.c(float("inf"))
+    result = e.select(e.eq(x, inf), inf, result)
+    result = e.select(e.eq(x, e.c(0.0)), e.c(float("-inf")), result)
+    result = e.select(e.lt(x, e.c(0.0)), e.c(float("nan")), result)
+    return e.select(e.isnan(x), x, result)
+
+
+# ------------------------------------------------------------ built from them
+
+
+def log1p(e: Emitter, x):
+    """log(u) * x / (u - 1) with u = 1 + x: the ratio cancels u's rounding (Goldberg)."""
+    u = e.add(x, e.c(1.0))
+    corrected = e.mul(log(e, u), e.div(x, e.sub(u, e.c(1.0))))  # the ratio is near 1
+    result = e.select(e.eq(u, e.c(1.0)), x, corrected)
+    result = e.select(e.eq(u, e.c(0.0)), e.c(float("-inf")), result)
+    inf = e.c(float("inf"))
+    return e.select(e.eq(x, inf), inf, result)
+
+
+def expm1(e: Emitter, x):
+    """(u - 1) * x / log(u) with u = exp(x) (Kahan)."""
+    u = exp(e, x)
+    um1 = e.sub(u, e.c(1.0))
+    corrected = e.mul(um1, e.div(x, log(e, u)))  # the ratio is near 1
+    result = e.select(e.eq(u, e.c(1.0)), x, corrected)
+    result = e.select(e.eq(um1, e.c(-1.0)), e.c(-1.0), result)
+    inf = e.c(float("inf"))
+    return e.select(e.eq(u, inf), inf, result)
+
+
+TANH_F32 = [
+    -5.70498872745e-3,
+    2.06390887954e-2,
+    -5.37397155531e-2,
+    1.33314422036e-1,
+    -3.33332819422e-1,
+]
+TANH_P_F64 = [-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3]
+TANH_Q_F64 = [1.0, 1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3]
+
+
+def tanh(e: Emitter, x):
+    a = e.call("llvm.fabs", x)
+    z = e.mul(x, x)
+    if e.f64:
+        small = e.add(
+            x, e.mul(e.mul(x, z), e.div(e.horner(z, TANH_P_F64), e.horner(z, TANH_Q_F64)))
+        )
+    else:
+        small = e.add(e.mul(e.mul(e.horner(z, TANH_F32), z), x), x)
+    # 1 - 2 / (exp(2|x|) + 1), with the sign of x; exp overflowing gives exactly 1
+    large = e.sub(e.c(1.0), e.div(e.c(2.0), e.add(exp(e, e.add(a, a)), e.c(1.0))))
+    large = _copysign(e, large, x)
+    return e.select(e.lt(a, e.c(0.625)), small, large)
+
+
+def _copysign(e: Emitter, magnitude, sign):
+    fn = e.b.module.declare_intrinsic("llvm.copysign", [e.t], ir.FunctionType(e.t, [e.t, e.t]))
+    return e.b.call(fn, [magnitude, sign])
+
+
+def sigmoid(e: Emitter, x):
+    """1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below: exp never overflows."""
+    t = exp(e, e.b.fneg(e.call("llvm.fabs", x)))
+    denominator = e.add(e.c(1.0), t)
+    result = e.select(e.lt(x, e.c(0.0)), e.div(t, denominator), e.div(e.c(1.0), denominator))
+    return e.select(e.isnan(x), x, result)
+
+
+def softplus(e: Emitter, x):
+    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): nothing overflows."""
+    positive = e.select(e.gt(x, e.c(0.0)), x, e.c(0.0))
+    tail = log1p(e, exp(e, e.b.fneg(e.call("llvm.fabs", x))))
+    return e.select(e.isnan(x), x, e.add(positive, tail))
