@@ -128,3 +128,54 @@ def test_the_executor_agrees_with_the_reference_interpreter_on_random_graphs(see
 
 def test_every_lowering_is_keyed_by_a_primitive():
     assert all(isinstance(prim, P.Primitive) for prim in LOWERINGS)
+
+
+def _reducing_kernel(shape, dtype):
+    x = Var(shape, dtype)
+    builder = GraphBuilder()
+    with building(builder):
+        y = x * x - x
+        total = P.reduce_sum(y, axes=tuple(range(len(shape))))
+        count = P.reduce_sum(P.convert(x > 0.0, dtype=fg.int64), axes=tuple(range(len(shape))))
+    graph = Graph([x], builder.eqns, [total, y, count])
+    executor = Executor(graph)
+    assert len(executor.kernels) == 1 and len(executor.kernels[0].kernel.reductions) == 2
+    return graph, executor
+
+
+def test_a_fused_float32_sum_of_4m_elements_stays_within_1e_5_of_the_float64_sum():
+    _, executor = _reducing_kernel((4_000_000,), fg.float32)
+    xs = np.random.default_rng(0).uniform(0.5, 1.5, 4_000_000).astype(np.float32)
+    total, squares, count = executor.run([xs])
+    exact = (squares.astype(np.float64)).sum()
+    assert abs(float(total) - exact) <= 1e-5 * abs(exact)
+    assert int(count) == 4_000_000 and count.dtype == np.int64
+
+
+@pytest.mark.parametrize("shape", [(1,), (3,), (17, 33), (1000, 3), (0,), (5, 0)])
+def test_fused_reductions_on_odd_empty_and_strided_operands(shape):
+    graph, executor = _reducing_kernel(shape, fg.float64)
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal(tuple(2 * s + 1 for s in shape))
+    for xs in (
+        base[tuple(slice(0, s) for s in shape)],
+        base[tuple(slice(None, 2 * s, 2) for s in shape)],
+    ):
+        got = executor.run([xs])
+        want = evaluate(graph, [xs])
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-13, atol=1e-13)
+        np.testing.assert_array_equal(got[1], want[1])
+        assert int(got[2]) == int(want[2])
+
+
+def test_nothing_in_a_kernel_reads_the_kernels_own_reduction():
+    x = Var((100,), fg.float64)
+    builder = GraphBuilder()
+    with building(builder):
+        y = P.exp(x)
+        centered = y - P.reduce_sum(y, axes=(0,))  # needs the sum before the subtraction
+    graph = Graph([x], builder.eqns, [centered])
+    steps = partition(graph, can_lower)
+    assert len([s for s in steps if isinstance(s, Kernel)]) == 2
+    xs = np.linspace(-1, 1, 100)
+    np.testing.assert_allclose(Executor(graph).run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-13)

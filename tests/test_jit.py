@@ -35,8 +35,9 @@ def test_compiled_values_and_gradients_agree_with_eager(op, sample, dtype):
         eager_args = _tensors(op, sample, dtype, requires_grad=op.differentiable)
         out = compiled(*args)
         expected = op.op(*eager_args, **sample.kwargs)
-        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=rtol,
-                                   atol=atol)
+        np.testing.assert_allclose(
+            out.detach().numpy(), expected.detach().numpy(), rtol=rtol, atol=atol
+        )
         assert out.dtype is expected.dtype and out.requires_grad == expected.requires_grad
         if call and op.differentiable:
             assert out.grad_fn.name() == "CompiledFunctionBackward"

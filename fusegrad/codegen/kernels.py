@@ -91,6 +91,11 @@ class KernelCode:
     def asm(self) -> str:
         return "\n".join(m.asm for m in self.modules)
 
+    @property
+    def results(self) -> list:
+        """The values a launch returns: elementwise outputs, then reductions."""
+        return self.kernel.outputs + [r.out for r in self.kernel.reductions]
+
     def __call__(self, arrays: list) -> list:
         kernel = self.kernel
         for v, a in zip(self.args, arrays):
@@ -103,8 +108,9 @@ class KernelCode:
             for a in arrays
         ]
         outputs = [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs]
+        sums = [np.zeros((), r.out.dtype.np) for r in kernel.reductions]
         if any(s == 0 for s in kernel.shape):
-            return outputs
+            return outputs + sums
         shape, strides, classes = layout(kernel.shape, arrays + outputs)
         key = (len(shape), classes)
         function = self.variants.get(key)
@@ -115,10 +121,9 @@ class KernelCode:
         function(
             shape_arg.ctypes.data,
             stride_arg.ctypes.data,
-            *[a.ctypes.data for a in arrays],
-            *[o.ctypes.data for o in outputs],
+            *[a.ctypes.data for a in arrays + outputs + sums],
         )
-        return outputs
+        return outputs + sums
 
     # ------------------------------------------------------------------ codegen
 
@@ -127,7 +132,7 @@ class KernelCode:
         kernel = self.kernel
         module = ir.Module(name=self.name)
         operands = self.args + kernel.outputs
-        pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
+        pointer_types = [_memory_type(v.dtype).as_pointer() for v in self.args + self.results]
         signature = ir.FunctionType(
             ir.VoidType(), [I64.as_pointer(), I64.as_pointer()] + pointer_types
         )
@@ -141,33 +146,121 @@ class KernelCode:
             [b.load(b.gep(stride_ptr, [ir.Constant(I64, k * ndim + d)])) for d in range(ndim)]
             for k in range(len(operands))
         ]
+        totals = [b.alloca(_accumulator_type(r.out.dtype)) for r in kernel.reductions]
+        for total in totals:
+            b.store(ir.Constant(total.type.pointee, 0), total)
         exit_block = function.append_basic_block("exit")
 
-        def loop(depth: int, offsets: list):
+        def counted(name, start, stop, step, body):
+            """for index in range(start, stop, step): body(index)"""
             header = b.block
-            body = function.append_basic_block(f"loop{depth}")
-            after = function.append_basic_block(f"after{depth}")
-            b.branch(body)
-            b.position_at_end(body)
-            index = b.phi(I64, name=f"i{depth}")
-            index.add_incoming(ir.Constant(I64, 0), header)
-            if depth == ndim - 1:
-                self._element(b, pointers, offsets, index, classes, stride, depth)
-            else:
-                inner = [b.add(o, b.mul(index, s[depth])) for o, s in zip(offsets, stride)]
-                loop(depth + 1, inner)
-            step = b.add(index, ir.Constant(I64, 1))
-            index.add_incoming(step, b.block)
-            b.cbranch(b.icmp_signed("<", step, dims[depth]), body, after)
+            loop_block = function.append_basic_block(name)
+            after = function.append_basic_block(name + ".after")
+            b.branch(loop_block)
+            b.position_at_end(loop_block)
+            index = b.phi(I64, name=name)
+            index.add_incoming(start, header)
+            body(index)
+            following = b.add(index, step)
+            index.add_incoming(following, b.block)
+            b.cbranch(b.icmp_signed("<", following, stop), loop_block, after)
             b.position_at_end(after)
 
-        loop(0, [ir.Constant(I64, 0)] * len(operands))
+        def nest(depth: int, offsets: list):
+            if depth < ndim - 1:
+                counted(
+                    f"i{depth}",
+                    ir.Constant(I64, 0),
+                    dims[depth],
+                    ir.Constant(I64, 1),
+                    lambda i: nest(
+                        depth + 1, [b.add(o, b.mul(i, s[depth])) for o, s in zip(offsets, stride)]
+                    ),
+                )
+            elif not kernel.reductions:
+                counted(
+                    f"i{depth}",
+                    ir.Constant(I64, 0),
+                    dims[depth],
+                    ir.Constant(I64, 1),
+                    lambda i: self._element(b, pointers, offsets, i, classes, stride, depth),
+                )
+            else:
+                counted(
+                    "block",
+                    ir.Constant(I64, 0),
+                    dims[depth],
+                    ir.Constant(I64, BLOCK),
+                    lambda start: self._block(
+                        b,
+                        function,
+                        pointers,
+                        offsets,
+                        start,
+                        dims[depth],
+                        classes,
+                        stride,
+                        depth,
+                        totals,
+                    ),
+                )
+
+        nest(0, [ir.Constant(I64, 0)] * len(operands))
         b.branch(exit_block)
         b.position_at_end(exit_block)
+        for reduction, total, pointer in zip(kernel.reductions, totals, pointers[len(operands) :]):
+            value = b.load(total)
+            target = llvm_type(reduction.out.dtype)
+            if value.type != target:
+                value = b.fptrunc(value, target)
+            b.store(value, pointer)
         b.ret_void()
         return str(module)
 
+    def _block(self, b, function, pointers, offsets, start, size, classes, stride, depth, totals):
+        """One block of a reducing kernel: vectorizable partial sums in the
+        element type (reassociation allowed only here), added into the totals
+        (float64 for floats) once per block, so long sums stay accurate."""
+        kernel = self.kernel
+        stop = b.select(
+            b.icmp_signed("<", b.add(start, ir.Constant(I64, BLOCK)), size),
+            b.add(start, ir.Constant(I64, BLOCK)),
+            size,
+        )
+        header = b.block
+        body = function.append_basic_block("element")
+        after = function.append_basic_block("element.after")
+        b.branch(body)
+        b.position_at_end(body)
+        index = b.phi(I64, name="i")
+        index.add_incoming(start, header)
+        partial = []
+        for reduction in kernel.reductions:
+            phi = b.phi(llvm_type(reduction.out.dtype))
+            phi.add_incoming(ir.Constant(phi.type, 0), header)
+            partial.append(phi)
+        env = self._element(b, pointers, offsets, index, classes, stride, depth)
+        updated = []
+        for reduction, phi in zip(kernel.reductions, partial):
+            value = env[id(reduction.inputs[0])]
+            floating = reduction.out.dtype.is_floating_point
+            updated.append(
+                b.fadd(phi, value, flags=("reassoc", "nsz")) if floating else b.add(phi, value)
+            )
+            phi.add_incoming(updated[-1], body)
+        following = b.add(index, ir.Constant(I64, 1))
+        index.add_incoming(following, body)
+        b.cbranch(b.icmp_signed("<", following, stop), body, after)
+        b.position_at_end(after)
+        for total, value in zip(totals, updated):
+            if value.type != total.type.pointee:
+                value = b.fpext(value, total.type.pointee)
+            add = b.fadd if isinstance(value.type, ir.DoubleType) else b.add
+            b.store(add(b.load(total), value), total)
+
     def _element(self, b, pointers, offsets, index, classes, stride, depth):
+        """Loads the operands, computes the equations, stores the outputs; the
+        values by var, for the reductions."""
         kernel = self.kernel
         n_in = len(self.args)
 
@@ -190,31 +283,36 @@ class KernelCode:
                 else value
             )
         for eqn in kernel.eqns:
-            operands = []
-            for v in eqn.inputs:
-                if id(v) in env:
-                    operands.append(env[id(v)])
-                else:  # a 0-d constant
-                    c = v.value.item()
-                    operands.append(
-                        ir.Constant(
-                            llvm_type(v.dtype),
-                            int(c) if v.dtype.name in ("bool", "int64", "int32") else c,
-                        )
-                    )
+            operands = [env[id(v)] if id(v) in env else _constant(v) for v in eqn.inputs]
             env[id(eqn.out)] = LOWERINGS[eqn.prim](b, operands, eqn)
         for k, v in enumerate(kernel.outputs):
             value = env[id(v)]
             if v.dtype.name == "bool":
                 value = b.zext(value, BYTE)
             b.store(value, address(n_in + k))
+        return env
 
     def _compile(self, ndim: int, classes: tuple):
         function = compile_kernel(
-            self.generate(ndim, classes), 2 + len(self.args) + len(self.kernel.outputs)
+            self.generate(ndim, classes), 2 + len(self.args) + len(self.results)
         )
         self.modules.append(function.module)
         return function
+
+
+BLOCK = 1024  # elements per partial sum in a reducing kernel
+
+
+def _accumulator_type(dtype):
+    return ir.DoubleType() if dtype.is_floating_point else llvm_type(dtype)
+
+
+def _constant(c):
+    """A 0-d constant operand as an LLVM constant."""
+    value = c.value.item()
+    if c.dtype.name in ("bool", "int64", "int32"):
+        value = int(value)
+    return ir.Constant(llvm_type(c.dtype), value)
 
 
 _compiled: dict = {}  # LLVM IR text -> function: identical kernels compile once

@@ -5,9 +5,12 @@ equation in it defines a value of that shape, and operands of other shapes
 (broadcasts) come from outside the kernel and are read with broadcast
 strides, so they cost no copy. An equation joins the kernel of one of its
 operands' producers, or else any kernel of its shape, when that keeps the
-kernels acyclic. Which equations may
-be fused is the caller's choice (``fusible``): the IR knows nothing of what a
-code generator can lower.
+kernels acyclic. A reduction over all of a kernel's dimensions joins the
+kernel that produces its operand, so the reduced values never go to memory;
+its result exists only after the kernel, so nothing in the kernel may read
+it. Which equations may be fused or reduced is the caller's choice
+(``fusible``, ``reducible``): the IR knows nothing of what a code generator
+can lower.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ class Kernel:
 
     eqns: list = field(default_factory=list)
     shape: tuple = ()
+    reductions: list = field(default_factory=list)  # full reductions of values in the kernel
     inputs: list = field(default_factory=list)  # Vars and Consts read from outside
-    outputs: list = field(default_factory=list)  # Vars used outside the kernel
+    outputs: list = field(default_factory=list)  # elementwise values used outside the kernel
 
     @property
     def name(self) -> str:
-        return "fused_" + "_".join(dict.fromkeys(e.prim.name for e in self.eqns))
+        names = [e.prim.name for e in self.eqns + self.reductions]
+        return "fused_" + "_".join(dict.fromkeys(names))
 
 
 @dataclass
@@ -48,11 +53,16 @@ def is_elementwise(eqn: Eqn) -> bool:
     return eqn.prim.name in ELEMENTWISE
 
 
-def partition(graph: Graph, fusible=is_elementwise) -> list:
+def is_full_reduction(eqn: Eqn) -> bool:
+    return eqn.prim.name == "reduce_sum" and len(eqn.params["axes"]) == len(eqn.inputs[0].shape)
+
+
+def partition(graph: Graph, fusible=is_elementwise, reducible=is_full_reduction) -> list:
     """The graph's equations as an ordered list of ``Kernel``s and ``Single``s."""
     groups: list = []  # Kernel or Single, in creation order
     group_of: dict = {}  # Var -> index of the group that defines it
     uses: dict = {}  # index -> indices of groups it reads from
+    reduced: set = set()  # results of reductions fused into kernels
 
     def depends_on(start: int, target: int) -> bool:
         stack, seen = [start], set()
@@ -65,22 +75,36 @@ def partition(graph: Graph, fusible=is_elementwise) -> list:
                 stack.extend(uses[g])
         return False
 
+    def can_join(g: int, eqn: Eqn, sources: set) -> bool:
+        return (
+            isinstance(groups[g], Kernel)
+            and groups[g].shape == eqn.out.shape
+            and not any(depends_on(other, g) for other in sources if other != g)
+            and not any(v in reduced and group_of[v] == g for v in eqn.inputs if isinstance(v, Var))
+        )
+
     for eqn in graph.eqns:
         sources = {group_of[v] for v in eqn.inputs if isinstance(v, Var) and v in group_of}
+        operand = eqn.inputs[0] if eqn.inputs else None
+        producer = group_of.get(operand) if isinstance(operand, Var) else None
+        if (
+            reducible(eqn)
+            and producer is not None
+            and isinstance(groups[producer], Kernel)
+            and groups[producer].shape == operand.shape
+            and operand.shape
+        ):
+            groups[producer].reductions.append(eqn)
+            group_of[eqn.out] = producer
+            reduced.add(eqn.out)
+            continue
         home = None
         if fusible(eqn):
             # an operand's producer first (the most recent), then any kernel of this shape
             candidates = sorted(sources, reverse=True) + [
                 g for g in range(len(groups) - 1, -1, -1) if g not in sources
             ]
-            for g in candidates:
-                if (
-                    isinstance(groups[g], Kernel)
-                    and groups[g].shape == eqn.out.shape
-                    and not any(depends_on(other, g) for other in sources if other != g)
-                ):
-                    home = g
-                    break
+            home = next((g for g in candidates if can_join(g, eqn, sources)), None)
         if home is None:
             home = len(groups)
             groups.append(Kernel(shape=eqn.out.shape) if fusible(eqn) else Single(eqn))
@@ -96,7 +120,7 @@ def partition(graph: Graph, fusible=is_elementwise) -> list:
 def _fill_boundaries(graph: Graph, groups: list, group_of: dict) -> None:
     needed_outside: set = set()
     for index, group in enumerate(groups):
-        eqns = group.eqns if isinstance(group, Kernel) else [group.eqn]
+        eqns = group.eqns + group.reductions if isinstance(group, Kernel) else [group.eqn]
         for eqn in eqns:
             for v in eqn.inputs:
                 if isinstance(v, Var) and group_of.get(v) != index:

@@ -31,7 +31,7 @@ class Executor:
         for step in self.steps:
             if isinstance(step, KernelCode):
                 outputs = step([read(v) for v in step.args])
-                env.update(zip(step.kernel.outputs, outputs))
+                env.update(zip(step.results, outputs))
             else:
                 env[step.out] = run_equation(step, [read(v) for v in step.inputs])
         return [read(v) for v in self.graph.outputs]
