@@ -245,9 +245,8 @@ def _copysign(e: Emitter, magnitude, sign):
 def sigmoid(e: Emitter, x):
     """1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below: exp never overflows."""
     t = exp(e, e.b.fneg(e.call("llvm.fabs", x)))
-    denominator = e.add(e.c(1.0), t)
-    result = e.select(e.lt(x, e.c(0.0)), e.div(t, denominator), e.div(e.c(1.0), denominator))
-    return e.select(e.isnan(x), x, result)
+    numerator = e.select(e.lt(x, e.c(0.0)), t, e.c(1.0))
+    return e.select(e.isnan(x), x, e.div(numerator, e.add(e.c(1.0), t)))
 
 
 def softplus(e: Emitter, x):
