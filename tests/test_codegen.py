@@ -179,3 +179,12 @@ def test_nothing_in_a_kernel_reads_the_kernels_own_reduction():
     assert len([s for s in steps if isinstance(s, Kernel)]) == 2
     xs = np.linspace(-1, 1, 100)
     np.testing.assert_allclose(Executor(graph).run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-13)
+
+
+def test_a_failing_llvm_compile_is_a_clear_error_carrying_the_kernel_ir():
+    from fusegrad.codegen.target import CompiledModule, CompileError
+
+    broken = "define void @kernel() {\nentry:\n  %x = fadd i32 1, 2\n  ret void\n}\n"
+    with pytest.raises(CompileError, match="LLVM rejected a kernel") as info:
+        CompiledModule(broken)
+    assert "define void @kernel" in str(info.value)

@@ -338,6 +338,9 @@ def test_dump_writes_the_ir_of_every_compilation(tmp_path, monkeypatch):
     f(fg.ones(5, requires_grad=True))
     texts = sorted(p.read_text() for p in tmp_path.iterdir())
     assert len(texts) == 2 and all("forward(" in t and "backward(" in t for t in texts)
+    assert all(
+        "kernels:" in t and "; LLVM IR of fused_" in t and "# assembly of" in t for t in texts
+    )
 
 
 def test_static_arguments_and_bad_arguments():
