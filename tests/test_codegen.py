@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import test_jit
 
 import fusegrad as fg
+from fusegrad.codegen import kernels
 from fusegrad.codegen.kernels import KernelCode, layout
 from fusegrad.codegen.lowering import LOWERINGS, can_lower
 from fusegrad.ir import primitives as P
@@ -15,7 +17,15 @@ from fusegrad.ir.fusion import Kernel, partition
 from fusegrad.ir.graph import Graph, GraphBuilder, Var, building, evaluate
 from fusegrad.runtime.executor import Executor
 
+from test_ops import JIT_CASES
+
 SIZES = [1, 3, 17, 100003, 0]
+
+
+@pytest.fixture(autouse=True)
+def native_even_when_tiny(monkeypatch):
+    """Small launches normally run in numpy; these tests are about the native code."""
+    monkeypatch.setattr(kernels, "SMALL_WORK", 0)
 
 
 def _chain(shape_x, shape_y, dtype=fg.float32):
@@ -188,3 +198,13 @@ def test_a_failing_llvm_compile_is_a_clear_error_carrying_the_kernel_ir():
     with pytest.raises(CompileError, match="LLVM rejected a kernel") as info:
         CompiledModule(broken)
     assert "define void @kernel" in str(info.value)
+
+
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op,sample", JIT_CASES)
+def test_the_op_table_through_native_kernels(op, sample, dtype):
+    """Every op compiled (forced native at these small sizes): values and
+    gradients agree with eager, second derivatives too."""
+    test_jit.test_compiled_values_and_gradients_agree_with_eager(op, sample, dtype)
+    if op.differentiable and dtype is fg.float64:
+        test_jit.test_second_derivatives_through_a_compiled_node_equal_eager(op, sample)

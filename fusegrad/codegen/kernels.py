@@ -16,7 +16,7 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
-from ..ir.graph import Const
+from ..ir.graph import Const, run_equation
 from .lowering import LOWERINGS, llvm_type
 from .target import CompiledModule
 
@@ -66,7 +66,8 @@ class KernelCode:
         self.kernel = kernel
         # 0-d constants become LLVM constants; every other input is an argument
         self.args = [v for v in kernel.inputs if not (isinstance(v, Const) and v.value.ndim == 0)]
-        self.variants: dict = {}
+        self.variants: dict = {}  # (ndim, stride classes) -> compiled function
+        self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
 
     @property
@@ -98,32 +99,60 @@ class KernelCode:
 
     def __call__(self, arrays: list) -> list:
         kernel = self.kernel
-        for v, a in zip(self.args, arrays):
-            if a.dtype != v.dtype.np:
-                raise TypeError(
-                    f"{self.name}: operand of dtype {a.dtype} where {v.dtype.name} was compiled"
-                )
-        arrays = [
-            a if all(s % a.itemsize == 0 for s in a.strides) else np.ascontiguousarray(a)
-            for a in arrays
-        ]
+        key = tuple((a.dtype.char, a.shape, a.strides) for a in arrays)
+        launch = self.launches.get(key)
+        if launch is None:
+            launch = self.launches[key] = self._prepare(arrays)
+        if launch is _EMPTY:
+            return [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs] + [
+                np.zeros((), r.out.dtype.np) for r in kernel.reductions
+            ]
+        if launch is _SMALL:
+            return self._numpy(arrays)
+        function, shape_arg, stride_arg = launch
         outputs = [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs]
         sums = [np.zeros((), r.out.dtype.np) for r in kernel.reductions]
-        if any(s == 0 for s in kernel.shape):
-            return outputs + sums
-        shape, strides, classes = layout(kernel.shape, arrays + outputs)
-        key = (len(shape), classes)
-        function = self.variants.get(key)
-        if function is None:
-            function = self.variants[key] = self._compile(len(shape), classes)
-        shape_arg = np.array(shape, np.int64)
-        stride_arg = np.array(strides, np.int64)
         function(
             shape_arg.ctypes.data,
             stride_arg.ctypes.data,
             *[a.ctypes.data for a in arrays + outputs + sums],
         )
         return outputs + sums
+
+    def _prepare(self, arrays: list):
+        """Checks the operands once per layout and picks how to run it."""
+        kernel = self.kernel
+        for v, a in zip(self.args, arrays):
+            if a.dtype != v.dtype.np:
+                raise TypeError(
+                    f"{self.name}: operand of dtype {a.dtype} where {v.dtype.name} was compiled"
+                )
+            if any(s % a.itemsize for s in a.strides):
+                raise ValueError(f"{self.name}: operand strides {a.strides} are not whole elements")
+        if any(s == 0 for s in kernel.shape):
+            layout(kernel.shape, arrays)  # validates
+            return _EMPTY
+        outputs = [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs]
+        shape, strides, classes = layout(kernel.shape, arrays + outputs)
+        if int(np.prod(kernel.shape)) * (len(kernel.eqns) + 1) < SMALL_WORK:
+            return _SMALL
+        variant = (len(shape), classes)
+        function = self.variants.get(variant)
+        if function is None:
+            function = self.variants[variant] = self._compile(*variant)
+        return function, np.array(shape, np.int64), np.array(strides, np.int64)
+
+    def _numpy(self, arrays: list) -> list:
+        """The kernel's equations one by one in numpy: cheaper than a launch
+        when there is this little to compute."""
+        env = {id(v): a for v, a in zip(self.args, arrays)}
+        for eqn in self.kernel.eqns:
+            env[id(eqn.out)] = run_equation(
+                eqn, [env[id(v)] if id(v) in env else v.value for v in eqn.inputs]
+            )
+        for eqn in self.kernel.reductions:
+            env[id(eqn.out)] = run_equation(eqn, [env[id(eqn.inputs[0])]])
+        return [env[id(v)] for v in self.results]
 
     # ------------------------------------------------------------------ codegen
 
@@ -301,6 +330,9 @@ class KernelCode:
 
 
 BLOCK = 1024  # elements per partial sum in a reducing kernel
+# Below this many element-operations a launch costs more than numpy's calls.
+SMALL_WORK = 2048
+_EMPTY, _SMALL = object(), object()
 
 
 def _accumulator_type(dtype):
