@@ -95,13 +95,15 @@ def test_operands_that_do_not_fit_are_refused_before_the_kernel_runs():
 
 def test_layout_merges_dimensions_contiguous_for_every_operand():
     a = np.ones((4, 5, 6), np.float32)
-    shape, strides, classes = layout((4, 5, 6), [a, np.ones(6, np.float32)])
+    shape, strides, classes, _ = layout((4, 5, 6), [a, np.ones(6, np.float32)])
     assert shape == (20, 6) and classes == (1, 1)
     assert strides == [[6, 1], [0, 1]]
-    shape, _, classes = layout((4, 5, 6), [a, a])
+    shape, _, classes, _ = layout((4, 5, 6), [a, a])
     assert shape == (120,) and classes == (1, 1)
-    shape, _, classes = layout((4, 5, 6), [a.transpose(2, 1, 0).copy().transpose(2, 1, 0), a])
+    shape, _, classes, _ = layout((4, 5, 6), [a.transpose(2, 1, 0).copy().transpose(2, 1, 0), a])
     assert classes == ("s", 1)
+    shape, _, _, kept = layout((4, 5, 6), [a, a], split=1)  # rows of 30 reduced
+    assert shape == (4, 30) and kept == 1
 
 
 def test_a_long_chain_and_its_gradient_fuse_into_few_vectorized_kernels():
@@ -208,3 +210,58 @@ def test_the_op_table_through_native_kernels(op, sample, dtype):
     test_jit.test_compiled_values_and_gradients_agree_with_eager(op, sample, dtype)
     if op.differentiable and dtype is fg.float64:
         test_jit.test_second_derivatives_through_a_compiled_node_equal_eager(op, sample)
+
+
+@pytest.mark.parametrize(
+    "shape,axes",
+    [
+        ((7, 3000), (1,)),
+        ((5, 4, 33), (1, 2)),
+        ((9, 1), (1,)),
+        ((4, 0), (1,)),
+        ((0, 6), (1,)),
+        ((6, 17), (0, 1)),
+    ],
+)
+def test_row_sums_fuse_into_the_producing_kernel(shape, axes):
+    x = Var(shape, fg.float64)
+    builder = GraphBuilder()
+    with building(builder):
+        y = P.exp(P.tanh(x)) * x
+        rows = P.reduce_sum(y, axes=axes)
+        positives = P.reduce_sum(P.convert(x > 0.0, dtype=fg.int64), axes=axes)
+    graph = Graph([x], builder.eqns, [rows, positives, y])
+    executor = Executor(graph)
+    assert len(executor.kernels) == 1 and len(executor.kernels[0].kernel.reductions) == 2
+    rng = np.random.default_rng(sum(shape))
+    big = rng.standard_normal(tuple(2 * s + 1 for s in shape[::-1]))
+    for xs in (
+        big[tuple(slice(0, s) for s in shape[::-1])].T,  # transposed, strided
+        np.ascontiguousarray(big[tuple(slice(0, s) for s in shape[::-1])].T),
+    ):
+        got, want = executor.run([xs]), evaluate(graph, [xs])
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_allclose(got[2], want[2], rtol=1e-13)
+
+
+def test_layer_norm_and_softmax_compile_with_row_sums_and_agree_with_eager():
+    def f(x, w, b):
+        h = fg.nn.functional.layer_norm(x, (x.shape[-1],), w, b)
+        return (fg.softmax(h, dim=-1) * h).sum()
+
+    compiled = fg.jit(f)
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((64, 300)), rng.standard_normal(300), rng.standard_normal(300)]
+    results = []
+    for fn in (compiled, compiled, f):
+        tensors = [fg.tensor(a, requires_grad=True) for a in args]
+        out = fn(*tensors)
+        out.backward()
+        results.append([out.item()] + [t.grad.numpy() for t in tensors])
+    for got in results[:2]:
+        np.testing.assert_allclose(got[0], results[2][0], rtol=1e-12)
+        for g, w in zip(got[1:], results[2][1:]):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    program = compiled.lower(*[fg.tensor(a, requires_grad=True) for a in args]).program
+    assert any(k.kernel.reductions for k in program.kernels)

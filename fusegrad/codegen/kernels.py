@@ -28,10 +28,13 @@ def _memory_type(dtype):
     return BYTE if dtype.name == "bool" else llvm_type(dtype)
 
 
-def layout(shape: tuple, arrays: list) -> tuple:
-    """(merged shape, element strides per operand, stride classes) for a launch.
-    Raises ValueError when an operand does not fit the iteration shape."""
+def layout(shape: tuple, arrays: list, split: int | None = None) -> tuple:
+    """(merged shape, element strides per operand, stride classes, merged kept
+    dimensions) for a launch. Dimensions merge when contiguous for every
+    operand, never across ``split`` (kept dimensions before it, reduced ones
+    after). Raises ValueError when an operand does not fit the iteration shape."""
     ndim = len(shape)
+    split = ndim if split is None else split
     strides = []
     for a in arrays:
         if a.ndim > ndim or any(s not in (1, t) for s, t in zip(a.shape[::-1], shape[::-1])):
@@ -41,22 +44,31 @@ def layout(shape: tuple, arrays: list) -> tuple:
             for s, t, st in zip(a.shape, shape[ndim - a.ndim :], a.strides)
         )
         strides.append(padded)
-    merged_shape, merged = [], [[] for _ in arrays]
-    for d in range(ndim):
-        if shape[d] == 1:
-            continue
-        if merged_shape and all(m[-1] == s[d] * shape[d] for m, s in zip(merged, strides)):
-            merged_shape[-1] *= shape[d]
+    merged_shape, merged, kept = [], [[] for _ in arrays], 0
+    for first, region in enumerate((range(split), range(split, ndim))):
+        start = len(merged_shape)
+        for d in region:
+            if shape[d] == 1:
+                continue
+            if len(merged_shape) > start and all(
+                m[-1] == s[d] * shape[d] for m, s in zip(merged, strides)
+            ):
+                merged_shape[-1] *= shape[d]
+                for m, s in zip(merged, strides):
+                    m[-1] = s[d]
+                continue
+            merged_shape.append(shape[d])
             for m, s in zip(merged, strides):
-                m[-1] = s[d]
-            continue
-        merged_shape.append(shape[d])
-        for m, s in zip(merged, strides):
-            m.append(s[d])
-    if not merged_shape:
-        merged_shape, merged = [1], [[0] for _ in arrays]
+                m.append(s[d])
+        if first == 0:
+            kept = len(merged_shape)
+    if (split < ndim and len(merged_shape) == kept) or not merged_shape:
+        # an inner loop of one: all the dimensions to reduce (or all) were size 1
+        merged_shape.append(1)
+        for m in merged:
+            m.append(0)
     classes = tuple(m[-1] if m[-1] in (0, 1) else "s" for m in merged)
-    return tuple(merged_shape), merged, classes
+    return tuple(merged_shape), merged, classes, kept
 
 
 class KernelCode:
@@ -97,26 +109,38 @@ class KernelCode:
         """The values a launch returns: elementwise outputs, then reductions."""
         return self.kernel.outputs + [r.out for r in self.kernel.reductions]
 
-    def __call__(self, arrays: list) -> list:
+    @property
+    def split(self) -> int:
+        """How many leading dimensions are kept (the rest are reduced)."""
+        reductions = self.kernel.reductions
+        return (
+            len(self.kernel.shape) - len(reductions[0].params["axes"])
+            if reductions
+            else len(self.kernel.shape)
+        )
+
+    def _allocate(self):
         kernel = self.kernel
+        kept = kernel.shape[: self.split]
+        return [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs], [
+            np.zeros(kept, r.out.dtype.np) for r in kernel.reductions
+        ]
+
+    def __call__(self, arrays: list) -> list:
         key = tuple((a.dtype.char, a.shape, a.strides) for a in arrays)
         launch = self.launches.get(key)
         if launch is None:
             launch = self.launches[key] = self._prepare(arrays)
-        if launch is _EMPTY:
-            return [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs] + [
-                np.zeros((), r.out.dtype.np) for r in kernel.reductions
-            ]
         if launch is _SMALL:
             return self._numpy(arrays)
-        function, shape_arg, stride_arg = launch
-        outputs = [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs]
-        sums = [np.zeros((), r.out.dtype.np) for r in kernel.reductions]
-        function(
-            shape_arg.ctypes.data,
-            stride_arg.ctypes.data,
-            *[a.ctypes.data for a in arrays + outputs + sums],
-        )
+        outputs, sums = self._allocate()
+        if launch is not _EMPTY:
+            function, shape_arg, stride_arg = launch
+            function(
+                shape_arg.ctypes.data,
+                stride_arg.ctypes.data,
+                *[a.ctypes.data for a in arrays + outputs + sums],
+            )
         return outputs + sums
 
     def _prepare(self, arrays: list):
@@ -129,14 +153,15 @@ class KernelCode:
                 )
             if any(s % a.itemsize for s in a.strides):
                 raise ValueError(f"{self.name}: operand strides {a.strides} are not whole elements")
+        outputs, sums = self._allocate()
+        reduced = (1,) * (len(kernel.shape) - self.split)
+        operands = arrays + outputs + [r.reshape(r.shape + reduced) for r in sums]
+        shape, strides, classes, kept = layout(kernel.shape, operands, self.split)
         if any(s == 0 for s in kernel.shape):
-            layout(kernel.shape, arrays)  # validates
             return _EMPTY
-        outputs = [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs]
-        shape, strides, classes = layout(kernel.shape, arrays + outputs)
         if int(np.prod(kernel.shape)) * (len(kernel.eqns) + 1) < SMALL_WORK:
             return _SMALL
-        variant = (len(shape), classes)
+        variant = (len(shape), classes, kept)
         function = self.variants.get(variant)
         if function is None:
             function = self.variants[variant] = self._compile(*variant)
@@ -156,12 +181,13 @@ class KernelCode:
 
     # ------------------------------------------------------------------ codegen
 
-    def generate(self, ndim: int, classes: tuple) -> str:
-        """The LLVM IR of this kernel for one operand layout."""
+    def generate(self, ndim: int, classes: tuple, kept: int) -> str:
+        """The LLVM IR of this kernel for one operand layout: loops over the
+        ``kept`` leading dimensions, and inside them the reduced ones."""
         kernel = self.kernel
         module = ir.Module(name=self.name)
-        operands = self.args + kernel.outputs
-        pointer_types = [_memory_type(v.dtype).as_pointer() for v in self.args + self.results]
+        operands = self.args + self.results
+        pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
         signature = ir.FunctionType(
             ir.VoidType(), [I64.as_pointer(), I64.as_pointer()] + pointer_types
         )
@@ -176,9 +202,8 @@ class KernelCode:
             for k in range(len(operands))
         ]
         totals = [b.alloca(_accumulator_type(r.out.dtype)) for r in kernel.reductions]
-        for total in totals:
-            b.store(ir.Constant(total.type.pointee, 0), total)
         exit_block = function.append_basic_block("exit")
+        first_sum = len(self.args) + len(kernel.outputs)
 
         def counted(name, start, stop, step, body):
             """for index in range(start, stop, step): body(index)"""
@@ -195,23 +220,28 @@ class KernelCode:
             b.cbranch(b.icmp_signed("<", following, stop), loop_block, after)
             b.position_at_end(after)
 
+        def advance(offsets, index, depth):
+            return [b.add(o, b.mul(index, s[depth])) for o, s in zip(offsets, stride)]
+
         def nest(depth: int, offsets: list):
+            one = ir.Constant(I64, 1)
+            if depth == kept and kernel.reductions:
+                for total in totals:
+                    b.store(ir.Constant(total.type.pointee, 0), total)
             if depth < ndim - 1:
                 counted(
                     f"i{depth}",
                     ir.Constant(I64, 0),
                     dims[depth],
-                    ir.Constant(I64, 1),
-                    lambda i: nest(
-                        depth + 1, [b.add(o, b.mul(i, s[depth])) for o, s in zip(offsets, stride)]
-                    ),
+                    one,
+                    lambda i: nest(depth + 1, advance(offsets, i, depth)),
                 )
             elif not kernel.reductions:
                 counted(
                     f"i{depth}",
                     ir.Constant(I64, 0),
                     dims[depth],
-                    ir.Constant(I64, 1),
+                    one,
                     lambda i: self._element(b, pointers, offsets, i, classes, stride, depth),
                 )
             else:
@@ -233,16 +263,17 @@ class KernelCode:
                         totals,
                     ),
                 )
+            if depth == kept and kernel.reductions:
+                for k, (reduction, total) in enumerate(zip(kernel.reductions, totals)):
+                    value = b.load(total)
+                    target = llvm_type(reduction.out.dtype)
+                    if value.type != target:
+                        value = b.fptrunc(value, target)
+                    b.store(value, b.gep(pointers[first_sum + k], [offsets[first_sum + k]]))
 
         nest(0, [ir.Constant(I64, 0)] * len(operands))
         b.branch(exit_block)
         b.position_at_end(exit_block)
-        for reduction, total, pointer in zip(kernel.reductions, totals, pointers[len(operands) :]):
-            value = b.load(total)
-            target = llvm_type(reduction.out.dtype)
-            if value.type != target:
-                value = b.fptrunc(value, target)
-            b.store(value, pointer)
         b.ret_void()
         return str(module)
 
@@ -321,9 +352,9 @@ class KernelCode:
             b.store(value, address(n_in + k))
         return env
 
-    def _compile(self, ndim: int, classes: tuple):
+    def _compile(self, ndim: int, classes: tuple, kept: int):
         function = compile_kernel(
-            self.generate(ndim, classes), 2 + len(self.args) + len(self.results)
+            self.generate(ndim, classes, kept), 2 + len(self.args) + len(self.results)
         )
         self.modules.append(function.module)
         return function

@@ -5,10 +5,11 @@ equation in it defines a value of that shape, and operands of other shapes
 (broadcasts) come from outside the kernel and are read with broadcast
 strides, so they cost no copy. An equation joins the kernel of one of its
 operands' producers, or else any kernel of its shape, when that keeps the
-kernels acyclic. A reduction over all of a kernel's dimensions joins the
-kernel that produces its operand, so the reduced values never go to memory;
-its result exists only after the kernel, so nothing in the kernel may read
-it. Which equations may be fused or reduced is the caller's choice
+kernels acyclic. A sum over a kernel's trailing dimensions (all of them, or
+the rows of a matrix) joins the kernel that produces its operand, so the
+summed values never go to memory; a kernel's reductions share their axes,
+and their results exist only after the kernel, so nothing in it reads them.
+Which equations may be fused or reduced is the caller's choice
 (``fusible``, ``reducible``): the IR knows nothing of what a code generator
 can lower.
 """
@@ -53,11 +54,17 @@ def is_elementwise(eqn: Eqn) -> bool:
     return eqn.prim.name in ELEMENTWISE
 
 
-def is_full_reduction(eqn: Eqn) -> bool:
-    return eqn.prim.name == "reduce_sum" and len(eqn.params["axes"]) == len(eqn.inputs[0].shape)
+def is_trailing_reduction(eqn: Eqn) -> bool:
+    """A sum over the last k axes (all of them included), which a kernel can
+    accumulate while it walks its operand row by row."""
+    if eqn.prim.name != "reduce_sum" or not eqn.params["axes"]:
+        return False
+    ndim = len(eqn.inputs[0].shape)
+    axes = eqn.params["axes"]
+    return tuple(axes) == tuple(range(ndim - len(axes), ndim))
 
 
-def partition(graph: Graph, fusible=is_elementwise, reducible=is_full_reduction) -> list:
+def partition(graph: Graph, fusible=is_elementwise, reducible=is_trailing_reduction) -> list:
     """The graph's equations as an ordered list of ``Kernel``s and ``Single``s."""
     groups: list = []  # Kernel or Single, in creation order
     group_of: dict = {}  # Var -> index of the group that defines it
@@ -93,6 +100,7 @@ def partition(graph: Graph, fusible=is_elementwise, reducible=is_full_reduction)
             and isinstance(groups[producer], Kernel)
             and groups[producer].shape == operand.shape
             and operand.shape
+            and all(r.params["axes"] == eqn.params["axes"] for r in groups[producer].reductions)
         ):
             groups[producer].reductions.append(eqn)
             group_of[eqn.out] = producer
