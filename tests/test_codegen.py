@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import test_jit
 
 import fusegrad as fg
 from fusegrad.codegen import kernels
@@ -17,6 +16,7 @@ from fusegrad.ir.fusion import Kernel, partition
 from fusegrad.ir.graph import Graph, GraphBuilder, Var, building, evaluate
 from fusegrad.runtime.executor import Executor
 
+import test_jit
 from test_ops import JIT_CASES
 
 SIZES = [1, 3, 17, 100003, 0]

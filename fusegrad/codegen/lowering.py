@@ -156,6 +156,7 @@ LOWERINGS.update(
         P.tanh: _math(mathfns.tanh),
         P.sigmoid: _math(mathfns.sigmoid),
         P.softplus: _math(mathfns.softplus),
+        P.erf: _math(mathfns.erf),
     }
 )
 

@@ -8,7 +8,9 @@ a polynomial (float32) or rational (float64) approximation on the reduced
 range, and rebuild the result through the exponent bits. The others are
 written with them: log1p and expm1 with the rounding-error corrections of
 Goldberg and Kahan, tanh and sigmoid through exp with a polynomial for small
-tanh arguments, softplus as max(x, 0) + log1p(exp(-|x|)).
+tanh arguments, softplus as max(x, 0) + log1p(exp(-|x|)). erf evaluates
+Chebyshev series of erf(x)/x and erfc(x)*exp(x*x) (tools/fit_erf.py derives
+them) with Clenshaw's recurrence.
 """
 
 from __future__ import annotations
@@ -254,3 +256,164 @@ def softplus(e: Emitter, x):
     positive = e.select(e.gt(x, e.c(0.0)), x, e.c(0.0))
     tail = log1p(e, exp(e, e.b.fneg(e.call("llvm.fabs", x))))
     return e.select(e.isnan(x), x, e.add(positive, tail))
+
+
+# ---------------------------------------------------------------------- erf
+# (interval start, interval end, Chebyshev coefficients), from tools/fit_erf.py
+
+SMALL_F32 = (
+    0.0,
+    0.765625,
+    [
+        1.0058696706838033,
+        -0.11586435124792986,
+        0.006352475024278402,
+        -0.0002820205454094384,
+        1.0321318596379593e-05,
+        -3.1951881808095866e-07,
+        8.551054553577366e-09,
+    ],
+)
+SMALL_F64 = (
+    0.0,
+    0.765625,
+    [
+        1.0058696706838033,
+        -0.11586435124792986,
+        0.006352475024278402,
+        -0.0002820205454094384,
+        1.0321318596379593e-05,
+        -3.1951881808095866e-07,
+        8.551054553577366e-09,
+        -2.0131325255450695e-10,
+        4.2278810609072635e-12,
+        -8.011292833655046e-14,
+        1.3825519277117169e-15,
+        -2.1901118494361946e-17,
+    ],
+)
+MIDDLE_F32 = (
+    0.875,
+    3.0,
+    [
+        0.29077283955662686,
+        -0.13636999424088622,
+        0.029671109875076724,
+        -0.006062152966098974,
+        0.001173079750955083,
+        -0.00021639317945980197,
+        3.824432118849989e-05,
+        -6.502161977617681e-06,
+        1.0669927637547995e-06,
+        -1.694677384763711e-07,
+        2.611327017947898e-08,
+        -3.911717660912691e-09,
+    ],
+)
+MIDDLE_F64 = (
+    0.875,
+    3.0,
+    [
+        0.29077283955662686,
+        -0.13636999424088622,
+        0.029671109875076724,
+        -0.006062152966098974,
+        0.001173079750955083,
+        -0.00021639317945980197,
+        3.824432118849989e-05,
+        -6.502161977617681e-06,
+        1.0669927637547995e-06,
+        -1.694677384763711e-07,
+        2.611327017947898e-08,
+        -3.911717660912691e-09,
+        5.706555941575945e-10,
+        -8.119993246447454e-11,
+        1.1285209621953392e-11,
+        -1.5338000680252943e-12,
+        2.0408510562419379e-13,
+        -2.6611486463353013e-14,
+        3.403565760722009e-15,
+        -4.273303328242231e-16,
+        5.270904152465363e-17,
+        -6.391446923754856e-18,
+    ],
+)
+LARGE_F32 = (
+    3.0,
+    6.0,
+    [
+        0.12902689965474168,
+        -0.0420426781395118,
+        0.006698487121092753,
+        -0.0010450916791743758,
+        0.00015985899884949414,
+        -2.3998261587238652e-05,
+        3.53906410506357e-06,
+        -5.131303200649095e-07,
+        7.320268611264974e-08,
+        -1.0282193129248155e-08,
+        1.4229088707596404e-09,
+    ],
+)
+LARGE_F64 = (
+    3.0,
+    6.0,
+    [
+        0.12902689965474168,
+        -0.0420426781395118,
+        0.006698487121092753,
+        -0.0010450916791743758,
+        0.00015985899884949414,
+        -2.3998261587238652e-05,
+        3.53906410506357e-06,
+        -5.131303200649095e-07,
+        7.320268611264974e-08,
+        -1.0282193129248155e-08,
+        1.4229088707596404e-09,
+        -1.9411157958365732e-10,
+        2.611796346594898e-11,
+        -3.4677962235781513e-12,
+        4.5456029570973385e-13,
+        -5.884864531875017e-14,
+        7.527649782554211e-15,
+        -9.51743765070785e-16,
+        1.189783691087327e-16,
+        -1.4711054785450403e-17,
+        1.7996151024795913e-18,
+    ],
+)
+
+
+ERF_PIECES = {
+    "f32": (SMALL_F32, MIDDLE_F32, LARGE_F32),
+    "f64": (SMALL_F64, MIDDLE_F64, LARGE_F64),
+}
+
+
+def _chebyshev(e: Emitter, x, piece):
+    """sum c_j T_j(s) with s = x mapped from [a, b] to [-1, 1] (Clenshaw)."""
+    a, b, coefficients = piece
+    s = e.mul(e.sub(e.mul(x, e.c(2.0 / (b - a))), e.c((a + b) / (b - a))), e.c(1.0))
+    two_s = e.add(s, s)
+    b1 = b2 = e.c(0.0)
+    for c in reversed(coefficients[1:]):
+        b1, b2 = e.add(e.sub(e.mul(two_s, b1), b2), e.c(c)), b1
+    return e.add(e.sub(e.mul(s, b1), b2), e.c(coefficients[0]))
+
+
+def erf(e: Emitter, x):
+    small_piece, middle_piece, large_piece = ERF_PIECES["f64" if e.f64 else "f32"]
+    a = e.call("llvm.fabs", x)
+    t = e.mul(a, a)
+    small = e.mul(a, _chebyshev(e, t, small_piece))
+    decay = exp(e, e.b.fneg(t))
+    tail = e.select(
+        e.lt(a, e.c(middle_piece[1])), _chebyshev(e, a, middle_piece), _chebyshev(e, a, large_piece)
+    )
+    large = e.sub(e.c(1.0), e.mul(decay, tail))
+    magnitude = e.select(
+        e.lt(a, e.c(small_piece[1] ** 0.5)),
+        small,
+        e.select(e.lt(a, e.c(large_piece[1])), large, e.c(1.0)),
+    )
+    return e.select(e.isnan(x), x, _copysign(e, magnitude, x))
