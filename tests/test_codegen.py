@@ -265,3 +265,25 @@ def test_layer_norm_and_softmax_compile_with_row_sums_and_agree_with_eager():
             np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
     program = compiled.lower(*[fg.tensor(a, requires_grad=True) for a in args]).program
     assert any(k.kernel.reductions for k in program.kernels)
+
+
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64, fg.int64], ids=["f32", "f64", "i64"])
+def test_max_and_min_reductions_fuse_and_propagate_nan(dtype):
+    x = Var((37, 2050), dtype)
+    builder = GraphBuilder()
+    with building(builder):
+        y = x * x if dtype is fg.int64 else P.exp(P.tanh(x)) * x
+        top = P.reduce_max(y, axes=(1,))
+        bottom = P.reduce_min(y, axes=(1,))
+        every = P.reduce_min(y > x, axes=(1,))  # all(), on booleans
+        total = P.reduce_sum(y, axes=(1,))
+    graph = Graph([x], builder.eqns, [top, bottom, every, total])
+    executor = Executor(graph)
+    assert len(executor.kernels) == 1 and len(executor.kernels[0].kernel.reductions) == 4
+    rng = np.random.default_rng(5)
+    xs = (rng.standard_normal((37, 2050)) * 5).astype(dtype.np)
+    if dtype is not fg.int64:
+        xs[3, 700] = np.nan
+    got, want = executor.run([xs]), evaluate(graph, [xs])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5 if dtype is fg.float32 else 1e-12)

@@ -17,7 +17,7 @@ import numpy as np
 from llvmlite import ir
 
 from ..ir.graph import Const, run_equation
-from .lowering import LOWERINGS, llvm_type
+from .lowering import BOOL, LOWERINGS, llvm_type
 from .target import CompiledModule
 
 I64 = ir.IntType(64)
@@ -201,7 +201,8 @@ class KernelCode:
             [b.load(b.gep(stride_ptr, [ir.Constant(I64, k * ndim + d)])) for d in range(ndim)]
             for k in range(len(operands))
         ]
-        totals = [b.alloca(_accumulator_type(r.out.dtype)) for r in kernel.reductions]
+        reducers = [Reducer(r) for r in kernel.reductions]
+        totals = [b.alloca(r.total_type) for r in reducers]
         exit_block = function.append_basic_block("exit")
         first_sum = len(self.args) + len(kernel.outputs)
 
@@ -226,8 +227,8 @@ class KernelCode:
         def nest(depth: int, offsets: list):
             one = ir.Constant(I64, 1)
             if depth == kept and kernel.reductions:
-                for total in totals:
-                    b.store(ir.Constant(total.type.pointee, 0), total)
+                for reducer, total in zip(reducers, totals):
+                    b.store(reducer.total_identity, total)
             if depth < ndim - 1:
                 counted(
                     f"i{depth}",
@@ -264,11 +265,8 @@ class KernelCode:
                     ),
                 )
             if depth == kept and kernel.reductions:
-                for k, (reduction, total) in enumerate(zip(kernel.reductions, totals)):
-                    value = b.load(total)
-                    target = llvm_type(reduction.out.dtype)
-                    if value.type != target:
-                        value = b.fptrunc(value, target)
+                for k, (reducer, total) in enumerate(zip(reducers, totals)):
+                    value = reducer.result(b, b.load(total))
                     b.store(value, b.gep(pointers[first_sum + k], [offsets[first_sum + k]]))
 
         nest(0, [ir.Constant(I64, 0)] * len(operands))
@@ -278,15 +276,13 @@ class KernelCode:
         return str(module)
 
     def _block(self, b, function, pointers, offsets, start, size, classes, stride, depth, totals):
-        """One block of a reducing kernel: vectorizable partial sums in the
-        element type (reassociation allowed only here), added into the totals
-        (float64 for floats) once per block, so long sums stay accurate."""
-        kernel = self.kernel
-        stop = b.select(
-            b.icmp_signed("<", b.add(start, ir.Constant(I64, BLOCK)), size),
-            b.add(start, ir.Constant(I64, BLOCK)),
-            size,
-        )
+        """One block of a reducing kernel: vectorizable partial results in the
+        element type (for sums, reassociation is allowed only here), combined
+        into the totals once per block (float64 for float sums), so long sums
+        stay accurate."""
+        reducers = [Reducer(r) for r in self.kernel.reductions]
+        end = b.add(start, ir.Constant(I64, BLOCK))
+        stop = b.select(b.icmp_signed("<", end, size), end, size)
         header = b.block
         body = function.append_basic_block("element")
         after = function.append_basic_block("element.after")
@@ -295,28 +291,21 @@ class KernelCode:
         index = b.phi(I64, name="i")
         index.add_incoming(start, header)
         partial = []
-        for reduction in kernel.reductions:
-            phi = b.phi(llvm_type(reduction.out.dtype))
-            phi.add_incoming(ir.Constant(phi.type, 0), header)
+        for reducer in reducers:
+            phi = b.phi(reducer.type)
+            phi.add_incoming(reducer.identity, header)
             partial.append(phi)
         env = self._element(b, pointers, offsets, index, classes, stride, depth)
         updated = []
-        for reduction, phi in zip(kernel.reductions, partial):
-            value = env[id(reduction.inputs[0])]
-            floating = reduction.out.dtype.is_floating_point
-            updated.append(
-                b.fadd(phi, value, flags=("reassoc", "nsz")) if floating else b.add(phi, value)
-            )
+        for reducer, phi in zip(reducers, partial):
+            updated.append(reducer.combine(b, phi, env[id(reducer.eqn.inputs[0])]))
             phi.add_incoming(updated[-1], body)
         following = b.add(index, ir.Constant(I64, 1))
         index.add_incoming(following, body)
         b.cbranch(b.icmp_signed("<", following, stop), body, after)
         b.position_at_end(after)
-        for total, value in zip(totals, updated):
-            if value.type != total.type.pointee:
-                value = b.fpext(value, total.type.pointee)
-            add = b.fadd if isinstance(value.type, ir.DoubleType) else b.add
-            b.store(add(b.load(total), value), total)
+        for reducer, total, value in zip(reducers, totals, updated):
+            b.store(reducer.combine_total(b, b.load(total), value), total)
 
     def _element(self, b, pointers, offsets, index, classes, stride, depth):
         """Loads the operands, computes the equations, stores the outputs; the
@@ -366,8 +355,54 @@ SMALL_WORK = 2048
 _EMPTY, _SMALL = object(), object()
 
 
-def _accumulator_type(dtype):
-    return ir.DoubleType() if dtype.is_floating_point else llvm_type(dtype)
+class Reducer:
+    """How a fused reduction accumulates: sum, max or min, per element type."""
+
+    def __init__(self, eqn):
+        self.eqn = eqn
+        self.kind = eqn.prim.name.removeprefix("reduce_")
+        dtype = eqn.out.dtype
+        self.type = llvm_type(dtype)
+        self.floating = dtype.is_floating_point
+        self.total_type = ir.DoubleType() if self.kind == "sum" and self.floating else self.type
+        self.identity = self._identity(self.type)
+        self.total_identity = self._identity(self.total_type)
+
+    def _identity(self, t):
+        if self.kind == "sum":
+            return ir.Constant(t, 0)
+        if t == BOOL:
+            return ir.Constant(t, 0 if self.kind == "max" else 1)
+        if self.floating:
+            return ir.Constant(t, float("-inf") if self.kind == "max" else float("inf"))
+        bits = t.width - 1
+        return ir.Constant(t, -(2**bits) if self.kind == "max" else 2**bits - 1)
+
+    def combine(self, b, acc, value):
+        if self.kind == "sum":
+            return (
+                b.fadd(acc, value, flags=("reassoc", "nsz")) if self.floating else b.add(acc, value)
+            )
+        if self.floating:  # NaN wins, as in numpy
+            name = "llvm.maximum" if self.kind == "max" else "llvm.minimum"
+            signature = ir.FunctionType(acc.type, [acc.type, acc.type])
+            return b.call(b.module.declare_intrinsic(name, [acc.type], signature), [acc, value])
+        if acc.type == BOOL:
+            return b.or_(acc, value) if self.kind == "max" else b.and_(acc, value)
+        return b.select(b.icmp_signed(">" if self.kind == "max" else "<", value, acc), value, acc)
+
+    def combine_total(self, b, total, partial):
+        if self.kind == "sum" and self.floating:
+            if partial.type != total.type:
+                partial = b.fpext(partial, total.type)
+            return b.fadd(total, partial)
+        return self.combine(b, total, partial)
+
+    def result(self, b, total):
+        """The total as the output element is stored."""
+        if total.type != self.type:
+            total = b.fptrunc(total, self.type)
+        return b.zext(total, BYTE) if self.type == BOOL else total
 
 
 def _constant(c):

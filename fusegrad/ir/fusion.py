@@ -5,9 +5,9 @@ equation in it defines a value of that shape, and operands of other shapes
 (broadcasts) come from outside the kernel and are read with broadcast
 strides, so they cost no copy. An equation joins the kernel of one of its
 operands' producers, or else any kernel of its shape, when that keeps the
-kernels acyclic. A sum over a kernel's trailing dimensions (all of them, or
-the rows of a matrix) joins the kernel that produces its operand, so the
-summed values never go to memory; a kernel's reductions share their axes,
+kernels acyclic. A sum, max or min over a kernel's trailing dimensions (all of
+them, or the rows of a matrix) joins the kernel that produces its operand, so
+the reduced values never go to memory; a kernel's reductions share their axes,
 and their results exist only after the kernel, so nothing in it reads them.
 Which equations may be fused or reduced is the caller's choice
 (``fusible``, ``reducible``): the IR knows nothing of what a code generator
@@ -55,9 +55,9 @@ def is_elementwise(eqn: Eqn) -> bool:
 
 
 def is_trailing_reduction(eqn: Eqn) -> bool:
-    """A sum over the last k axes (all of them included), which a kernel can
-    accumulate while it walks its operand row by row."""
-    if eqn.prim.name != "reduce_sum" or not eqn.params["axes"]:
+    """A sum, max or min over the last k axes (all of them included), which a
+    kernel can accumulate while it walks its operand row by row."""
+    if eqn.prim.name not in ("reduce_sum", "reduce_max", "reduce_min") or not eqn.params["axes"]:
         return False
     ndim = len(eqn.inputs[0].shape)
     axes = eqn.params["axes"]
