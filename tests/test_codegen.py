@@ -287,3 +287,33 @@ def test_max_and_min_reductions_fuse_and_propagate_nan(dtype):
     got, want = executor.run([xs]), evaluate(graph, [xs])
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5 if dtype is fg.float32 else 1e-12)
+
+
+@pytest.mark.parametrize(
+    "shape,axes",
+    [((3000, 7), (0,)), ((4, 5, 33), (0, 1)), ((1, 9), (0,)), ((0, 6), (0,)), ((6, 0), (0,))],
+)
+def test_column_reductions_fuse_and_accumulate_in_float64(shape, axes):
+    x = Var(shape, fg.float32)
+    builder = GraphBuilder()
+    with_max = all(shape[a] for a in axes)  # a max over nothing is an error, as in numpy
+    with building(builder):
+        y = P.exp(P.tanh(x)) * x
+        columns = P.reduce_sum(y, axes=axes)
+        tops = P.reduce_max(y, axes=axes) if with_max else columns
+    graph = Graph([x], builder.eqns, [columns, tops, y])
+    executor = Executor(graph)
+    reductions = executor.kernels[0].kernel.reductions
+    assert len(executor.kernels) == 1 and len(reductions) == 1 + with_max
+    rng = np.random.default_rng(sum(shape))
+    big = rng.standard_normal(tuple(2 * s + 1 for s in shape)).astype(np.float32)
+    for xs in (
+        big[tuple(slice(0, s) for s in shape)],
+        big[tuple(slice(None, 2 * s, 2) for s in shape)],
+    ):
+        got, want = executor.run([xs]), evaluate(graph, [xs])
+        exact = want[2].astype(np.float64).sum(axis=axes)
+        np.testing.assert_allclose(got[0], exact, rtol=1e-6, atol=1e-6)
+        if xs.size:
+            np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+        np.testing.assert_allclose(got[2], want[2], rtol=1e-6)

@@ -78,6 +78,7 @@ class KernelCode:
         self.kernel = kernel
         # 0-d constants become LLVM constants; every other input is an argument
         self.args = [v for v in kernel.inputs if not (isinstance(v, Const) and v.value.ndim == 0)]
+        self.reducers = [Reducer(r) for r in kernel.reductions]
         self.variants: dict = {}  # (ndim, stride classes) -> compiled function
         self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
@@ -110,21 +111,42 @@ class KernelCode:
         return self.kernel.outputs + [r.out for r in self.kernel.reductions]
 
     @property
-    def split(self) -> int:
-        """How many leading dimensions are kept (the rest are reduced)."""
+    def columns(self) -> bool:
+        """Whether the kernel reduces leading axes (column sums) rather than
+        trailing ones (row sums, full reductions)."""
         reductions = self.kernel.reductions
         return (
-            len(self.kernel.shape) - len(reductions[0].params["axes"])
-            if reductions
-            else len(self.kernel.shape)
+            bool(reductions)
+            and reductions[0].params["axes"][0] == 0
+            and len(reductions[0].params["axes"]) < len(self.kernel.shape)
         )
 
+    @property
+    def split(self) -> int:
+        """Where dimension merging stops: after the kept dimensions of a row
+        reduction, after the reduced dimensions of a column reduction."""
+        reductions = self.kernel.reductions
+        if not reductions:
+            return len(self.kernel.shape)
+        axes = len(reductions[0].params["axes"])
+        return axes if self.columns else len(self.kernel.shape) - axes
+
     def _allocate(self):
+        """Output arrays, and the reductions' arrays: results for row
+        reductions; accumulators, to be converted after the launch, for
+        column reductions (the kernel adds every row into them)."""
         kernel = self.kernel
+        outputs = [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs]
+        if self.columns:
+            kept = kernel.shape[self.split :]
+            return outputs, [np.full(kept, r.start, r.numpy_type) for r in self.reducers]
         kept = kernel.shape[: self.split]
-        return [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs], [
-            np.zeros(kept, r.out.dtype.np) for r in kernel.reductions
-        ]
+        return outputs, [np.zeros(kept, r.eqn.out.dtype.np) for r in self.reducers]
+
+    def _finish(self, sums: list) -> list:
+        if not self.columns:
+            return sums
+        return [a.astype(r.eqn.out.dtype.np, copy=False) for a, r in zip(sums, self.reducers)]
 
     def __call__(self, arrays: list) -> list:
         key = tuple((a.dtype.char, a.shape, a.strides) for a in arrays)
@@ -141,7 +163,7 @@ class KernelCode:
                 stride_arg.ctypes.data,
                 *[a.ctypes.data for a in arrays + outputs + sums],
             )
-        return outputs + sums
+        return outputs + self._finish(sums)
 
     def _prepare(self, arrays: list):
         """Checks the operands once per layout and picks how to run it."""
@@ -154,8 +176,10 @@ class KernelCode:
             if any(s % a.itemsize for s in a.strides):
                 raise ValueError(f"{self.name}: operand strides {a.strides} are not whole elements")
         outputs, sums = self._allocate()
-        reduced = (1,) * (len(kernel.shape) - self.split)
-        operands = arrays + outputs + [r.reshape(r.shape + reduced) for r in sums]
+        if not self.columns:  # row results broadcast over the reduced (trailing) dimensions
+            reduced = (1,) * (len(kernel.shape) - self.split)
+            sums = [r.reshape(r.shape + reduced) for r in sums]
+        operands = arrays + outputs + sums
         shape, strides, classes, kept = layout(kernel.shape, operands, self.split)
         if any(s == 0 for s in kernel.shape):
             return _EMPTY
@@ -187,7 +211,15 @@ class KernelCode:
         kernel = self.kernel
         module = ir.Module(name=self.name)
         operands = self.args + self.results
-        pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
+        pointer_types = [_memory_type(v.dtype).as_pointer() for v in self.args + kernel.outputs]
+        pointer_types += [
+            (
+                r.total_type
+                if self.columns and r.total_type != BOOL
+                else _memory_type(r.eqn.out.dtype)
+            ).as_pointer()
+            for r in self.reducers
+        ]
         signature = ir.FunctionType(
             ir.VoidType(), [I64.as_pointer(), I64.as_pointer()] + pointer_types
         )
@@ -226,7 +258,8 @@ class KernelCode:
 
         def nest(depth: int, offsets: list):
             one = ir.Constant(I64, 1)
-            if depth == kept and kernel.reductions:
+            rows = kernel.reductions and not self.columns
+            if depth == kept and rows:
                 for reducer, total in zip(reducers, totals):
                     b.store(reducer.total_identity, total)
             if depth < ndim - 1:
@@ -237,13 +270,22 @@ class KernelCode:
                     one,
                     lambda i: nest(depth + 1, advance(offsets, i, depth)),
                 )
-            elif not kernel.reductions:
+            elif not rows:
                 counted(
                     f"i{depth}",
                     ir.Constant(I64, 0),
                     dims[depth],
                     one,
-                    lambda i: self._element(b, pointers, offsets, i, classes, stride, depth),
+                    lambda i: self._accumulate_columns(
+                        b,
+                        pointers,
+                        offsets,
+                        i,
+                        classes,
+                        stride,
+                        depth,
+                        self._element(b, pointers, offsets, i, classes, stride, depth),
+                    ),
                 )
             else:
                 counted(
@@ -264,7 +306,7 @@ class KernelCode:
                         totals,
                     ),
                 )
-            if depth == kept and kernel.reductions:
+            if depth == kept and rows:
                 for k, (reducer, total) in enumerate(zip(reducers, totals)):
                     value = reducer.result(b, b.load(total))
                     b.store(value, b.gep(pointers[first_sum + k], [offsets[first_sum + k]]))
@@ -306,6 +348,30 @@ class KernelCode:
         b.position_at_end(after)
         for reducer, total, value in zip(reducers, totals, updated):
             b.store(reducer.combine_total(b, b.load(total), value), total)
+
+    def _accumulate_columns(self, b, pointers, offsets, index, classes, stride, depth, env):
+        """Column reductions: add this element into its column's accumulator
+        (float64 for float sums), which lives in memory and stays in cache."""
+        if not self.columns:
+            return
+        first = len(self.args) + len(self.kernel.outputs)
+        for k, reducer in enumerate(self.reducers):
+            position = first + k
+            cls = classes[position]
+            offset = (
+                offsets[position]
+                if cls == 0
+                else b.add(
+                    offsets[position], index if cls == 1 else b.mul(index, stride[position][depth])
+                )
+            )
+            pointer = b.gep(pointers[position], [offset])
+            value = env[id(reducer.eqn.inputs[0])]
+            if reducer.type == BOOL:
+                stored = b.icmp_signed("!=", b.load(pointer), ir.Constant(BYTE, 0))
+                b.store(b.zext(reducer.combine(b, stored, value), BYTE), pointer)
+            else:
+                b.store(reducer.combine_total(b, b.load(pointer), value), pointer)
 
     def _element(self, b, pointers, offsets, index, classes, stride, depth):
         """Loads the operands, computes the equations, stores the outputs; the
@@ -367,6 +433,9 @@ class Reducer:
         self.total_type = ir.DoubleType() if self.kind == "sum" and self.floating else self.type
         self.identity = self._identity(self.type)
         self.total_identity = self._identity(self.total_type)
+        # a column reduction's accumulator array: its numpy type and start value
+        self.numpy_type = np.float64 if self.total_type == ir.DoubleType() else dtype.np
+        self.start = self.total_identity.constant
 
     def _identity(self, t):
         if self.kind == "sum":

@@ -6,9 +6,10 @@ equation in it defines a value of that shape, and operands of other shapes
 strides, so they cost no copy. An equation joins the kernel of one of its
 operands' producers, or else any kernel of its shape, when that keeps the
 kernels acyclic. A sum, max or min over a kernel's trailing dimensions (all of
-them, or the rows of a matrix) joins the kernel that produces its operand, so
-the reduced values never go to memory; a kernel's reductions share their axes,
-and their results exist only after the kernel, so nothing in it reads them.
+them, or the rows of a matrix) or leading ones (the columns) joins the kernel
+that produces its operand, so the reduced values never go to memory; a
+kernel's reductions share their axes, and their results exist only after the
+kernel, so nothing in it reads them.
 Which equations may be fused or reduced is the caller's choice
 (``fusible``, ``reducible``): the IR knows nothing of what a code generator
 can lower.
@@ -54,17 +55,17 @@ def is_elementwise(eqn: Eqn) -> bool:
     return eqn.prim.name in ELEMENTWISE
 
 
-def is_trailing_reduction(eqn: Eqn) -> bool:
-    """A sum, max or min over the last k axes (all of them included), which a
-    kernel can accumulate while it walks its operand row by row."""
+def is_fusible_reduction(eqn: Eqn) -> bool:
+    """A sum, max or min over the last k axes (all of them included: rows) or
+    the first k (columns), which a kernel accumulates as it walks its operand."""
     if eqn.prim.name not in ("reduce_sum", "reduce_max", "reduce_min") or not eqn.params["axes"]:
         return False
     ndim = len(eqn.inputs[0].shape)
-    axes = eqn.params["axes"]
-    return tuple(axes) == tuple(range(ndim - len(axes), ndim))
+    axes = tuple(eqn.params["axes"])
+    return axes in (tuple(range(ndim - len(axes), ndim)), tuple(range(len(axes))))
 
 
-def partition(graph: Graph, fusible=is_elementwise, reducible=is_trailing_reduction) -> list:
+def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reduction) -> list:
     """The graph's equations as an ordered list of ``Kernel``s and ``Single``s."""
     groups: list = []  # Kernel or Single, in creation order
     group_of: dict = {}  # Var -> index of the group that defines it
