@@ -112,3 +112,57 @@ def test_float64_within_1e_14_relative(name):
     error[_agree_on_specials(got, want)] = 0
     worst = int(np.argmax(error))
     assert error[worst] <= 1e-14, f"{name}({xs[worst]!r}) = {got[worst]!r}, want {want[worst]!r}"
+
+
+def test_float32_pow_within_4_ulp_with_cs_special_cases():
+    special = np.array(
+        [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            2.0,
+            -2.0,
+            3.0,
+            -3.0,
+            1.5,
+            -1.5,
+            np.inf,
+            -np.inf,
+            np.nan,
+            1e-40,
+            -1e-40,
+            3.4e38,
+            -3.4e38,
+            0.1,
+            100.0,
+        ],
+        np.float32,
+    )
+    xs, ys = (a.ravel() for a in np.meshgrid(special, special))
+    rng = np.random.default_rng(11)
+    n = 100_000
+    xs = np.concatenate(
+        [xs, np.exp(rng.uniform(-20, 20, n)) * rng.choice([-1, 1], n), rng.standard_normal(n)]
+    ).astype(np.float32)
+    ys = np.concatenate([ys, rng.uniform(-10, 10, n), np.round(rng.uniform(-20, 20, n))]).astype(
+        np.float32
+    )
+    x, y = Var(xs.shape, fg.float32), Var(ys.shape, fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        out = P.pow_(x, y)
+    executor = Executor(Graph([x, y], builder.eqns, [out]))
+    assert len(executor.kernels) == 1
+    got = executor.run([xs, ys])[0]
+    with np.errstate(all="ignore"):
+        truth = np.power(xs.astype(np.float64), ys.astype(np.float64))
+        rounded = truth.astype(np.float32)
+        error = np.abs(got.astype(np.float64) - truth) / np.spacing(np.abs(rounded)).astype(
+            np.float64
+        )
+    error[_agree_on_specials(got, rounded)] = 0
+    worst = int(np.argmax(error))
+    assert error[worst] <= 4, f"pow({xs[worst]!r}, {ys[worst]!r}) = {got[worst]!r}"

@@ -417,3 +417,34 @@ def erf(e: Emitter, x):
         e.select(e.lt(a, e.c(large_piece[1])), large, e.c(1.0)),
     )
     return e.select(e.isnan(x), x, _copysign(e, magnitude, x))
+
+
+# ---------------------------------------------------------------------- pow
+
+
+def pow_float32(b, x, y):
+    """x**y for float32 as exp(y * log|x|) in float64, then rounded once: the
+    float64 approximations' error is far below float32's resolution. The
+    special cases follow C's powf (which numpy's float32 power is)."""
+    e = Emitter(b, ir.DoubleType())
+    f32 = Emitter(b, x.type)
+    xd, yd = b.fpext(x, e.t), b.fpext(y, e.t)
+    ax = e.call("llvm.fabs", xd)
+    magnitude = b.fptrunc(exp(e, e.mul(yd, log(e, ax))), x.type)
+    floor_y = e.call("llvm.floor", yd)
+    integer = e.eq(floor_y, yd)
+    half = e.mul(yd, e.c(0.5))
+    odd = b.and_(integer, b.fcmp_ordered("!=", e.call("llvm.floor", half), half))
+    negative = b.icmp_signed("<", f32.to_bits(x), f32.i(0))  # the sign bit, so -0.0 counts
+    signed = b.select(b.and_(negative, odd), b.fneg(magnitude), magnitude)
+    # a negative base to a finite non-integer power has no real value
+    finite_base = e.lt(ax, e.c(float("inf")))
+    below_zero = f32.lt(x, f32.c(0.0))  # -0.0 has a real power; only x < 0 does not
+    result = b.select(
+        b.and_(below_zero, b.and_(b.not_(integer), finite_base)), f32.c(float("nan")), signed
+    )
+    one = f32.c(1.0)
+    unit_to_infinity = b.and_(e.eq(ax, e.c(1.0)), e.eq(e.call("llvm.fabs", yd), e.c(float("inf"))))
+    result = b.select(unit_to_infinity, one, result)
+    result = b.select(f32.eq(x, one), one, result)
+    return b.select(f32.eq(y, f32.c(0.0)), one, result)
