@@ -79,6 +79,14 @@ class KernelCode:
         # 0-d constants become LLVM constants; every other input is an argument
         self.args = [v for v in kernel.inputs if not (isinstance(v, Const) and v.value.ndim == 0)]
         self.reducers = [Reducer(r) for r in kernel.reductions]
+        ndim = len(kernel.shape)
+        axes = len(kernel.reductions[0].params["axes"]) if kernel.reductions else 0
+        # Column kernels reduce leading axes (gradients of broadcast operands),
+        # the others trailing ones (rows, or everything).
+        self.columns = bool(axes) and kernel.reductions[0].params["axes"][0] == 0 and axes < ndim
+        # where dimension merging stops: after the kept dimensions of a row
+        # reduction, after the reduced ones of a column reduction
+        self.split = axes if self.columns else ndim - axes
         self.variants: dict = {}  # (ndim, stride classes) -> compiled function
         self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
@@ -109,27 +117,6 @@ class KernelCode:
     def results(self) -> list:
         """The values a launch returns: elementwise outputs, then reductions."""
         return self.kernel.outputs + [r.out for r in self.kernel.reductions]
-
-    @property
-    def columns(self) -> bool:
-        """Whether the kernel reduces leading axes (column sums) rather than
-        trailing ones (row sums, full reductions)."""
-        reductions = self.kernel.reductions
-        return (
-            bool(reductions)
-            and reductions[0].params["axes"][0] == 0
-            and len(reductions[0].params["axes"]) < len(self.kernel.shape)
-        )
-
-    @property
-    def split(self) -> int:
-        """Where dimension merging stops: after the kept dimensions of a row
-        reduction, after the reduced dimensions of a column reduction."""
-        reductions = self.kernel.reductions
-        if not reductions:
-            return len(self.kernel.shape)
-        axes = len(reductions[0].params["axes"])
-        return axes if self.columns else len(self.kernel.shape) - axes
 
     def _allocate(self):
         """Output arrays, and the reductions' arrays: results for row
@@ -180,12 +167,12 @@ class KernelCode:
             reduced = (1,) * (len(kernel.shape) - self.split)
             sums = [r.reshape(r.shape + reduced) for r in sums]
         operands = arrays + outputs + sums
-        shape, strides, classes, kept = layout(kernel.shape, operands, self.split)
+        shape, strides, classes, first = layout(kernel.shape, operands, self.split)
         if any(s == 0 for s in kernel.shape):
             return _EMPTY
         if int(np.prod(kernel.shape)) * (len(kernel.eqns) + 1) < SMALL_WORK:
             return _SMALL
-        variant = (len(shape), classes, kept)
+        variant = (len(shape), classes, first)
         function = self.variants.get(variant)
         if function is None:
             function = self.variants[variant] = self._compile(*variant)
@@ -205,9 +192,11 @@ class KernelCode:
 
     # ------------------------------------------------------------------ codegen
 
-    def generate(self, ndim: int, classes: tuple, kept: int) -> str:
-        """The LLVM IR of this kernel for one operand layout: loops over the
-        ``kept`` leading dimensions, and inside them the reduced ones."""
+    def generate(self, ndim: int, classes: tuple, first: int) -> str:
+        """The LLVM IR of this kernel for one operand layout. For a row
+        reduction the ``first`` merged dimensions are kept and the rest
+        reduced: every row's totals start at the identity and are stored when
+        the row ends."""
         kernel = self.kernel
         module = ir.Module(name=self.name)
         operands = self.args + self.results
@@ -233,7 +222,7 @@ class KernelCode:
             [b.load(b.gep(stride_ptr, [ir.Constant(I64, k * ndim + d)])) for d in range(ndim)]
             for k in range(len(operands))
         ]
-        reducers = [Reducer(r) for r in kernel.reductions]
+        reducers = self.reducers
         totals = [b.alloca(r.total_type) for r in reducers]
         exit_block = function.append_basic_block("exit")
         first_sum = len(self.args) + len(kernel.outputs)
@@ -259,7 +248,7 @@ class KernelCode:
         def nest(depth: int, offsets: list):
             one = ir.Constant(I64, 1)
             rows = kernel.reductions and not self.columns
-            if depth == kept and rows:
+            if depth == first and rows:
                 for reducer, total in zip(reducers, totals):
                     b.store(reducer.total_identity, total)
             if depth < ndim - 1:
@@ -306,7 +295,7 @@ class KernelCode:
                         totals,
                     ),
                 )
-            if depth == kept and rows:
+            if depth == first and rows:
                 for k, (reducer, total) in enumerate(zip(reducers, totals)):
                     value = reducer.result(b, b.load(total))
                     b.store(value, b.gep(pointers[first_sum + k], [offsets[first_sum + k]]))
@@ -322,7 +311,7 @@ class KernelCode:
         element type (for sums, reassociation is allowed only here), combined
         into the totals once per block (float64 for float sums), so long sums
         stay accurate."""
-        reducers = [Reducer(r) for r in self.kernel.reductions]
+        reducers = self.reducers
         end = b.add(start, ir.Constant(I64, BLOCK))
         stop = b.select(b.icmp_signed("<", end, size), end, size)
         header = b.block
@@ -356,16 +345,7 @@ class KernelCode:
             return
         first = len(self.args) + len(self.kernel.outputs)
         for k, reducer in enumerate(self.reducers):
-            position = first + k
-            cls = classes[position]
-            offset = (
-                offsets[position]
-                if cls == 0
-                else b.add(
-                    offsets[position], index if cls == 1 else b.mul(index, stride[position][depth])
-                )
-            )
-            pointer = b.gep(pointers[position], [offset])
+            pointer = _address(b, pointers, offsets, index, classes, stride, depth, first + k)
             value = env[id(reducer.eqn.inputs[0])]
             if reducer.type == BOOL:
                 stored = b.icmp_signed("!=", b.load(pointer), ir.Constant(BYTE, 0))
@@ -380,14 +360,7 @@ class KernelCode:
         n_in = len(self.args)
 
         def address(k):
-            cls = classes[k]
-            if cls == 0:
-                position = offsets[k]
-            elif cls == 1:
-                position = b.add(offsets[k], index)
-            else:
-                position = b.add(offsets[k], b.mul(index, stride[k][depth]))
-            return b.gep(pointers[k], [position])
+            return _address(b, pointers, offsets, index, classes, stride, depth, k)
 
         env = {}
         for k, v in enumerate(self.args):
@@ -407,9 +380,9 @@ class KernelCode:
             b.store(value, address(n_in + k))
         return env
 
-    def _compile(self, ndim: int, classes: tuple, kept: int):
+    def _compile(self, ndim: int, classes: tuple, first: int):
         function = compile_kernel(
-            self.generate(ndim, classes, kept), 2 + len(self.args) + len(self.results)
+            self.generate(ndim, classes, first), 2 + len(self.args) + len(self.results)
         )
         self.modules.append(function.module)
         return function
@@ -472,6 +445,19 @@ class Reducer:
         if total.type != self.type:
             total = b.fptrunc(total, self.type)
         return b.zext(total, BYTE) if self.type == BOOL else total
+
+
+def _address(b, pointers, offsets, index, classes, stride, depth, k):
+    """Where operand ``k``'s element at ``index`` of the innermost loop lives;
+    its stride there is a constant 0 or 1 unless its class says otherwise."""
+    cls = classes[k]
+    if cls == 0:
+        position = offsets[k]
+    elif cls == 1:
+        position = b.add(offsets[k], index)
+    else:
+        position = b.add(offsets[k], b.mul(index, stride[k][depth]))
+    return b.gep(pointers[k], [position])
 
 
 def _constant(c):
