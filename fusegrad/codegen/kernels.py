@@ -330,9 +330,9 @@ class KernelCode:
         updated = []
         for reducer, phi in zip(reducers, partial):
             updated.append(reducer.combine(b, phi, env[id(reducer.eqn.inputs[0])]))
-            phi.add_incoming(updated[-1], body)
+            phi.add_incoming(updated[-1], b.block)  # element code may have branched
         following = b.add(index, ir.Constant(I64, 1))
-        index.add_incoming(following, body)
+        index.add_incoming(following, b.block)
         b.cbranch(b.icmp_signed("<", following, stop), body, after)
         b.position_at_end(after)
         for reducer, total, value in zip(reducers, totals, updated):

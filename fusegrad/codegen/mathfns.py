@@ -449,3 +449,168 @@ def pow_float32(b, x, y):
     result = b.select(unit_to_infinity, one, result)
     result = b.select(f32.eq(x, one), one, result)
     return b.select(f32.eq(y, f32.c(0.0)), one, result)
+
+
+# ------------------------------------------------------------------ sin, cos
+
+
+def _pi_fixed(bits: int) -> int:
+    """floor(pi * 2**bits), by Machin's formula in integers."""
+    guard = bits + 20
+    one = 1 << guard
+
+    def arctan_inverse(n: int) -> int:
+        total, term, k, sign = 0, one // n, 1, 1
+        while term:
+            total += sign * (term // k)
+            term //= n * n
+            k += 2
+            sign = -sign
+        return total
+
+    return (4 * (4 * arctan_inverse(5) - arctan_inverse(239))) >> 20
+
+
+def _reduction_table() -> list:
+    """For every float32 exponent field E (a float32 is m * 2**(E - 150), m
+    its 24-bit significand; E = 0 reads as 1): (2**(E - 150) * 2/pi) mod 4,
+    split into three doubles of 26, 26 and 53 significant bits, so that m
+    times the first two is exact in float64."""
+    fraction_bits, precision = 200, 420
+    two_over_pi = (2 << (2 * precision)) // _pi_fixed(precision)  # 2/pi * 2**precision
+    table = []
+    for exponent in range(255):
+        shift = max(exponent, 1) - 150 + fraction_bits
+        value = (
+            two_over_pi >> (precision - shift)
+            if precision >= shift
+            else two_over_pi << (shift - precision)
+        )
+        value %= 4 << fraction_bits
+        hi = value >> (fraction_bits - 24)
+        rest = value - (hi << (fraction_bits - 24))
+        mid = rest >> (fraction_bits - 50)
+        lo = rest - (mid << (fraction_bits - 50))
+        table += [hi / 2.0**24, mid / 2.0**50, lo / 2.0**fraction_bits]
+    return table
+
+
+REDUCTION_F32 = _reduction_table()
+SIN_TAYLOR = [(-1) ** n / math.factorial(2 * n + 1) for n in range(8, -1, -1)]  # in a*a
+COS_TAYLOR = [(-1) ** n / math.factorial(2 * n) for n in range(8, -1, -1)]
+
+
+def _two_sum(e: Emitter, a, b):
+    """a + b as an unevaluated (sum, error) pair (Knuth)."""
+    s = e.add(a, b)
+    bb = e.sub(s, a)
+    return s, e.add(e.sub(a, e.sub(s, bb)), e.sub(b, bb))
+
+
+# pi/2 in three parts, the first two of 33 bits: k * part is exact for k < 2**20
+PIO2_PARTS = (1.5707963267341256, 6.077100506303966e-11, 2.0222662487959506e-21)
+CODY_WAITE_LIMIT = 2.0**20
+
+
+def _quadrant_and_angle(b, x):
+    """For float32 x: (k mod 4, r) with |x| = k*pi/2 + r and |r| <= pi/4,
+    r in float64. Small arguments take a three-part Cody-Waite reduction,
+    large ones the exponent-indexed table (gathers: the branch keeps them
+    off the common path)."""
+    e = Emitter(b, ir.DoubleType())
+    a = e.call("llvm.fabs", b.fpext(x, e.t))
+    small = e.lt(a, e.c(CODY_WAITE_LIMIT))
+    with b.if_else(small) as (near, far):
+        with near:
+            k = e.call("llvm.rint", e.mul(a, e.c(2 / math.pi)))
+            r = a
+            for part in PIO2_PARTS:
+                r = e.sub(r, e.mul(k, e.c(part)))
+            near_block, near_k, near_r = b.block, k, r
+        with far:
+            far_k, far_r = _table_reduction(b, x)
+            far_block = b.block
+    k = b.phi(e.t)
+    k.add_incoming(near_k, near_block)
+    k.add_incoming(far_k, far_block)
+    r = b.phi(e.t)
+    r.add_incoming(near_r, near_block)
+    r.add_incoming(far_r, far_block)
+    quadrant = b.and_(b.fptosi(k, I32), ir.Constant(I32, 3))
+    return quadrant, r
+
+
+def _table_reduction(b, x):
+    """(k, r) with |x| = k*pi/2 + r exactly enough for any float32: |x| = m *
+    2**(E-150), and (2**(E-150) * 2/pi) mod 4 comes from the table."""
+    e = Emitter(b, ir.DoubleType())
+    f32 = Emitter(b, x.type)
+    bits = f32.to_bits(x)
+    exponent = b.and_(b.lshr(bits, f32.i(23)), f32.i(255))
+    significand = b.and_(bits, f32.i((1 << 23) - 1))
+    significand = b.select(
+        b.icmp_signed("==", exponent, f32.i(0)), significand, b.or_(significand, f32.i(1 << 23))
+    )
+    module = b.module
+    table = module.globals.get("fusegrad.reduction_f32")
+    if table is None:
+        array = ir.ArrayType(e.t, len(REDUCTION_F32))
+        table = ir.GlobalVariable(module, array, "fusegrad.reduction_f32")
+        table.initializer = ir.Constant(array, REDUCTION_F32)
+        table.global_constant = True
+        table.linkage = "internal"
+    row = b.mul(b.zext(exponent, I64), ir.Constant(I64, 3))
+    hi, mid, lo = (
+        b.load(b.gep(table, [ir.Constant(I64, 0), b.add(row, ir.Constant(I64, j))]))
+        for j in range(3)
+    )
+    m = b.uitofp(significand, e.t)
+    p = e.mul(m, hi)  # exact: 24 + 26 bits
+    p = e.sub(p, e.mul(e.c(4.0), e.call("llvm.floor", e.mul(p, e.c(0.25)))))  # exact mod 4
+    s, error = _two_sum(e, p, e.mul(m, mid))  # m * mid is exact too
+    error = e.add(error, e.mul(m, lo))
+    k = e.call("llvm.rint", s)
+    r = e.add(e.sub(s, k), error)  # s - k is exact (Sterbenz)
+    return k, e.mul(r, e.c(math.pi / 2))
+
+
+def _sin_cos_of_angle(b, a):
+    e = Emitter(b, ir.DoubleType())
+    aa = e.mul(a, a)
+    return e.mul(a, e.horner(aa, SIN_TAYLOR)), e.horner(aa, COS_TAYLOR)
+
+
+def _pick(b, quadrant, values):
+    """values[quadrant] for quadrant in 0..3."""
+    result = values[3]
+    for q in (2, 1, 0):
+        result = b.select(b.icmp_signed("==", quadrant, ir.Constant(I32, q)), values[q], result)
+    return result
+
+
+def sin_float32(b, x):
+    quadrant, a = _quadrant_and_angle(b, x)
+    s, c = _sin_cos_of_angle(b, a)
+    value = _pick(b, quadrant, [s, c, b.fneg(s), b.fneg(c)])
+    f32 = Emitter(b, x.type)
+    magnitude = b.fptrunc(value, x.type)
+    result = _copysign_to(f32, magnitude, x)
+    return f32.select(
+        f32.lt(f32.call("llvm.fabs", x), f32.c(float("inf"))), result, f32.c(float("nan"))
+    )
+
+
+def cos_float32(b, x):
+    quadrant, a = _quadrant_and_angle(b, x)
+    s, c = _sin_cos_of_angle(b, a)
+    value = b.fptrunc(_pick(b, quadrant, [c, b.fneg(s), b.fneg(c), s]), x.type)
+    f32 = Emitter(b, x.type)
+    return f32.select(
+        f32.lt(f32.call("llvm.fabs", x), f32.c(float("inf"))), value, f32.c(float("nan"))
+    )
+
+
+def _copysign_to(e: Emitter, value, sign_source):
+    """sin is odd: flip the sign of sin(|x|) for negative x (the angle came from |x|)."""
+    negative = e.b.icmp_signed("<", e.to_bits(sign_source), e.i(0))
+    return e.select(negative, e.b.fneg(value), value)
