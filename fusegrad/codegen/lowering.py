@@ -162,12 +162,8 @@ LOWERINGS.update(
 
 
 LOWERINGS[P.pow_] = lambda b, args, eqn: mathfns.pow_float32(b, *args)
-LOWERINGS[P.sin] = lambda b, args, eqn: mathfns.sin_float32(b, args[0])
-LOWERINGS[P.cos] = lambda b, args, eqn: mathfns.cos_float32(b, args[0])
-# float64 pow needs a logarithm in extra precision, and float64 sin/cos a
-# wider reduction table, to stay within 1e-14: not yet
-_FLOAT32_ONLY = lambda eqn: eqn.out.dtype is dtypes.float32  # noqa: E731
-CONDITIONS = {P.pow_: _FLOAT32_ONLY, P.sin: _FLOAT32_ONLY, P.cos: _FLOAT32_ONLY}
+# float64 pow needs a logarithm in extra precision to stay within 1e-14: not yet
+CONDITIONS = {P.pow_: lambda eqn: eqn.out.dtype is dtypes.float32}
 
 
 def can_lower(eqn) -> bool:
