@@ -471,3 +471,26 @@ def test_an_output_whose_graph_the_function_consumed_refuses_a_second_backward()
         with pytest.raises(RuntimeError, match="backward through the graph a second time"):
             loss.backward()
     assert compiled.lower().backward_ir is None
+
+
+def test_in_place_updates_are_written_back_in_any_order():
+    def step(a, b, c):
+        with fg.no_grad():
+            b.copy_(a)
+            a.copy_(c)
+            c.mul_(1.0)
+
+    compiled = fg.jit(step)
+    for _ in range(3):
+        a, b, c = fg.tensor([1.0, 2.0]), fg.tensor([0.0, 0.0]), fg.tensor([7.0, 8.0])
+        compiled(a, b, c)
+        assert (a.tolist(), b.tolist(), c.tolist()) == ([7.0, 8.0], [1.0, 2.0], [7.0, 8.0])
+
+
+def test_assigning_data_inside_jit_is_a_clear_error():
+    def swap_storage(x, y):
+        x.data = y
+        return x * 2
+
+    with pytest.raises(fg.TracingError, match=r"assigning \.data"):
+        fg.jit(swap_storage)(fg.ones(2), fg.zeros(2))

@@ -114,11 +114,17 @@ class Program:
             if not np.array_equal(value, guard.observed):
                 return None
         k = len(self.guards)
-        for ref in self.mutated:
-            tensor = ref.resolve(args)
-            np.copyto(tensor._data, extras[k], casting="unsafe")
+        targets = [ref.resolve(args) for ref in self.mutated]
+        updates = extras[k : k + len(targets)]
+        # a new value may still be the array of a tensor written before it
+        updates = [
+            np.array(u) if any(np.may_share_memory(u, t._data) for t in targets) else u
+            for u in updates
+        ]
+        for tensor, update in zip(targets, updates):
+            np.copyto(tensor._data, update, casting="unsafe")
             tensor._version_counter[0] += 1
-            k += 1
+        k += len(targets)
         for ref, none in zip(self.grad_targets, self.grad_none):
             leaf = ref.resolve(args)
             if none:

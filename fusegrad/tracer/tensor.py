@@ -123,6 +123,8 @@ class Tensor:
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        if recording.trace is not None:  # a storage swap is no value a program can compute
+            recording.trace.unsupported("assigning .data")
         self._data = value._data
         self._dtype = value._dtype
 
