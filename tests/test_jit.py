@@ -494,3 +494,48 @@ def test_assigning_data_inside_jit_is_a_clear_error():
 
     with pytest.raises(fg.TracingError, match=r"assigning \.data"):
         fg.jit(swap_storage)(fg.ones(2), fg.zeros(2))
+
+
+def test_a_changed_learning_rate_retraces_instead_of_being_frozen():
+    w = nn.Parameter(fg.tensor([1.0, -2.0]))
+    opt = fg.optim.SGD([w], lr=0.1)
+
+    @fg.jit
+    def step():
+        opt.zero_grad()
+        (w * w).sum().backward()
+        opt.step()
+
+    step()
+    step()
+    before = w.detach().numpy().copy()
+    opt.param_groups[0]["lr"] = 0.5  # a scheduler's change
+    step()
+    np.testing.assert_allclose(w.detach().numpy(), before - 0.5 * 2 * before, rtol=1e-6)
+
+
+def test_switching_a_dropout_module_to_training_is_not_silently_ignored():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).eval()
+    compiled = fg.jit(lambda x: model(x).sum())
+    compiled(fg.ones(1, 2))
+    compiled(fg.ones(1, 2))
+    model.train()
+    with pytest.raises(fg.TracingError, match="random sampling"):
+        compiled(fg.ones(1, 2))
+
+
+def test_numpy_reads_of_traced_values_are_guarded():
+    @fg.jit
+    def f(x):
+        return x * float(np.asarray(x).sum())
+
+    assert f(fg.tensor([1.0, 2.0])).tolist() == [3.0, 6.0]
+    assert f(fg.tensor([1.0, 4.0])).tolist() == [5.0, 20.0]
+
+
+def test_random_integers_and_one_hot_under_jit():
+    with pytest.raises(fg.TracingError, match="randint"):
+        fg.jit(lambda x: x + fg.randint(0, 3, (2,)))(fg.ones(2))
+    encode = fg.jit(lambda labels: fg.nn.functional.one_hot(labels, 4))
+    assert encode(fg.tensor([0, 3])).tolist() == [[1, 0, 0, 0], [0, 0, 0, 1]]
+    assert encode(fg.tensor([2, 1])).tolist() == [[0, 0, 1, 0], [0, 1, 0, 0]]

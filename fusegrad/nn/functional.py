@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 from ..ir import dtypes
-from ..runtime import grad_mode
 from ..tracer import ops
 from ..tracer.creation import bernoulli_mask
 from ..tracer.ops import _named, gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh
@@ -190,13 +189,10 @@ def leaky_relu(input, negative_slope=0.01):
 
 
 def one_hot(tensor, num_classes=-1):
-    import numpy as np
+    from ..tracer.creation import arange
 
-    n = int(tensor._data.max()) + 1 if num_classes < 0 else num_classes
-    with grad_mode.no_grad():
-        return Tensor._make(
-            (tensor._data[..., None] == np.arange(n)).astype(np.int64), dtypes.int64
-        )
+    n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
+    return ops.eq(ops.unsqueeze(tensor, -1), arange(n)).to(dtypes.int64)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):

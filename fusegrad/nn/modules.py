@@ -8,7 +8,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..tracer import creation
-from ..tracer.tensor import Tensor
+from ..tracer.tensor import Tensor, recording
 from . import functional as F
 
 
@@ -265,6 +265,8 @@ class Dropout(Module):
         self.p = p
 
     def forward(self, input):
+        if recording.trace is not None:
+            recording.trace.guard_python(lambda: (self.training, self.p), "Dropout settings")
         return F.dropout(input, self.p, self.training)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..runtime.grad_mode import no_grad
 from ..tracer.creation import zeros, zeros_like
 from ..tracer.ops import maximum, where
-from ..tracer.tensor import Tensor
+from ..tracer.tensor import Tensor, recording
 
 
 class Optimizer:
@@ -42,6 +42,12 @@ class Optimizer:
                         p.grad.zero_()
 
     def _params_with_grad(self):
+        if recording.trace is not None:  # a scheduler may change them between calls
+            for group in self.param_groups:
+                recording.trace.guard_python(
+                    lambda group=group: {k: v for k, v in group.items() if k != "params"},
+                    "optimizer hyperparameters",
+                )
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:

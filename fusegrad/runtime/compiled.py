@@ -29,6 +29,7 @@ class Program:
         self.num_args = len(trace.inputs)
         self.captured = trace.captured
         self.guards = trace.guards
+        self.python_guards = trace.python_guards
         self.grad_reads = trace.leaves(trace.grad_reads)  # (leaf ref, grad was None)
         mutations = trace.mutations()
         self.mutated = [ref for ref, _ in mutations]
@@ -83,6 +84,12 @@ class Program:
 
     # ------------------------------------------------------------------ running
 
+    def guard_reasons(self) -> list:
+        """What the traced path depended on, for messages."""
+        return [f"{g.how} at {g.where}" for g in self.guards] + [
+            description for _, _, description in self.python_guards
+        ]
+
     def captured_tensors(self, args) -> list:
         """The captured tensors as they are now, or None if one no longer fits the trace."""
         found = []
@@ -104,6 +111,9 @@ class Program:
 
     def run(self, args: list):
         """The outputs as tensors, or None when a guard fails (nothing changed then)."""
+        for read, value, _ in self.python_guards:
+            if read() != value:
+                return None
         captured = self.captured_tensors(args)
         if captured is None:
             return None

@@ -114,7 +114,7 @@ class JitFunction:
                 return _unflatten(program.output_tree, iter(outputs))
         self._misses += 1
         if len(variants) >= MAX_VARIANTS:
-            where = "; ".join(sorted({f"{g.how} at {g.where}" for p in variants for g in p.guards}))
+            where = "; ".join(sorted({reason for p in variants for reason in p.guard_reasons()}))
             warnings.warn(
                 f"fusegrad.jit: {self.__name__} took {MAX_VARIANTS} different paths "
                 f"through Python control flow on tensor values ({where}); running it "
@@ -187,7 +187,7 @@ class JitFunction:
         name = self.__name__
         if variants:
             reason = "a guard saw another value: " + "; ".join(
-                sorted({f"{g.how} at {g.where}" for p in variants for g in p.guards})
+                sorted({reason for p in variants for reason in p.guard_reasons()})
             )
         else:
             others = [k for k in self._cache if k != key and self._cache[k]]

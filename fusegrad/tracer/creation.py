@@ -231,6 +231,8 @@ def randn_like(input, *, dtype=None, requires_grad=False):
 
 
 def randint(low, high=None, size=(), *, dtype=None, requires_grad=False):
+    if recording.trace is not None:
+        recording.trace.unsupported("random sampling (randint)")
     if high is None:
         low, high = 0, low
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
@@ -238,6 +240,8 @@ def randint(low, high=None, size=(), *, dtype=None, requires_grad=False):
 
 
 def randperm(n, *, dtype=None):
+    if recording.trace is not None:
+        recording.trace.unsupported("random sampling (randperm)")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
     return _finish(_rng.permutation(n).astype(dtype.np), dtype, False)
 

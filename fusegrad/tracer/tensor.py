@@ -283,6 +283,7 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        self._guarded("__array__")
         return self._data if dtype is None else self._data.astype(dtype)
 
     def __bool__(self) -> bool:

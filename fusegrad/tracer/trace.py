@@ -91,6 +91,7 @@ class Trace:
         self.eqns: list = []
         self.stopped: set = set()  # equations eager autograd recorded no gradient for
         self.guards: list = []
+        self.python_guards: list = []  # (read, value, description)
         self.grad_reads: dict = {}  # id(leaf) -> (leaf, grad was None) at first read
         self.grad_sources: dict = {}  # id(grad tensor) -> leaf it was read from
         self.grad_writes: dict = {}  # id(leaf) -> leaf whose .grad the function assigned
@@ -176,6 +177,12 @@ class Trace:
     def guard(self, tensor, how: str) -> None:
         var = self.var_of(tensor)
         self.guards.append(Guard(var, np.array(tensor._data), user_line(), how))
+
+    def guard_python(self, read, how: str) -> None:
+        """Python values the function's behaviour depends on (an optimizer's
+        learning rate, a module's training flag): ``read()`` is compared on
+        every call, and a change retraces."""
+        self.python_guards.append((read, read(), f"{how} at {user_line()}"))
 
     def read_grad(self, leaf, grad) -> None:
         if id(leaf) not in self.grad_reads and id(leaf) not in self.grad_writes:
