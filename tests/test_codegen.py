@@ -317,3 +317,58 @@ def test_column_reductions_fuse_and_accumulate_in_float64(shape, axes):
         if xs.size:
             np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
         np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+
+
+def _broadcastable(a, b) -> bool:
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        return False
+    return True
+
+
+def _random_reducing_graph(rng, dtype):
+    """Random elementwise chains over (2, 3, 4)-shaped and broadcast values,
+    with sums, maxima and minima over random axes: rows, columns, the middle,
+    everything."""
+    shapes = [(2, 3, 4), (3, 4), (4,), (2, 1, 4), ()]
+    inputs = [Var(shapes[k], dtype) for k in rng.permutation(len(shapes))[:3]]
+    values = list(inputs)
+    unary = [P.exp, P.tanh, P.sigmoid, P.log1p, P.erf, P.softplus, P.expm1, P.abs_, P.neg]
+    builder = GraphBuilder()
+    with building(builder):
+        for _ in range(rng.integers(5, 16)):
+            a = values[rng.integers(len(values))]
+            partners = [v for v in values if _broadcastable(a.shape, v.shape)]
+            b = partners[rng.integers(len(partners))]
+            choice = rng.integers(6)
+            if choice == 0:
+                new = a * b + a
+            elif choice == 1:
+                fn = unary[rng.integers(len(unary))]
+                new = fn(P.abs_(a) if fn is P.log1p else P.tanh(a) if fn in (P.exp, P.expm1) else a)
+            elif choice == 2:
+                new = P.where(a > b, a, b - 1.0)
+            elif choice == 3:
+                new = P.maximum(a, b) * P.minimum(a, b)
+            elif a.ndim:
+                kind = [P.reduce_sum, P.reduce_max, P.reduce_min][rng.integers(3)]
+                axes = [(0,), (a.ndim - 1,), tuple(range(a.ndim)), (0, a.ndim - 1)]
+                axes += [(1,)] if a.ndim == 3 else []
+                new = kind(a, axes=tuple(sorted(set(axes[rng.integers(len(axes))]))))
+            else:
+                new = a / 3.0
+            values.append(new)
+        outputs = values[-3:]
+    return Graph(inputs, builder.eqns, outputs)
+
+
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("seed", range(30))
+def test_random_reducing_graphs_agree_with_the_interpreter(seed, dtype):
+    rng = np.random.default_rng(7000 + seed)
+    graph = _random_reducing_graph(rng, dtype)
+    values = [rng.standard_normal(v.shape).astype(dtype.np) for v in graph.inputs]
+    tolerance = 2e-5 if dtype is fg.float32 else 1e-12
+    for got, want in zip(Executor(graph).run(values), evaluate(graph, values)):
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
