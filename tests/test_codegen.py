@@ -372,3 +372,27 @@ def test_random_reducing_graphs_agree_with_the_interpreter(seed, dtype):
     tolerance = 2e-5 if dtype is fg.float32 else 1e-12
     for got, want in zip(Executor(graph).run(values), evaluate(graph, values)):
         np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("shape,split", [((300, 2100), 1), ((3, 4, 1500), 2), ((5, 7), 1)])
+def test_rows_and_columns_of_one_matrix_reduce_in_one_kernel(shape, split):
+    x = Var(shape, fg.float32)
+    rows_axes, column_axes = tuple(range(split, len(shape))), tuple(range(split))
+    builder = GraphBuilder()
+    with building(builder):
+        y = P.tanh(x) * x
+        row_sums = P.reduce_sum(y, axes=rows_axes)
+        row_max = P.reduce_max(y, axes=rows_axes)
+        column_sums = P.reduce_sum(y, axes=column_axes)
+        column_min = P.reduce_min(y, axes=column_axes)
+    graph = Graph([x], builder.eqns, [row_sums, row_max, column_sums, column_min])
+    executor = Executor(graph)
+    assert len(executor.kernels) == 1 and len(executor.kernels[0].kernel.reductions) == 4
+    rng = np.random.default_rng(2)
+    base = rng.standard_normal(tuple(2 * s for s in shape)).astype(np.float32)
+    for xs in (
+        base[tuple(slice(0, s) for s in shape)],
+        base[tuple(slice(None, None, 2) for _ in shape)],
+    ):
+        for got, want in zip(executor.run([xs]), evaluate(graph, [xs])):
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4)

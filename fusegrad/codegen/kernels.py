@@ -16,6 +16,7 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
+from ..ir.fusion import reduction_split
 from ..ir.graph import Const, run_equation
 from .lowering import BOOL, LOWERINGS, llvm_type
 from .target import CompiledModule
@@ -79,14 +80,15 @@ class KernelCode:
         # 0-d constants become LLVM constants; every other input is an argument
         self.args = [v for v in kernel.inputs if not (isinstance(v, Const) and v.value.ndim == 0)]
         self.reducers = [Reducer(r) for r in kernel.reductions]
-        ndim = len(kernel.shape)
-        axes = len(kernel.reductions[0].params["axes"]) if kernel.reductions else 0
-        # Column kernels reduce leading axes (gradients of broadcast operands),
-        # the others trailing ones (rows, or everything).
-        self.columns = bool(axes) and kernel.reductions[0].params["axes"][0] == 0 and axes < ndim
-        # where dimension merging stops: after the kept dimensions of a row
-        # reduction, after the reduced ones of a column reduction
-        self.split = axes if self.columns else ndim - axes
+        # Row reductions (trailing axes, or everything) accumulate in registers
+        # and are stored when a row ends; column reductions (leading axes:
+        # gradients of broadcast operands) add every element into an
+        # accumulator array. Both kinds split the dimensions at one place.
+        self.rows = [r for r in self.reducers if not r.column]
+        self.cols = [r for r in self.reducers if r.column]
+        self.split = (
+            reduction_split(kernel.reductions[0]) if kernel.reductions else len(kernel.shape)
+        )
         self.variants: dict = {}  # (ndim, stride classes) -> compiled function
         self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
@@ -122,18 +124,20 @@ class KernelCode:
         """Output arrays, and the reductions' arrays: results for row
         reductions; accumulators, to be converted after the launch, for
         column reductions (the kernel adds every row into them)."""
-        kernel = self.kernel
-        outputs = [np.empty(kernel.shape, v.dtype.np) for v in kernel.outputs]
-        if self.columns:
-            kept = kernel.shape[self.split :]
-            return outputs, [np.full(kept, r.start, r.numpy_type) for r in self.reducers]
-        kept = kernel.shape[: self.split]
-        return outputs, [np.zeros(kept, r.eqn.out.dtype.np) for r in self.reducers]
+        shape, split = self.kernel.shape, self.split
+        outputs = [np.empty(shape, v.dtype.np) for v in self.kernel.outputs]
+        return outputs, [
+            np.full(shape[split:], r.start, r.numpy_type)
+            if r.column
+            else np.zeros(shape[:split], r.eqn.out.dtype.np)
+            for r in self.reducers
+        ]
 
     def _finish(self, sums: list) -> list:
-        if not self.columns:
-            return sums
-        return [a.astype(r.eqn.out.dtype.np, copy=False) for a, r in zip(sums, self.reducers)]
+        return [
+            a.astype(r.eqn.out.dtype.np, copy=False) if r.column else a
+            for a, r in zip(sums, self.reducers)
+        ]
 
     def __call__(self, arrays: list) -> list:
         key = tuple((a.dtype.char, a.shape, a.strides) for a in arrays)
@@ -163,9 +167,10 @@ class KernelCode:
             if any(s % a.itemsize for s in a.strides):
                 raise ValueError(f"{self.name}: operand strides {a.strides} are not whole elements")
         outputs, sums = self._allocate()
-        if not self.columns:  # row results broadcast over the reduced (trailing) dimensions
-            reduced = (1,) * (len(kernel.shape) - self.split)
-            sums = [r.reshape(r.shape + reduced) for r in sums]
+        reduced = (1,) * (len(kernel.shape) - self.split)  # row results broadcast over them
+        sums = [
+            a if r.column else a.reshape(a.shape + reduced) for a, r in zip(sums, self.reducers)
+        ]
         operands = arrays + outputs + sums
         shape, strides, classes, first = layout(kernel.shape, operands, self.split)
         if any(s == 0 for s in kernel.shape):
@@ -203,9 +208,7 @@ class KernelCode:
         pointer_types = [_memory_type(v.dtype).as_pointer() for v in self.args + kernel.outputs]
         pointer_types += [
             (
-                r.total_type
-                if self.columns and r.total_type != BOOL
-                else _memory_type(r.eqn.out.dtype)
+                r.total_type if r.column and r.total_type != BOOL else _memory_type(r.eqn.out.dtype)
             ).as_pointer()
             for r in self.reducers
         ]
@@ -222,10 +225,13 @@ class KernelCode:
             [b.load(b.gep(stride_ptr, [ir.Constant(I64, k * ndim + d)])) for d in range(ndim)]
             for k in range(len(operands))
         ]
-        reducers = self.reducers
-        totals = [b.alloca(r.total_type) for r in reducers]
+        totals = [b.alloca(r.total_type) for r in self.rows]
+        row_positions = [
+            len(self.args) + len(kernel.outputs) + k
+            for k, r in enumerate(self.reducers)
+            if not r.column
+        ]
         exit_block = function.append_basic_block("exit")
-        first_sum = len(self.args) + len(kernel.outputs)
 
         def counted(name, start, stop, step, body):
             """for index in range(start, stop, step): body(index)"""
@@ -247,9 +253,9 @@ class KernelCode:
 
         def nest(depth: int, offsets: list):
             one = ir.Constant(I64, 1)
-            rows = kernel.reductions and not self.columns
+            rows = bool(self.rows)
             if depth == first and rows:
-                for reducer, total in zip(reducers, totals):
+                for reducer, total in zip(self.rows, totals):
                     b.store(reducer.total_identity, total)
             if depth < ndim - 1:
                 counted(
@@ -296,9 +302,9 @@ class KernelCode:
                     ),
                 )
             if depth == first and rows:
-                for k, (reducer, total) in enumerate(zip(reducers, totals)):
+                for reducer, total, k in zip(self.rows, totals, row_positions):
                     value = reducer.result(b, b.load(total))
-                    b.store(value, b.gep(pointers[first_sum + k], [offsets[first_sum + k]]))
+                    b.store(value, b.gep(pointers[k], [offsets[k]]))
 
         nest(0, [ir.Constant(I64, 0)] * len(operands))
         b.branch(exit_block)
@@ -311,7 +317,7 @@ class KernelCode:
         element type (for sums, reassociation is allowed only here), combined
         into the totals once per block (float64 for float sums), so long sums
         stay accurate."""
-        reducers = self.reducers
+        reducers = self.rows
         end = b.add(start, ir.Constant(I64, BLOCK))
         stop = b.select(b.icmp_signed("<", end, size), end, size)
         header = b.block
@@ -327,6 +333,7 @@ class KernelCode:
             phi.add_incoming(reducer.identity, header)
             partial.append(phi)
         env = self._element(b, pointers, offsets, index, classes, stride, depth)
+        self._accumulate_columns(b, pointers, offsets, index, classes, stride, depth, env)
         updated = []
         for reducer, phi in zip(reducers, partial):
             updated.append(reducer.combine(b, phi, env[id(reducer.eqn.inputs[0])]))
@@ -341,10 +348,10 @@ class KernelCode:
     def _accumulate_columns(self, b, pointers, offsets, index, classes, stride, depth, env):
         """Column reductions: add this element into its column's accumulator
         (float64 for float sums), which lives in memory and stays in cache."""
-        if not self.columns:
-            return
         first = len(self.args) + len(self.kernel.outputs)
         for k, reducer in enumerate(self.reducers):
+            if not reducer.column:
+                continue
             pointer = _address(b, pointers, offsets, index, classes, stride, depth, first + k)
             value = env[id(reducer.eqn.inputs[0])]
             if reducer.type == BOOL:
@@ -400,6 +407,8 @@ class Reducer:
     def __init__(self, eqn):
         self.eqn = eqn
         self.kind = eqn.prim.name.removeprefix("reduce_")
+        axes, ndim = tuple(eqn.params["axes"]), len(eqn.inputs[0].shape)
+        self.column = axes == tuple(range(len(axes))) and len(axes) < ndim
         dtype = eqn.out.dtype
         self.type = llvm_type(dtype)
         self.floating = dtype.is_floating_point

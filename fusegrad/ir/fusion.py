@@ -8,8 +8,9 @@ operands' producers, or else any kernel of its shape, when that keeps the
 kernels acyclic. A sum, max or min over a kernel's trailing dimensions (all of
 them, or the rows of a matrix) or leading ones (the columns) joins the kernel
 that produces its operand, so the reduced values never go to memory; a
-kernel's reductions share their axes, and their results exist only after the
-kernel, so nothing in it reads them.
+kernel's reductions split its dimensions at one place (rows and columns of
+one matrix can mix), and their results exist only after the kernel, so
+nothing in it reads them.
 Which equations may be fused or reduced is the caller's choice
 (``fusible``, ``reducible``): the IR knows nothing of what a code generator
 can lower.
@@ -65,6 +66,15 @@ def is_fusible_reduction(eqn: Eqn) -> bool:
     return axes in (tuple(range(ndim - len(axes), ndim)), tuple(range(len(axes))))
 
 
+def reduction_split(eqn: Eqn) -> int:
+    """Where a fusible reduction splits its operand's dimensions: kept before,
+    summed after (rows); or summed before, kept after (columns). A row and a
+    column reduction with the same split walk their operand the same way and
+    can share a kernel."""
+    ndim, axes = len(eqn.inputs[0].shape), tuple(eqn.params["axes"])
+    return len(axes) if axes == tuple(range(len(axes))) and len(axes) < ndim else ndim - len(axes)
+
+
 def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reduction) -> list:
     """The graph's equations as an ordered list of ``Kernel``s and ``Single``s."""
     groups: list = []  # Kernel or Single, in creation order
@@ -101,7 +111,7 @@ def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reducti
             and isinstance(groups[producer], Kernel)
             and groups[producer].shape == operand.shape
             and operand.shape
-            and all(r.params["axes"] == eqn.params["axes"] for r in groups[producer].reductions)
+            and all(reduction_split(r) == reduction_split(eqn) for r in groups[producer].reductions)
         ):
             groups[producer].reductions.append(eqn)
             group_of[eqn.out] = producer
