@@ -84,11 +84,16 @@ class KernelCode:
         # and are stored when a row ends; column reductions (leading axes:
         # gradients of broadcast operands) add every element into an
         # accumulator array. Both kinds split the dimensions at one place.
-        self.rows = [r for r in self.reducers if not r.column]
+        # Reductions of everything accumulate like rows but, when rows or
+        # columns set the split, are reset and stored once per launch.
+        partial = [r for r in kernel.reductions if len(r.params["axes"]) < len(kernel.shape)]
+        if partial:
+            self.split = reduction_split(partial[0])
+        else:
+            self.split = 0 if kernel.reductions else len(kernel.shape)
+        self.wholes = [r for r in self.reducers if r.whole and partial]
+        self.rows = [r for r in self.reducers if not r.column and not (r.whole and partial)]
         self.cols = [r for r in self.reducers if r.column]
-        self.split = (
-            reduction_split(kernel.reductions[0]) if kernel.reductions else len(kernel.shape)
-        )
         self.variants: dict = {}  # (ndim, stride classes) -> compiled function
         self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
@@ -129,7 +134,7 @@ class KernelCode:
         return outputs, [
             np.full(shape[split:], r.start, r.numpy_type)
             if r.column
-            else np.zeros(shape[:split], r.eqn.out.dtype.np)
+            else np.zeros(() if r.whole else shape[:split], r.eqn.out.dtype.np)
             for r in self.reducers
         ]
 
@@ -169,7 +174,8 @@ class KernelCode:
         outputs, sums = self._allocate()
         reduced = (1,) * (len(kernel.shape) - self.split)  # row results broadcast over them
         sums = [
-            a if r.column else a.reshape(a.shape + reduced) for a, r in zip(sums, self.reducers)
+            a if r.column else a.reshape((1,) * len(kernel.shape) if r.whole else a.shape + reduced)
+            for a, r in zip(sums, self.reducers)
         ]
         operands = arrays + outputs + sums
         shape, strides, classes, first = layout(kernel.shape, operands, self.split)
@@ -225,12 +231,12 @@ class KernelCode:
             [b.load(b.gep(stride_ptr, [ir.Constant(I64, k * ndim + d)])) for d in range(ndim)]
             for k in range(len(operands))
         ]
-        totals = [b.alloca(r.total_type) for r in self.rows]
-        row_positions = [
-            len(self.args) + len(kernel.outputs) + k
-            for k, r in enumerate(self.reducers)
-            if not r.column
-        ]
+        first_result = len(self.args) + len(kernel.outputs)
+        position = {id(r): first_result + k for k, r in enumerate(self.reducers)}
+        blocked = self.rows + self.wholes  # accumulated in registers, block by block
+        totals = [b.alloca(r.total_type) for r in blocked]
+        for reducer, total in zip(self.wholes, totals[len(self.rows) :]):
+            b.store(reducer.total_identity, total)
         exit_block = function.append_basic_block("exit")
 
         def counted(name, start, stop, step, body):
@@ -253,8 +259,8 @@ class KernelCode:
 
         def nest(depth: int, offsets: list):
             one = ir.Constant(I64, 1)
-            rows = bool(self.rows)
-            if depth == first and rows:
+            rows = bool(blocked)
+            if depth == first and self.rows:
                 for reducer, total in zip(self.rows, totals):
                     b.store(reducer.total_identity, total)
             if depth < ndim - 1:
@@ -301,12 +307,15 @@ class KernelCode:
                         totals,
                     ),
                 )
-            if depth == first and rows:
-                for reducer, total, k in zip(self.rows, totals, row_positions):
-                    value = reducer.result(b, b.load(total))
-                    b.store(value, b.gep(pointers[k], [offsets[k]]))
+            if depth == first and self.rows:
+                for reducer, total in zip(self.rows, totals):
+                    k = position[id(reducer)]
+                    b.store(reducer.result(b, b.load(total)), b.gep(pointers[k], [offsets[k]]))
 
         nest(0, [ir.Constant(I64, 0)] * len(operands))
+        for reducer, total in zip(self.wholes, totals[len(self.rows) :]):
+            k = position[id(reducer)]
+            b.store(reducer.result(b, b.load(total)), pointers[k])
         b.branch(exit_block)
         b.position_at_end(exit_block)
         b.ret_void()
@@ -317,7 +326,7 @@ class KernelCode:
         element type (for sums, reassociation is allowed only here), combined
         into the totals once per block (float64 for float sums), so long sums
         stay accurate."""
-        reducers = self.rows
+        reducers = self.rows + self.wholes
         end = b.add(start, ir.Constant(I64, BLOCK))
         stop = b.select(b.icmp_signed("<", end, size), end, size)
         header = b.block
@@ -409,10 +418,18 @@ class Reducer:
         self.kind = eqn.prim.name.removeprefix("reduce_")
         axes, ndim = tuple(eqn.params["axes"]), len(eqn.inputs[0].shape)
         self.column = axes == tuple(range(len(axes))) and len(axes) < ndim
+        self.whole = len(axes) == ndim
         dtype = eqn.out.dtype
         self.type = llvm_type(dtype)
         self.floating = dtype.is_floating_point
-        self.total_type = ir.DoubleType() if self.kind == "sum" and self.floating else self.type
+        # Row totals of float sums are float64 (added once per block); column
+        # accumulators stay in the element type, so their loop vectorizes
+        # (numpy's own sums along a leading axis add rows in that type too).
+        self.total_type = (
+            ir.DoubleType()
+            if self.kind == "sum" and self.floating and not self.column
+            else self.type
+        )
         self.identity = self._identity(self.type)
         self.total_identity = self._identity(self.total_type)
         # a column reduction's accumulator array: its numpy type and start value

@@ -75,6 +75,16 @@ def reduction_split(eqn: Eqn) -> int:
     return len(axes) if axes == tuple(range(len(axes))) and len(axes) < ndim else ndim - len(axes)
 
 
+def _is_whole(eqn: Eqn) -> bool:
+    return len(eqn.params["axes"]) == len(eqn.inputs[0].shape)
+
+
+def _splits_agree(reductions: list) -> bool:
+    """Reductions share a kernel when they split its dimensions at one place;
+    a reduction of everything fits with any split."""
+    return len({reduction_split(r) for r in reductions if not _is_whole(r)}) <= 1
+
+
 def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reduction) -> list:
     """The graph's equations as an ordered list of ``Kernel``s and ``Single``s."""
     groups: list = []  # Kernel or Single, in creation order
@@ -111,7 +121,7 @@ def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reducti
             and isinstance(groups[producer], Kernel)
             and groups[producer].shape == operand.shape
             and operand.shape
-            and all(reduction_split(r) == reduction_split(eqn) for r in groups[producer].reductions)
+            and _splits_agree(groups[producer].reductions + [eqn])
         ):
             groups[producer].reductions.append(eqn)
             group_of[eqn.out] = producer
