@@ -35,10 +35,16 @@ def chebyshev(f, a, b, n=60):
     ]
 
 
+terms = {}
 for name, (f, (a, b)) in PIECES.items():
     c = chebyshev(f, a, b)
     c[0] /= 2
-    for precision, tolerance in TOLERANCE.items():
-        keep = max(j for j, v in enumerate(c) if abs(v) > tolerance) + 1
-        print(f"{name.upper()}_{precision.upper()} = ({float(a)!r}, {float(b)!r}, [")
-        print(",\n".join(f"    {float(v)!r}" for v in c[:keep]) + "])")
+    terms[name] = {
+        p: max(j for j, v in enumerate(c) if abs(v) > t) + 1 for p, t in TOLERANCE.items()
+    }
+    print(f"ERF_{name.upper()} = ({float(a)!r}, {float(b)!r}, [")
+    print(",\n".join(f"    {float(v)!r}" for v in c[: terms[name]["f64"]]) + "])")
+print("ERF_TERMS = {")
+for precision in TOLERANCE:
+    print(f"    {precision!r}: {tuple(terms[n][precision] for n in PIECES)},")
+print("}")

@@ -260,22 +260,9 @@ def softplus(e: Emitter, x):
 
 
 # ---------------------------------------------------------------------- erf
-# (interval start, interval end, Chebyshev coefficients), from tools/fit_erf.py
-
-SMALL_F32 = (
-    0.0,
-    0.765625,
-    [
-        1.0058696706838033,
-        -0.11586435124792986,
-        0.006352475024278402,
-        -0.0002820205454094384,
-        1.0321318596379593e-05,
-        -3.1951881808095866e-07,
-        8.551054553577366e-09,
-    ],
-)
-SMALL_F64 = (
+# (interval start, interval end, Chebyshev coefficients) of each piece, and
+# how many terms float32 and float64 need; from tools/fit_erf.py
+ERF_SMALL = (
     0.0,
     0.765625,
     [
@@ -293,25 +280,7 @@ SMALL_F64 = (
         -2.1901118494361946e-17,
     ],
 )
-MIDDLE_F32 = (
-    0.875,
-    3.0,
-    [
-        0.29077283955662686,
-        -0.13636999424088622,
-        0.029671109875076724,
-        -0.006062152966098974,
-        0.001173079750955083,
-        -0.00021639317945980197,
-        3.824432118849989e-05,
-        -6.502161977617681e-06,
-        1.0669927637547995e-06,
-        -1.694677384763711e-07,
-        2.611327017947898e-08,
-        -3.911717660912691e-09,
-    ],
-)
-MIDDLE_F64 = (
+ERF_MIDDLE = (
     0.875,
     3.0,
     [
@@ -339,24 +308,7 @@ MIDDLE_F64 = (
         -6.391446923754856e-18,
     ],
 )
-LARGE_F32 = (
-    3.0,
-    6.0,
-    [
-        0.12902689965474168,
-        -0.0420426781395118,
-        0.006698487121092753,
-        -0.0010450916791743758,
-        0.00015985899884949414,
-        -2.3998261587238652e-05,
-        3.53906410506357e-06,
-        -5.131303200649095e-07,
-        7.320268611264974e-08,
-        -1.0282193129248155e-08,
-        1.4229088707596404e-09,
-    ],
-)
-LARGE_F64 = (
+ERF_LARGE = (
     3.0,
     6.0,
     [
@@ -383,17 +335,16 @@ LARGE_F64 = (
         1.7996151024795913e-18,
     ],
 )
-
-
-ERF_PIECES = {
-    "f32": (SMALL_F32, MIDDLE_F32, LARGE_F32),
-    "f64": (SMALL_F64, MIDDLE_F64, LARGE_F64),
+ERF_TERMS = {
+    "f32": (7, 12, 11),
+    "f64": (12, 22, 21),
 }
 
 
-def _chebyshev(e: Emitter, x, piece):
-    """sum c_j T_j(s) with s = x mapped from [a, b] to [-1, 1] (Clenshaw)."""
+def _chebyshev(e: Emitter, x, piece, terms):
+    """sum c_j T_j(s), j < terms, with s = x mapped from [a, b] to [-1, 1] (Clenshaw)."""
     a, b, coefficients = piece
+    coefficients = coefficients[:terms]
     s = e.mul(e.sub(e.mul(x, e.c(2.0 / (b - a))), e.c((a + b) / (b - a))), e.c(1.0))
     two_s = e.add(s, s)
     b1 = b2 = e.c(0.0)
@@ -403,13 +354,16 @@ def _chebyshev(e: Emitter, x, piece):
 
 
 def erf(e: Emitter, x):
-    small_piece, middle_piece, large_piece = ERF_PIECES["f64" if e.f64 else "f32"]
+    small_piece, middle_piece, large_piece = ERF_SMALL, ERF_MIDDLE, ERF_LARGE
+    small_terms, middle_terms, large_terms = ERF_TERMS["f64" if e.f64 else "f32"]
     a = e.call("llvm.fabs", x)
     t = e.mul(a, a)
-    small = e.mul(a, _chebyshev(e, t, small_piece))
+    small = e.mul(a, _chebyshev(e, t, small_piece, small_terms))
     decay = exp(e, e.b.fneg(t))
     tail = e.select(
-        e.lt(a, e.c(middle_piece[1])), _chebyshev(e, a, middle_piece), _chebyshev(e, a, large_piece)
+        e.lt(a, e.c(middle_piece[1])),
+        _chebyshev(e, a, middle_piece, middle_terms),
+        _chebyshev(e, a, large_piece, large_terms),
     )
     large = e.sub(e.c(1.0), e.mul(decay, tail))
     magnitude = e.select(
