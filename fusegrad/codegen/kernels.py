@@ -16,7 +16,7 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
-from ..ir.fusion import reduction_split
+from ..ir.fusion import is_column_reduction, is_whole_reduction, reduction_split
 from ..ir.graph import Const, run_equation
 from .lowering import BOOL, LOWERINGS, llvm_type
 from .target import CompiledModule
@@ -30,10 +30,11 @@ def _memory_type(dtype):
 
 
 def layout(shape: tuple, arrays: list, split: int | None = None) -> tuple:
-    """(merged shape, element strides per operand, stride classes, merged kept
-    dimensions) for a launch. Dimensions merge when contiguous for every
-    operand, never across ``split`` (kept dimensions before it, reduced ones
-    after). Raises ValueError when an operand does not fit the iteration shape."""
+    """(merged shape, element strides per operand, stride classes, how many
+    merged dimensions come before ``split``) for a launch. Dimensions merge
+    when contiguous for every operand, never across ``split`` (the boundary
+    between a reduction's kept and reduced dimensions). Raises ValueError
+    when an operand does not fit the iteration shape."""
     ndim = len(shape)
     split = ndim if split is None else split
     strides = []
@@ -45,8 +46,8 @@ def layout(shape: tuple, arrays: list, split: int | None = None) -> tuple:
             for s, t, st in zip(a.shape, shape[ndim - a.ndim :], a.strides)
         )
         strides.append(padded)
-    merged_shape, merged, kept = [], [[] for _ in arrays], 0
-    for first, region in enumerate((range(split), range(split, ndim))):
+    merged_shape, merged, before_split = [], [[] for _ in arrays], 0
+    for region_index, region in enumerate((range(split), range(split, ndim))):
         start = len(merged_shape)
         for d in region:
             if shape[d] == 1:
@@ -61,15 +62,15 @@ def layout(shape: tuple, arrays: list, split: int | None = None) -> tuple:
             merged_shape.append(shape[d])
             for m, s in zip(merged, strides):
                 m.append(s[d])
-        if first == 0:
-            kept = len(merged_shape)
-    if (split < ndim and len(merged_shape) == kept) or not merged_shape:
+        if region_index == 0:
+            before_split = len(merged_shape)
+    if (split < ndim and len(merged_shape) == before_split) or not merged_shape:
         # an inner loop of one: all the dimensions to reduce (or all) were size 1
         merged_shape.append(1)
         for m in merged:
             m.append(0)
     classes = tuple(m[-1] if m[-1] in (0, 1) else "s" for m in merged)
-    return tuple(merged_shape), merged, classes, kept
+    return tuple(merged_shape), merged, classes, before_split
 
 
 class KernelCode:
@@ -86,14 +87,13 @@ class KernelCode:
         # accumulator array. Both kinds split the dimensions at one place.
         # Reductions of everything accumulate like rows but, when rows or
         # columns set the split, are reset and stored once per launch.
-        partial = [r for r in kernel.reductions if len(r.params["axes"]) < len(kernel.shape)]
+        partial = [r for r in kernel.reductions if not is_whole_reduction(r)]
         if partial:
             self.split = reduction_split(partial[0])
         else:
             self.split = 0 if kernel.reductions else len(kernel.shape)
         self.wholes = [r for r in self.reducers if r.whole and partial]
         self.rows = [r for r in self.reducers if not r.column and not (r.whole and partial)]
-        self.cols = [r for r in self.reducers if r.column]
         self.variants: dict = {}  # (ndim, stride classes) -> compiled function
         self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
@@ -126,22 +126,16 @@ class KernelCode:
         return self.kernel.outputs + [r.out for r in self.kernel.reductions]
 
     def _allocate(self):
-        """Output arrays, and the reductions' arrays: results for row
-        reductions; accumulators, to be converted after the launch, for
-        column reductions (the kernel adds every row into them)."""
+        """Output arrays, and the reductions' arrays: results for row and
+        whole reductions; for column reductions accumulators starting at the
+        identity, which the kernel adds every row into."""
         shape, split = self.kernel.shape, self.split
         outputs = [np.empty(shape, v.dtype.np) for v in self.kernel.outputs]
         return outputs, [
-            np.full(shape[split:], r.start, r.numpy_type)
+            np.full(shape[split:], r.start, r.eqn.out.dtype.np)
             if r.column
             else np.zeros(() if r.whole else shape[:split], r.eqn.out.dtype.np)
             for r in self.reducers
-        ]
-
-    def _finish(self, sums: list) -> list:
-        return [
-            a.astype(r.eqn.out.dtype.np, copy=False) if r.column else a
-            for a, r in zip(sums, self.reducers)
         ]
 
     def __call__(self, arrays: list) -> list:
@@ -159,7 +153,7 @@ class KernelCode:
                 stride_arg.ctypes.data,
                 *[a.ctypes.data for a in arrays + outputs + sums],
             )
-        return outputs + self._finish(sums)
+        return outputs + sums
 
     def _prepare(self, arrays: list):
         """Checks the operands once per layout and picks how to run it."""
@@ -211,13 +205,7 @@ class KernelCode:
         kernel = self.kernel
         module = ir.Module(name=self.name)
         operands = self.args + self.results
-        pointer_types = [_memory_type(v.dtype).as_pointer() for v in self.args + kernel.outputs]
-        pointer_types += [
-            (
-                r.total_type if r.column and r.total_type != BOOL else _memory_type(r.eqn.out.dtype)
-            ).as_pointer()
-            for r in self.reducers
-        ]
+        pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
         signature = ir.FunctionType(
             ir.VoidType(), [I64.as_pointer(), I64.as_pointer()] + pointer_types
         )
@@ -416,9 +404,8 @@ class Reducer:
     def __init__(self, eqn):
         self.eqn = eqn
         self.kind = eqn.prim.name.removeprefix("reduce_")
-        axes, ndim = tuple(eqn.params["axes"]), len(eqn.inputs[0].shape)
-        self.column = axes == tuple(range(len(axes))) and len(axes) < ndim
-        self.whole = len(axes) == ndim
+        self.column = is_column_reduction(eqn)
+        self.whole = is_whole_reduction(eqn)
         dtype = eqn.out.dtype
         self.type = llvm_type(dtype)
         self.floating = dtype.is_floating_point
@@ -432,9 +419,7 @@ class Reducer:
         )
         self.identity = self._identity(self.type)
         self.total_identity = self._identity(self.total_type)
-        # a column reduction's accumulator array: its numpy type and start value
-        self.numpy_type = np.float64 if self.total_type == ir.DoubleType() else dtype.np
-        self.start = self.total_identity.constant
+        self.start = self.total_identity.constant  # a column accumulator's first value
 
     def _identity(self, t):
         if self.kind == "sum":

@@ -66,23 +66,29 @@ def is_fusible_reduction(eqn: Eqn) -> bool:
     return axes in (tuple(range(ndim - len(axes), ndim)), tuple(range(len(axes))))
 
 
+def is_whole_reduction(eqn: Eqn) -> bool:
+    return len(eqn.params["axes"]) == len(eqn.inputs[0].shape)
+
+
+def is_column_reduction(eqn: Eqn) -> bool:
+    """Over leading axes, not all of them (a sum of rows: a bias's gradient)."""
+    axes = tuple(eqn.params["axes"])
+    return axes == tuple(range(len(axes))) and not is_whole_reduction(eqn)
+
+
 def reduction_split(eqn: Eqn) -> int:
     """Where a fusible reduction splits its operand's dimensions: kept before,
-    summed after (rows); or summed before, kept after (columns). A row and a
-    column reduction with the same split walk their operand the same way and
-    can share a kernel."""
-    ndim, axes = len(eqn.inputs[0].shape), tuple(eqn.params["axes"])
-    return len(axes) if axes == tuple(range(len(axes))) and len(axes) < ndim else ndim - len(axes)
-
-
-def _is_whole(eqn: Eqn) -> bool:
-    return len(eqn.params["axes"]) == len(eqn.inputs[0].shape)
+    reduced after (rows); or reduced before, kept after (columns). A row and
+    a column reduction with the same split walk their operand the same way
+    and can share a kernel."""
+    ndim, count = len(eqn.inputs[0].shape), len(eqn.params["axes"])
+    return count if is_column_reduction(eqn) else ndim - count
 
 
 def _splits_agree(reductions: list) -> bool:
     """Reductions share a kernel when they split its dimensions at one place;
     a reduction of everything fits with any split."""
-    return len({reduction_split(r) for r in reductions if not _is_whole(r)}) <= 1
+    return len({reduction_split(r) for r in reductions if not is_whole_reduction(r)}) <= 1
 
 
 def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reduction) -> list:
