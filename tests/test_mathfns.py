@@ -166,3 +166,58 @@ def test_float32_pow_within_4_ulp_with_cs_special_cases():
     error[_agree_on_specials(got, rounded)] = 0
     worst = int(np.argmax(error))
     assert error[worst] <= 4, f"pow({xs[worst]!r}, {ys[worst]!r}) = {got[worst]!r}"
+
+
+def test_float64_pow_within_1e_14_with_cs_special_cases():
+    special = np.array(
+        [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            2.0,
+            -2.0,
+            3.0,
+            -3.0,
+            1.5,
+            -1.5,
+            np.inf,
+            -np.inf,
+            np.nan,
+            1e-310,
+            -1e-310,
+            1.7e308,
+            -1.7e308,
+            0.1,
+            100.0,
+        ]
+    )
+    xs, ys = (a.ravel() for a in np.meshgrid(special, special))
+    rng = np.random.default_rng(12)
+    n = 100_000
+    xs = np.concatenate(
+        [
+            xs,
+            np.exp(rng.uniform(-700, 700, n)) * rng.choice([-1, 1], n),
+            np.exp(rng.uniform(-5, 5, n)),
+            rng.standard_normal(n),
+        ]
+    )
+    ys = np.concatenate(
+        [ys, rng.uniform(-1, 1, n), rng.uniform(-140, 140, n), np.round(rng.uniform(-30, 30, n))]
+    )
+    x, y = Var(xs.shape, fg.float64), Var(ys.shape, fg.float64)
+    builder = GraphBuilder()
+    with building(builder):
+        out = P.pow_(x, y)
+    executor = Executor(Graph([x, y], builder.eqns, [out]))
+    assert len(executor.kernels) == 1
+    got = executor.run([xs, ys])[0]
+    with np.errstate(all="ignore"):
+        want = np.power(xs, ys)
+        error = np.abs(got - want) / np.maximum(np.abs(want), np.finfo(np.float64).tiny)
+    error[_agree_on_specials(got, want)] = 0
+    worst = int(np.argmax(error))
+    assert error[worst] <= 1e-14, f"pow({xs[worst]!r}, {ys[worst]!r}) = {got[worst]!r}"

@@ -13,6 +13,7 @@ from llvmlite import ir
 
 from ..ir import dtypes
 from ..ir import primitives as P
+from ..ir.graph import Const
 from . import mathfns
 
 BOOL = ir.IntType(1)
@@ -161,9 +162,31 @@ LOWERINGS.update(
 )
 
 
-LOWERINGS[P.pow_] = lambda b, args, eqn: mathfns.pow_float32(b, *args)
-# float64 pow needs a logarithm in extra precision to stay within 1e-14: not yet
-CONDITIONS = {P.pow_: lambda eqn: eqn.out.dtype is dtypes.float32}
+def _pow(b, args, eqn):
+    """A constant small integer exponent is arithmetic (x*x is the correctly
+    rounded square, 1/x the correctly rounded reciprocal); anything else goes
+    through exp and log."""
+    x, y = args
+    exponent = eqn.inputs[1]
+    if isinstance(exponent, Const) and exponent.value.size == 1:
+        n = float(exponent.value.reshape(()))
+        one = ir.Constant(x.type, 1.0)
+        if n == 0.0:
+            return one
+        if n == 1.0:
+            return x
+        if n == -1.0:
+            return b.fdiv(one, x)
+        if n == 2.0:
+            return b.fmul(x, x)
+        if n == 3.0:
+            return b.fmul(b.fmul(x, x), x)
+    general = mathfns.pow_float32 if eqn.out.dtype is dtypes.float32 else mathfns.pow_float64
+    return general(b, x, y)
+
+
+LOWERINGS[P.pow_] = _pow
+CONDITIONS = {P.pow_: lambda eqn: eqn.out.dtype.is_floating_point}
 
 
 def can_lower(eqn) -> bool:
