@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import fusegrad as fg
+from fusegrad.codegen import mathfns
 from fusegrad.ir import primitives as P
 from fusegrad.ir.graph import Graph, GraphBuilder, Var, building
 from fusegrad.runtime.executor import Executor
@@ -221,3 +222,84 @@ def test_float64_pow_within_1e_14_with_cs_special_cases():
     error[_agree_on_specials(got, want)] = 0
     worst = int(np.argmax(error))
     assert error[worst] <= 1e-14, f"pow({xs[worst]!r}, {ys[worst]!r}) = {got[worst]!r}"
+
+
+def _ulp_error(name, xs, got):
+    with np.errstate(all="ignore"):
+        truth = getattr(np, name)(xs.astype(np.float64))
+        rounded = truth.astype(np.float32)
+        error = np.abs(got.astype(np.float64) - truth) / np.spacing(np.abs(rounded)).astype(
+            np.float64
+        )
+    error[_agree_on_specials(got, rounded)] = 0
+    return error, truth
+
+
+def _sin_cos_executor(name, xs):
+    x = Var(xs.shape, fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        out = getattr(P, name)(x)
+    return Executor(Graph([x], builder.eqns, [out]))
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_float32_sin_and_cos_fast_path_up_to_its_limit(name):
+    """Float32 lanes with a three-part Cody-Waite reduction; the worst cases
+    are the arguments nearest to multiples of pi/2."""
+    limit = mathfns.SIN_COS_FAST_LIMIT
+    nearest = (np.arange(1, limit / (np.pi / 2), 7) * (np.pi / 2)).astype(np.float32)
+    xs = _inputs(np.float32)
+    xs = np.concatenate(
+        [
+            xs[np.abs(xs) <= limit],
+            nearest,
+            np.nextafter(nearest, np.float32(0)),
+            -np.nextafter(nearest, np.float32(np.inf)),
+            np.float32([limit, -limit, np.inf, -np.inf, np.nan]),
+        ]
+    ).astype(np.float32)
+    executor = _sin_cos_executor(name, xs)
+    got = executor.run([xs])[0]
+    error, truth = _ulp_error(name, xs, got)
+    worst = int(np.argmax(error))
+    assert error[worst] <= 4, f"{name}({xs[worst]!r}) = {got[worst]!r}, truth {truth[worst]!r}"
+    assert not any(exact for *_, exact in executor.kernels[0].variants)  # the exact one never ran
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_float32_sin_and_cos_over_the_whole_range(name):
+    """An argument beyond the fast path's limit runs the kernel again with the
+    exponent-indexed reduction, as accurate for 8.5e37 as for 1."""
+    rng = np.random.default_rng(3)
+    xs = np.concatenate(
+        [
+            _inputs(np.float32),
+            (rng.uniform(-1, 1, 50000) * 2.0 ** rng.integers(-20, 128, 50000)),
+            np.array([np.pi, np.pi / 2, 1e22, 8.5e37]),
+        ]
+    ).astype(np.float32)
+    executor = _sin_cos_executor(name, xs)
+    got = executor.run([xs])[0]
+    error, truth = _ulp_error(name, xs, got)
+    worst = int(np.argmax(error))
+    assert error[worst] <= 4, f"{name}({xs[worst]!r}) = {got[worst]!r}, truth {truth[worst]!r}"
+    assert any(exact for *_, exact in executor.kernels[0].variants)
+
+
+def test_a_rerun_for_a_huge_sin_argument_starts_every_reduction_again():
+    """Column sums add into accumulators: the exact rerun must not add twice."""
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal((300, 40)).astype(np.float32)
+    xs[17, 3] = 3e9
+    x = Var(xs.shape, fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        y = P.mul(P.sin(x), x)
+        outputs = [y, P.reduce_sum(y, axes=(0,)), P.reduce_sum(y, axes=(1,))]
+        outputs.append(P.reduce_max(y, axes=(0, 1)))
+    executor = Executor(Graph([x], builder.eqns, outputs))
+    assert len(executor.kernels) == 1
+    y64 = np.sin(xs.astype(np.float64)) * xs
+    for got, want in zip(executor.run([xs]), [y64, y64.sum(0), y64.sum(1), y64.max()]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)

@@ -16,9 +16,11 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
+from ..ir import dtypes
+from ..ir import primitives as P
 from ..ir.fusion import is_column_reduction, is_whole_reduction, reduction_split
-from ..ir.graph import Const, run_equation
-from .lowering import BOOL, LOWERINGS, llvm_type
+from ..ir.graph import Const, Eqn, Var, run_equation
+from .lowering import BOOL, EXACT_LOWERINGS, FAST_RANGE, LOWERINGS, llvm_type
 from .target import CompiledModule
 
 I64 = ir.IntType(64)
@@ -80,7 +82,10 @@ class KernelCode:
         self.kernel = kernel
         # 0-d constants become LLVM constants; every other input is an argument
         self.args = [v for v in kernel.inputs if not (isinstance(v, Const) and v.value.ndim == 0)]
-        self.reducers = [Reducer(r) for r in kernel.reductions]
+        guard_eqns, self.guards = _range_guards(kernel)
+        self.body = kernel.eqns + guard_eqns
+        reductions = kernel.reductions + self.guards
+        self.reducers = [Reducer(r) for r in reductions]
         # Row reductions (trailing axes, or everything) accumulate in registers
         # and are stored when a row ends; column reductions (leading axes:
         # gradients of broadcast operands) add every element into an
@@ -91,10 +96,10 @@ class KernelCode:
         if partial:
             self.split = reduction_split(partial[0])
         else:
-            self.split = 0 if kernel.reductions else len(kernel.shape)
+            self.split = 0 if reductions else len(kernel.shape)
         self.wholes = [r for r in self.reducers if r.whole and partial]
         self.rows = [r for r in self.reducers if not r.column and not (r.whole and partial)]
-        self.variants: dict = {}  # (ndim, stride classes) -> compiled function
+        self.variants: dict = {}  # (ndim, stride classes, exact) -> compiled function
         self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
 
@@ -147,13 +152,23 @@ class KernelCode:
             return self._numpy(arrays)
         outputs, sums = self._allocate()
         if launch is not _EMPTY:
-            function, shape_arg, stride_arg = launch
-            function(
-                shape_arg.ctypes.data,
-                stride_arg.ctypes.data,
-                *[a.ctypes.data for a in arrays + outputs + sums],
-            )
-        return outputs + sums
+            variant, shape_arg, stride_arg = launch
+            self._launch(self._function(variant), shape_arg, stride_arg, arrays + outputs + sums)
+            if self.guards and any(sums[-len(self.guards) :]):
+                outputs, sums = self._allocate()  # column accumulators start again
+                exact = self._function((*variant[:3], True))
+                self._launch(exact, shape_arg, stride_arg, arrays + outputs + sums)
+        return outputs + sums[: len(sums) - len(self.guards)]
+
+    @staticmethod
+    def _launch(function, shape_arg, stride_arg, arrays):
+        function(shape_arg.ctypes.data, stride_arg.ctypes.data, *[a.ctypes.data for a in arrays])
+
+    def _function(self, variant: tuple):
+        function = self.variants.get(variant)
+        if function is None:
+            function = self.variants[variant] = self._compile(*variant)
+        return function
 
     def _prepare(self, arrays: list):
         """Checks the operands once per layout and picks how to run it."""
@@ -177,11 +192,9 @@ class KernelCode:
             return _EMPTY
         if int(np.prod(kernel.shape)) * (len(kernel.eqns) + 1) < SMALL_WORK:
             return _SMALL
-        variant = (len(shape), classes, first)
-        function = self.variants.get(variant)
-        if function is None:
-            function = self.variants[variant] = self._compile(*variant)
-        return function, np.array(shape, np.int64), np.array(strides, np.int64)
+        variant = (len(shape), classes, first, False)
+        self._function(variant)
+        return variant, np.array(shape, np.int64), np.array(strides, np.int64)
 
     def _numpy(self, arrays: list) -> list:
         """The kernel's equations one by one in numpy: cheaper than a launch
@@ -197,14 +210,16 @@ class KernelCode:
 
     # ------------------------------------------------------------------ codegen
 
-    def generate(self, ndim: int, classes: tuple, first: int) -> str:
+    def generate(self, ndim: int, classes: tuple, first: int, exact: bool = False) -> str:
         """The LLVM IR of this kernel for one operand layout. For a row
         reduction the ``first`` merged dimensions are kept and the rest
         reduced: every row's totals start at the identity and are stored when
-        the row ends."""
+        the row ends. ``exact`` takes the lowerings that hold over the whole
+        range instead of the fast ones (see FAST_RANGE)."""
         kernel = self.kernel
         module = ir.Module(name=self.name)
-        operands = self.args + self.results
+        lowerings = {**LOWERINGS, **EXACT_LOWERINGS} if exact else LOWERINGS
+        operands = self.args + self.results + [g.out for g in self.guards]
         pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
         signature = ir.FunctionType(
             ir.VoidType(), [I64.as_pointer(), I64.as_pointer()] + pointer_types
@@ -273,7 +288,7 @@ class KernelCode:
                         classes,
                         stride,
                         depth,
-                        self._element(b, pointers, offsets, i, classes, stride, depth),
+                        self._element(b, pointers, offsets, i, classes, stride, depth, lowerings),
                     ),
                 )
             else:
@@ -293,6 +308,7 @@ class KernelCode:
                         stride,
                         depth,
                         totals,
+                        lowerings,
                     ),
                 )
             if depth == first and self.rows:
@@ -309,7 +325,9 @@ class KernelCode:
         b.ret_void()
         return str(module)
 
-    def _block(self, b, function, pointers, offsets, start, size, classes, stride, depth, totals):
+    def _block(
+        self, b, function, pointers, offsets, start, size, classes, stride, depth, totals, lowerings
+    ):
         """One block of a reducing kernel: vectorizable partial results in the
         element type (for sums, reassociation is allowed only here), combined
         into the totals once per block (float64 for float sums), so long sums
@@ -329,7 +347,7 @@ class KernelCode:
             phi = b.phi(reducer.type)
             phi.add_incoming(reducer.identity, header)
             partial.append(phi)
-        env = self._element(b, pointers, offsets, index, classes, stride, depth)
+        env = self._element(b, pointers, offsets, index, classes, stride, depth, lowerings)
         self._accumulate_columns(b, pointers, offsets, index, classes, stride, depth, env)
         updated = []
         for reducer, phi in zip(reducers, partial):
@@ -357,7 +375,7 @@ class KernelCode:
             else:
                 b.store(reducer.combine_total(b, b.load(pointer), value), pointer)
 
-    def _element(self, b, pointers, offsets, index, classes, stride, depth):
+    def _element(self, b, pointers, offsets, index, classes, stride, depth, lowerings):
         """Loads the operands, computes the equations, stores the outputs; the
         values by var, for the reductions."""
         kernel = self.kernel
@@ -374,9 +392,9 @@ class KernelCode:
                 if v.dtype.name == "bool"
                 else value
             )
-        for eqn in kernel.eqns:
+        for eqn in self.body:
             operands = [env[id(v)] if id(v) in env else _constant(v) for v in eqn.inputs]
-            env[id(eqn.out)] = LOWERINGS[eqn.prim](b, operands, eqn)
+            env[id(eqn.out)] = lowerings[eqn.prim](b, operands, eqn)
         for k, v in enumerate(kernel.outputs):
             value = env[id(v)]
             if v.dtype.name == "bool":
@@ -384,10 +402,9 @@ class KernelCode:
             b.store(value, address(n_in + k))
         return env
 
-    def _compile(self, ndim: int, classes: tuple, first: int):
-        function = compile_kernel(
-            self.generate(ndim, classes, first), 2 + len(self.args) + len(self.results)
-        )
+    def _compile(self, ndim: int, classes: tuple, first: int, exact: bool):
+        arity = 2 + len(self.args) + len(self.results) + len(self.guards)
+        function = compile_kernel(self.generate(ndim, classes, first, exact), arity)
         self.modules.append(function.module)
         return function
 
@@ -491,3 +508,30 @@ def compile_kernel(llvm_ir: str, arity: int):
         function.module = module  # keeps the machine code alive with the function
         _compiled[llvm_ir] = function
     return function
+
+
+def _range_guards(kernel) -> tuple:
+    """For every equation whose fast lowering holds only over a range:
+    equations computing whether its argument is beyond it, and their
+    reductions over the whole kernel (a flag per launch)."""
+    eqns, reductions = [], []
+    for eqn in kernel.eqns:
+        limit = FAST_RANGE.get(eqn.prim)
+        if limit is None:
+            continue
+        (argument,) = eqn.inputs
+        shape, dtype = argument.shape, argument.dtype
+        magnitude, above, finite, beyond = (
+            Var(shape, t) for t in (dtype, dtypes.bool_, dtypes.bool_, dtypes.bool_)
+        )
+        flag = Var((), dtypes.bool_)
+        eqns += [  # the fast lowerings already give nan for inf
+            Eqn(P.abs_, (argument,), {}, magnitude),
+            Eqn(P.gt, (magnitude, Const(np.asarray(limit, dtype.np))), {}, above),
+            Eqn(P.lt, (magnitude, Const(np.asarray(np.inf, dtype.np))), {}, finite),
+            Eqn(P.logical_and, (above, finite), {}, beyond),
+        ]
+        reductions.append(
+            Eqn(P.reduce_max, (beyond,), {"axes": tuple(range(len(argument.shape)))}, flag)
+        )
+    return eqns, reductions
