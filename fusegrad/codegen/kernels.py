@@ -20,7 +20,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.fusion import is_column_reduction, is_whole_reduction, reduction_split
 from ..ir.graph import Const, Eqn, Var, run_equation
-from .lowering import BOOL, EXACT_LOWERINGS, FAST_RANGE, LOWERINGS, llvm_type
+from .lowering import BOOL, FAST_RANGE, LOWERINGS, llvm_type
 from .target import CompiledModule
 
 I64 = ir.IntType(64)
@@ -99,7 +99,7 @@ class KernelCode:
             self.split = 0 if reductions else len(kernel.shape)
         self.wholes = [r for r in self.reducers if r.whole and partial]
         self.rows = [r for r in self.reducers if not r.column and not (r.whole and partial)]
-        self.variants: dict = {}  # (ndim, stride classes, exact) -> compiled function
+        self.variants: dict = {}  # (ndim, stride classes) -> compiled function
         self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
 
@@ -152,23 +152,15 @@ class KernelCode:
             return self._numpy(arrays)
         outputs, sums = self._allocate()
         if launch is not _EMPTY:
-            variant, shape_arg, stride_arg = launch
-            self._launch(self._function(variant), shape_arg, stride_arg, arrays + outputs + sums)
-            if self.guards and any(sums[-len(self.guards) :]):
-                outputs, sums = self._allocate()  # column accumulators start again
-                exact = self._function((*variant[:3], True))
-                self._launch(exact, shape_arg, stride_arg, arrays + outputs + sums)
+            function, shape_arg, stride_arg = launch
+            function(
+                shape_arg.ctypes.data,
+                stride_arg.ctypes.data,
+                *[a.ctypes.data for a in arrays + outputs + sums],
+            )
+            if self.guards and any(sums[len(sums) - len(self.guards) :]):
+                return self._numpy(arrays)  # an argument beyond a fast lowering's range
         return outputs + sums[: len(sums) - len(self.guards)]
-
-    @staticmethod
-    def _launch(function, shape_arg, stride_arg, arrays):
-        function(shape_arg.ctypes.data, stride_arg.ctypes.data, *[a.ctypes.data for a in arrays])
-
-    def _function(self, variant: tuple):
-        function = self.variants.get(variant)
-        if function is None:
-            function = self.variants[variant] = self._compile(*variant)
-        return function
 
     def _prepare(self, arrays: list):
         """Checks the operands once per layout and picks how to run it."""
@@ -192,9 +184,11 @@ class KernelCode:
             return _EMPTY
         if int(np.prod(kernel.shape)) * (len(kernel.eqns) + 1) < SMALL_WORK:
             return _SMALL
-        variant = (len(shape), classes, first, False)
-        self._function(variant)
-        return variant, np.array(shape, np.int64), np.array(strides, np.int64)
+        variant = (len(shape), classes, first)
+        function = self.variants.get(variant)
+        if function is None:
+            function = self.variants[variant] = self._compile(*variant)
+        return function, np.array(shape, np.int64), np.array(strides, np.int64)
 
     def _numpy(self, arrays: list) -> list:
         """The kernel's equations one by one in numpy: cheaper than a launch
@@ -210,15 +204,13 @@ class KernelCode:
 
     # ------------------------------------------------------------------ codegen
 
-    def generate(self, ndim: int, classes: tuple, first: int, exact: bool = False) -> str:
+    def generate(self, ndim: int, classes: tuple, first: int) -> str:
         """The LLVM IR of this kernel for one operand layout. For a row
         reduction the ``first`` merged dimensions are kept and the rest
         reduced: every row's totals start at the identity and are stored when
-        the row ends. ``exact`` takes the lowerings that hold over the whole
-        range instead of the fast ones (see FAST_RANGE)."""
+        the row ends."""
         kernel = self.kernel
         module = ir.Module(name=self.name)
-        lowerings = {**LOWERINGS, **EXACT_LOWERINGS} if exact else LOWERINGS
         operands = self.args + self.results + [g.out for g in self.guards]
         pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
         signature = ir.FunctionType(
@@ -288,7 +280,7 @@ class KernelCode:
                         classes,
                         stride,
                         depth,
-                        self._element(b, pointers, offsets, i, classes, stride, depth, lowerings),
+                        self._element(b, pointers, offsets, i, classes, stride, depth),
                     ),
                 )
             else:
@@ -308,7 +300,6 @@ class KernelCode:
                         stride,
                         depth,
                         totals,
-                        lowerings,
                     ),
                 )
             if depth == first and self.rows:
@@ -325,9 +316,7 @@ class KernelCode:
         b.ret_void()
         return str(module)
 
-    def _block(
-        self, b, function, pointers, offsets, start, size, classes, stride, depth, totals, lowerings
-    ):
+    def _block(self, b, function, pointers, offsets, start, size, classes, stride, depth, totals):
         """One block of a reducing kernel: vectorizable partial results in the
         element type (for sums, reassociation is allowed only here), combined
         into the totals once per block (float64 for float sums), so long sums
@@ -347,7 +336,7 @@ class KernelCode:
             phi = b.phi(reducer.type)
             phi.add_incoming(reducer.identity, header)
             partial.append(phi)
-        env = self._element(b, pointers, offsets, index, classes, stride, depth, lowerings)
+        env = self._element(b, pointers, offsets, index, classes, stride, depth)
         self._accumulate_columns(b, pointers, offsets, index, classes, stride, depth, env)
         updated = []
         for reducer, phi in zip(reducers, partial):
@@ -375,7 +364,7 @@ class KernelCode:
             else:
                 b.store(reducer.combine_total(b, b.load(pointer), value), pointer)
 
-    def _element(self, b, pointers, offsets, index, classes, stride, depth, lowerings):
+    def _element(self, b, pointers, offsets, index, classes, stride, depth):
         """Loads the operands, computes the equations, stores the outputs; the
         values by var, for the reductions."""
         kernel = self.kernel
@@ -394,7 +383,7 @@ class KernelCode:
             )
         for eqn in self.body:
             operands = [env[id(v)] if id(v) in env else _constant(v) for v in eqn.inputs]
-            env[id(eqn.out)] = lowerings[eqn.prim](b, operands, eqn)
+            env[id(eqn.out)] = LOWERINGS[eqn.prim](b, operands, eqn)
         for k, v in enumerate(kernel.outputs):
             value = env[id(v)]
             if v.dtype.name == "bool":
@@ -402,9 +391,9 @@ class KernelCode:
             b.store(value, address(n_in + k))
         return env
 
-    def _compile(self, ndim: int, classes: tuple, first: int, exact: bool):
+    def _compile(self, ndim: int, classes: tuple, first: int):
         arity = 2 + len(self.args) + len(self.results) + len(self.guards)
-        function = compile_kernel(self.generate(ndim, classes, first, exact), arity)
+        function = compile_kernel(self.generate(ndim, classes, first), arity)
         self.modules.append(function.module)
         return function
 

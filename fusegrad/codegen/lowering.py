@@ -186,28 +186,14 @@ def _pow(b, args, eqn):
 
 
 LOWERINGS[P.pow_] = _pow
-LOWERINGS[P.sin] = lambda b, args, eqn: mathfns.sin_cos_float32_fast(b, args[0], cosine=False)
-LOWERINGS[P.cos] = lambda b, args, eqn: mathfns.sin_cos_float32_fast(b, args[0], cosine=True)
+LOWERINGS[P.sin] = lambda b, args, eqn: mathfns.sin_cos(b, args[0], cosine=False)
+LOWERINGS[P.cos] = lambda b, args, eqn: mathfns.sin_cos(b, args[0], cosine=True)
 
-# Fast lowerings accurate only while |argument| <= the limit, and the exact
-# ones a kernel is run again with when some argument was beyond it.
+# Lowerings accurate only while |argument| <= the limit: a kernel holding
+# them reports whether some finite argument was beyond it, and is then run
+# again through numpy.
 FAST_RANGE = {P.sin: mathfns.SIN_COS_FAST_LIMIT, P.cos: mathfns.SIN_COS_FAST_LIMIT}
-EXACT_LOWERINGS = {
-    P.sin: lambda b, args, eqn: mathfns.sin_float32_exact(b, args[0]),
-    P.cos: lambda b, args, eqn: mathfns.cos_float32_exact(b, args[0]),
-}
-
-
-def _float32(eqn):
-    # float64 sin/cos would need a wider reduction table to stay within 1e-14
-    return eqn.out.dtype is dtypes.float32
-
-
-CONDITIONS = {
-    P.pow_: lambda eqn: eqn.out.dtype.is_floating_point,
-    P.sin: _float32,
-    P.cos: _float32,
-}
+CONDITIONS = {P.pow_: lambda eqn: eqn.out.dtype.is_floating_point}
 
 
 def can_lower(eqn) -> bool:

@@ -10,7 +10,9 @@ written with them: log1p with Goldberg's rounding-error correction, expm1
 with Taylor's series near 0, tanh and sigmoid through exp with a polynomial for small
 tanh arguments, softplus as max(x, 0) + log1p(exp(-|x|)). erf evaluates
 Chebyshev series of erf(x)/x and erfc(x)*exp(x*x) (tools/fit_erf.py derives
-them) with Clenshaw's recurrence.
+them) with Clenshaw's recurrence. sin and cos reduce by pi/2 (Cody-Waite)
+up to a limit beyond which the kernel falls back to numpy; pow goes through
+exp and log, in double-double for float64.
 """
 
 from __future__ import annotations
@@ -491,38 +493,16 @@ def pow_float64(b, x, y):
 
 # ------------------------------------------------------------------ sin, cos
 #
-# Two lowerings. The fast one works in float32 lanes (16 per AVX-512 vector):
-# a three-part Cody-Waite reduction with fused multiply-adds, which stays
-# within a few ulp while |x| <= SIN_COS_FAST_LIMIT, and Taylor polynomials on
-# [-pi/4, pi/4]. The exact one reduces any float32 with an exponent-indexed
-# table of 2/pi and evaluates in float64 (0 ulp on the tested inputs) but runs
-# 3-4x slower than numpy. A kernel takes the fast one and reports whether any
-# argument was beyond the limit; only then is it run again with the exact one.
+# x = k*pi/2 + r with |r| <= pi/4 by a Cody-Waite reduction (pi/2 split into
+# parts whose products with k are exact or nearly so, fused multiply-adds),
+# then Taylor polynomials for sin(r) and cos(r) picked and signed by k mod 4.
+# This holds while |x| <= SIN_COS_FAST_LIMIT (k below 2**20). A kernel holding
+# sin or cos also computes whether any finite argument went beyond it, and if
+# so is run again through numpy (see FAST_RANGE in lowering.py): huge
+# arguments need a long table of 2/pi (Payne-Hanek), which is slow in vector
+# code and rare in practice.
 
 SIN_COS_FAST_LIMIT = 2.0**20
-SIN_TAYLOR_F32 = [(-1) ** n / math.factorial(2 * n + 1) for n in range(5, 0, -1)]  # in r*r
-COS_TAYLOR_F32 = [(-1) ** n / math.factorial(2 * n) for n in range(5, 0, -1)]
-
-
-def sin_cos_float32_fast(b, x, cosine: bool):
-    """sin or cos of a float32 x with |x| <= SIN_COS_FAST_LIMIT; inf and nan give nan."""
-    e = Emitter(b, x.type)
-    k = e.call("llvm.rint", e.mul(x, e.c(2 / math.pi)))
-    minus_k = b.fneg(k)
-    r = x
-    for part in PIO2_F32_PARTS:
-        r = _fma(e, minus_k, e.c(part), r)  # the first is exact, the others round once
-    rr = e.mul(r, r)
-    sine = _fma(e, e.mul(r, rr), e.horner(rr, SIN_TAYLOR_F32), r)
-    cosine_value = _fma(e, rr, e.horner(rr, COS_TAYLOR_F32), e.c(1.0))
-    # k is finite and below 2**16 here; infinities and nan come out as nan anyway
-    quadrant = b.fptosi(e.select(e.lt(e.call("llvm.fabs", k), e.c(2.0**20)), k, e.c(0.0)), I32)
-    if cosine:
-        quadrant = b.add(quadrant, ir.Constant(I32, 1))
-    odd = b.icmp_signed("!=", b.and_(quadrant, ir.Constant(I32, 1)), ir.Constant(I32, 0))
-    value = e.select(odd, cosine_value, sine)
-    negative = b.icmp_signed("!=", b.and_(quadrant, ir.Constant(I32, 2)), ir.Constant(I32, 0))
-    return e.select(negative, b.fneg(value), value)
 
 
 def _pi_fixed(bits: int) -> int:
@@ -542,154 +522,68 @@ def _pi_fixed(bits: int) -> int:
     return (4 * (4 * arctan_inverse(5) - arctan_inverse(239))) >> 20
 
 
-def _float32_parts_of_pi_over_2() -> tuple:
-    """pi/2 as the sum of three float32s, each the rounding of what the
-    previous ones leave (the remainders taken exactly, not in float64)."""
-    rest = Fraction(_pi_fixed(200), 2**201)
+def _parts_of_pi_over_2(widths: list, to_float) -> tuple:
+    """pi/2 as a sum of floats of the given significant bits, each the
+    rounding of what the previous ones leave (remainders taken exactly: a
+    float64 pi/2 is itself off by 6e-17, which k up to 2**20 would magnify)."""
+    rest = Fraction(_pi_fixed(300), 2**301)
     parts = []
-    for _ in range(3):
-        part = float(np.float32(float(rest)))
+    for width in widths:
+        exponent = math.floor(math.log2(abs(float(rest))))
+        scale = Fraction(2) ** (width - 1 - exponent)
+        part = to_float(float(round(rest * scale) / scale))
         parts.append(part)
         rest -= Fraction(part)
     return tuple(parts)
 
 
-PIO2_F32_PARTS = _float32_parts_of_pi_over_2()
+# float32: k*part[0] is exact for k < 2**24 (fma keeps the rest to one rounding)
+PIO2_F32 = _parts_of_pi_over_2([24, 24, 24], lambda v: float(np.float32(v)))
+# float64: k*part[0] and k*part[1] are exact for k < 2**20
+PIO2_F64 = _parts_of_pi_over_2([33, 33, 53, 53], float)
+SIN_TAYLOR = {  # in r*r, without the leading r
+    32: [(-1) ** n / math.factorial(2 * n + 1) for n in range(5, 0, -1)],
+    64: [(-1) ** n / math.factorial(2 * n + 1) for n in range(8, 0, -1)],
+}
+COS_TAYLOR = {  # in r*r, without the leading 1
+    32: [(-1) ** n / math.factorial(2 * n) for n in range(5, 0, -1)],
+    64: [(-1) ** n / math.factorial(2 * n) for n in range(9, 0, -1)],
+}
 
 
-def _reduction_table() -> list:
-    """For every float32 exponent field E (a float32 is m * 2**(E - 150), m
-    its 24-bit significand; E = 0 reads as 1): (2**(E - 150) * 2/pi) mod 4,
-    split into three doubles of 26, 26 and 53 significant bits, so that m
-    times the first two is exact in float64."""
-    fraction_bits, precision = 200, 420
-    two_over_pi = (2 << (2 * precision)) // _pi_fixed(precision)  # 2/pi * 2**precision
-    table = []
-    for exponent in range(255):
-        shift = max(exponent, 1) - 150 + fraction_bits
-        value = (
-            two_over_pi >> (precision - shift)
-            if precision >= shift
-            else two_over_pi << (shift - precision)
-        )
-        value %= 4 << fraction_bits
-        hi = value >> (fraction_bits - 24)
-        rest = value - (hi << (fraction_bits - 24))
-        mid = rest >> (fraction_bits - 50)
-        lo = rest - (mid << (fraction_bits - 50))
-        table += [hi / 2.0**24, mid / 2.0**50, lo / 2.0**fraction_bits]
-    return table
+def _reduce_float32(e: Emitter, x, k):
+    r = x
+    for part in PIO2_F32:
+        r = _fma(e, e.b.fneg(k), e.c(part), r)  # the first is exact, the others round once
+    return r
 
 
-REDUCTION_F32 = _reduction_table()
-SIN_TAYLOR_F64 = [(-1) ** n / math.factorial(2 * n + 1) for n in range(8, -1, -1)]  # in a*a
-COS_TAYLOR_F64 = [(-1) ** n / math.factorial(2 * n) for n in range(8, -1, -1)]
+def _reduce_float64(e: Emitter, x, k):
+    """r to a relative 1e-16 even when x is within 1e-17 of a multiple of
+    pi/2: the large terms cancel exactly and the small ones keep their errors."""
+    p1, p2, p3, p4 = (e.c(part) for part in PIO2_F64)
+    r1 = e.sub(x, e.mul(k, p1))  # exact
+    high, error = _two_sum(e, r1, e.b.fneg(e.mul(k, p2)))  # k*p2 exact
+    product = e.mul(k, p3)
+    product_error = _fma(e, k, p3, e.b.fneg(product))
+    high = e.sub(high, product)  # exact when r is small: they nearly cancel
+    return e.add(high, e.sub(e.sub(error, product_error), e.mul(k, p4)))
 
 
-# pi/2 in three parts, the first two of 33 bits: k * part is exact for k < 2**20
-PIO2_PARTS = (1.5707963267341256, 6.077100506303966e-11, 2.0222662487959506e-21)
-CODY_WAITE_LIMIT = 2.0**20
-
-
-def _quadrant_and_angle(b, x):
-    """For float32 x: (k mod 4, r) with |x| = k*pi/2 + r and |r| <= pi/4,
-    r in float64. Small arguments take a three-part Cody-Waite reduction,
-    large ones the exponent-indexed table (gathers: the branch keeps them
-    off the common path)."""
-    e = Emitter(b, ir.DoubleType())
-    a = e.call("llvm.fabs", b.fpext(x, e.t))
-    small = e.lt(a, e.c(CODY_WAITE_LIMIT))
-    with b.if_else(small) as (near, far):
-        with near:
-            k = e.call("llvm.rint", e.mul(a, e.c(2 / math.pi)))
-            r = a
-            for part in PIO2_PARTS:
-                r = e.sub(r, e.mul(k, e.c(part)))
-            near_block, near_k, near_r = b.block, k, r
-        with far:
-            far_k, far_r = _table_reduction(b, x)
-            far_block = b.block
-    k = b.phi(e.t)
-    k.add_incoming(near_k, near_block)
-    k.add_incoming(far_k, far_block)
-    r = b.phi(e.t)
-    r.add_incoming(near_r, near_block)
-    r.add_incoming(far_r, far_block)
-    quadrant = b.and_(b.fptosi(k, I32), ir.Constant(I32, 3))
-    return quadrant, r
-
-
-def _table_reduction(b, x):
-    """(k, r) with |x| = k*pi/2 + r exactly enough for any float32: |x| = m *
-    2**(E-150), and (2**(E-150) * 2/pi) mod 4 comes from the table."""
-    e = Emitter(b, ir.DoubleType())
-    f32 = Emitter(b, x.type)
-    bits = f32.to_bits(x)
-    exponent = b.and_(b.lshr(bits, f32.i(23)), f32.i(255))
-    significand = b.and_(bits, f32.i((1 << 23) - 1))
-    significand = b.select(
-        b.icmp_signed("==", exponent, f32.i(0)), significand, b.or_(significand, f32.i(1 << 23))
-    )
-    module = b.module
-    table = module.globals.get("fusegrad.reduction_f32")
-    if table is None:
-        array = ir.ArrayType(e.t, len(REDUCTION_F32))
-        table = ir.GlobalVariable(module, array, "fusegrad.reduction_f32")
-        table.initializer = ir.Constant(array, REDUCTION_F32)
-        table.global_constant = True
-        table.linkage = "internal"
-    row = b.mul(b.zext(exponent, I64), ir.Constant(I64, 3))
-    hi, mid, lo = (
-        b.load(b.gep(table, [ir.Constant(I64, 0), b.add(row, ir.Constant(I64, j))]))
-        for j in range(3)
-    )
-    m = b.uitofp(significand, e.t)
-    p = e.mul(m, hi)  # exact: 24 + 26 bits
-    p = e.sub(p, e.mul(e.c(4.0), e.call("llvm.floor", e.mul(p, e.c(0.25)))))  # exact mod 4
-    s, error = _two_sum(e, p, e.mul(m, mid))  # m * mid is exact too
-    error = e.add(error, e.mul(m, lo))
-    k = e.call("llvm.rint", s)
-    r = e.add(e.sub(s, k), error)  # s - k is exact (Sterbenz)
-    return k, e.mul(r, e.c(math.pi / 2))
-
-
-def _sin_cos_of_angle(b, a):
-    e = Emitter(b, ir.DoubleType())
-    aa = e.mul(a, a)
-    return e.mul(a, e.horner(aa, SIN_TAYLOR_F64)), e.horner(aa, COS_TAYLOR_F64)
-
-
-def _pick(b, quadrant, values):
-    """values[quadrant] for quadrant in 0..3."""
-    result = values[3]
-    for q in (2, 1, 0):
-        result = b.select(b.icmp_signed("==", quadrant, ir.Constant(I32, q)), values[q], result)
-    return result
-
-
-def sin_float32_exact(b, x):
-    quadrant, a = _quadrant_and_angle(b, x)
-    s, c = _sin_cos_of_angle(b, a)
-    value = _pick(b, quadrant, [s, c, b.fneg(s), b.fneg(c)])
-    f32 = Emitter(b, x.type)
-    magnitude = b.fptrunc(value, x.type)
-    result = _copysign_to(f32, magnitude, x)
-    return f32.select(
-        f32.lt(f32.call("llvm.fabs", x), f32.c(float("inf"))), result, f32.c(float("nan"))
-    )
-
-
-def cos_float32_exact(b, x):
-    quadrant, a = _quadrant_and_angle(b, x)
-    s, c = _sin_cos_of_angle(b, a)
-    value = b.fptrunc(_pick(b, quadrant, [c, b.fneg(s), b.fneg(c), s]), x.type)
-    f32 = Emitter(b, x.type)
-    return f32.select(
-        f32.lt(f32.call("llvm.fabs", x), f32.c(float("inf"))), value, f32.c(float("nan"))
-    )
-
-
-def _copysign_to(e: Emitter, value, sign_source):
-    """sin is odd: flip the sign of sin(|x|) for negative x (the angle came from |x|)."""
-    negative = e.b.icmp_signed("<", e.to_bits(sign_source), e.i(0))
-    return e.select(negative, e.b.fneg(value), value)
+def sin_cos(b, x, cosine: bool):
+    """sin or cos of x with |x| <= SIN_COS_FAST_LIMIT; inf and nan give nan."""
+    e = Emitter(b, x.type)
+    k = e.call("llvm.rint", e.mul(x, e.c(2 / math.pi)))
+    r = (_reduce_float64 if e.f64 else _reduce_float32)(e, x, k)
+    width = 64 if e.f64 else 32
+    rr = e.mul(r, r)
+    sine = _fma(e, e.mul(r, rr), e.horner(rr, SIN_TAYLOR[width]), r)
+    cosine_value = _fma(e, rr, e.horner(rr, COS_TAYLOR[width]), e.c(1.0))
+    # k is below 2**20 here; the clamp keeps the conversion defined for inf and nan
+    quadrant = b.fptosi(e.select(e.lt(e.call("llvm.fabs", k), e.c(2.0**21)), k, e.c(0.0)), I32)
+    if cosine:
+        quadrant = b.add(quadrant, ir.Constant(I32, 1))
+    odd = b.icmp_signed("!=", b.and_(quadrant, ir.Constant(I32, 1)), ir.Constant(I32, 0))
+    value = e.select(odd, cosine_value, sine)
+    negative = b.icmp_signed("!=", b.and_(quadrant, ir.Constant(I32, 2)), ir.Constant(I32, 0))
+    return e.select(negative, b.fneg(value), value)
