@@ -418,3 +418,25 @@ def test_a_sum_of_everything_fits_in_a_kernel_of_rows_and_columns():
     np.testing.assert_allclose(got[0], want[2].astype(np.float64).sum(), rtol=1e-6)
     for g, w in zip(got[1:], want[1:]):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64, fg.int64], ids=["f32", "f64", "i64"])
+def test_a_reduction_of_an_input_or_a_matrix_product_runs_as_a_kernel(dtype):
+    """Nothing produces these operands in a kernel, so the reduction starts one
+    (softmax's row max, a bias gradient summing a matrix product's columns)."""
+    x, w = Var((37, 50), dtype), Var((50, 3), dtype)
+    builder = GraphBuilder()
+    with building(builder):
+        row_max = P.reduce_max(x, axes=(1,))
+        product = P.matmul(x, w)
+        column_sum = P.reduce_sum(product, axes=(0,))
+        shifted = x - P.reshape(row_max, shape=(37, 1))
+    graph = Graph([x, w], builder.eqns, [row_max, column_sum, shifted])
+    executor = Executor(graph)
+    reductions = [e.prim.name for k in executor.kernels for e in k.kernel.reductions]
+    assert sorted(reductions) == ["reduce_max", "reduce_sum"]
+    rng = np.random.default_rng(6)
+    xs = (rng.standard_normal((37, 50)) * 10).astype(dtype.np)
+    ws = (rng.standard_normal((50, 3)) * 10).astype(dtype.np)
+    for got, want in zip(executor.run([xs, ws]), evaluate(graph, [xs, ws])):
+        np.testing.assert_allclose(got, want, rtol=1e-5)

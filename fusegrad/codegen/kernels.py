@@ -113,8 +113,9 @@ class KernelCode:
         return self.kernel.eqns
 
     def __repr__(self) -> str:
-        ops = " ".join(e.prim.name for e in self.kernel.eqns)
-        return f"<kernel {self.name}: {len(self.kernel.eqns)} ops ({ops}) over {self.kernel.shape}>"
+        eqns = self.kernel.eqns + self.kernel.reductions
+        ops = " ".join(e.prim.name for e in eqns)
+        return f"<kernel {self.name}: {len(eqns)} ops ({ops}) over {self.kernel.shape}>"
 
     @property
     def llvm_ir(self) -> str:

@@ -7,7 +7,8 @@ strides, so they cost no copy. An equation joins the kernel of one of its
 operands' producers, or else any kernel of its shape, when that keeps the
 kernels acyclic. A sum, max or min over a kernel's trailing dimensions (all of
 them, or the rows of a matrix) or leading ones (the columns) joins the kernel
-that produces its operand, so the reduced values never go to memory; a
+that produces its operand, so the reduced values never go to memory (or,
+when no kernel does, starts one that reads the operand once); a
 kernel's reductions split its dimensions at one place (rows and columns of
 one matrix can mix), and their results exist only after the kernel, so
 nothing in it reads them.
@@ -133,6 +134,15 @@ def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reducti
             group_of[eqn.out] = producer
             reduced.add(eqn.out)
             continue
+        if reducible(eqn) and isinstance(operand, Var) and operand.shape:
+            # no kernel produces the operand at its shape (an input, a matrix
+            # product): the reduction starts a kernel that reads it
+            home = len(groups)
+            groups.append(Kernel(shape=operand.shape, reductions=[eqn]))
+            uses[home] = set(sources)
+            group_of[eqn.out] = home
+            reduced.add(eqn.out)
+            continue
         home = None
         if fusible(eqn):
             # an operand's producer first (the most recent), then any kernel of this shape
@@ -168,7 +178,7 @@ def _fill_boundaries(graph: Graph, groups: list, group_of: dict) -> None:
             continue
         defined = {e.out for e in group.eqns}
         seen = set()
-        for eqn in group.eqns:
+        for eqn in group.eqns + group.reductions:
             for v in eqn.inputs:
                 if (not isinstance(v, Var) or v not in defined) and id(v) not in seen:
                     seen.add(id(v))
