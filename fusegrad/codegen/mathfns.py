@@ -537,7 +537,7 @@ def _parts_of_pi_over_2(widths: list, to_float) -> tuple:
     return tuple(parts)
 
 
-# float32: k*part[0] is exact for k < 2**24 (fma keeps the rest to one rounding)
+# float32, in fused multiply-adds: x - k*part[0] is exact below the limit
 PIO2_F32 = _parts_of_pi_over_2([24, 24, 24], lambda v: float(np.float32(v)))
 # float64: k*part[0] and k*part[1] are exact for k < 2**20
 PIO2_F64 = _parts_of_pi_over_2([33, 33, 53, 53], float)
@@ -554,7 +554,7 @@ COS_TAYLOR = {  # in r*r, without the leading 1
 def _reduce_float32(e: Emitter, x, k):
     r = x
     for part in PIO2_F32:
-        r = _fma(e, e.b.fneg(k), e.c(part), r)  # the first is exact, the others round once
+        r = _fma(e, e.b.fneg(k), e.c(part), r)  # the later parts round once each
     return r
 
 
