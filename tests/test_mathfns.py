@@ -13,6 +13,7 @@ import fusegrad as fg
 from fusegrad.codegen import mathfns
 from fusegrad.codegen.kernels import KernelCode
 from fusegrad.ir import primitives as P
+from fusegrad.ir.dtypes import from_numpy_dtype
 from fusegrad.ir.graph import Graph, GraphBuilder, Var, building
 from fusegrad.runtime.executor import Executor
 
@@ -76,74 +77,72 @@ def _inputs(np_dtype):
     return np.concatenate(parts).astype(np_dtype)
 
 
-def _run(name, dtype, xs):
-    x = Var(xs.shape, dtype)
+def _executor(name, *arrays):
+    """A graph of one primitive over the arrays, compiled as one kernel."""
+    inputs = [Var(a.shape, from_numpy_dtype(a.dtype)) for a in arrays]
     builder = GraphBuilder()
     with building(builder):
-        out = getattr(P, name)(x)
-    executor = Executor(Graph([x], builder.eqns, [out]))
+        out = getattr(P, name)(*inputs)
+    executor = Executor(Graph(inputs, builder.eqns, [out]))
     assert len(executor.kernels) == 1  # compiled, not run by numpy
-    return executor.run([xs])[0]
+    return executor
 
 
 def _agree_on_specials(got, want):
     return (np.isnan(got) & np.isnan(want)) | (got == want)
 
 
-@pytest.mark.parametrize("name", sorted(TRUTH))
-def test_float32_within_4_ulp_of_the_float64_truth(name):
-    xs = _inputs(np.float32)
-    got = _run(name, fg.float32, xs)
-    with np.errstate(all="ignore"):
-        want = TRUTH[name](xs.astype(np.float64))
-        rounded = want.astype(np.float32)
-        ulp = np.spacing(np.abs(rounded)).astype(np.float64)
-        error = np.abs(got.astype(np.float64) - want) / ulp
-    error[_agree_on_specials(got, rounded)] = 0
-    worst = int(np.argmax(error))
-    assert error[worst] <= 4, f"{name}({xs[worst]!r}) = {got[worst]!r}, truth {want[worst]!r}"
+BOUND = {np.float32: 4, np.float64: 1e-14}  # ulp; relative
 
 
-@pytest.mark.parametrize("name", sorted(TRUTH))
-def test_float64_within_1e_14_relative(name):
-    xs = _inputs(np.float64)
-    got = _run(name, fg.float64, xs)
+def _assert_accurate(name, arrays, got, truth):
+    """float32: ulp from the float64 truth; float64: relative error."""
     with np.errstate(all="ignore"):
-        want = TRUTH[name](xs)
-        error = np.abs(got - want) / np.maximum(np.abs(want), np.finfo(np.float64).tiny)
+        want = truth.astype(got.dtype)
+        if got.dtype == np.float32:
+            ulp = np.spacing(np.abs(want)).astype(np.float64)
+            error = np.abs(got.astype(np.float64) - truth) / ulp
+        else:
+            error = np.abs(got - truth) / np.maximum(np.abs(truth), np.finfo(np.float64).tiny)
     error[_agree_on_specials(got, want)] = 0
     worst = int(np.argmax(error))
-    assert error[worst] <= 1e-14, f"{name}({xs[worst]!r}) = {got[worst]!r}, want {want[worst]!r}"
+    inputs = ", ".join(repr(a[worst]) for a in arrays)
+    assert error[worst] <= BOUND[got.dtype.type], (
+        f"{name}({inputs}) = {got[worst]!r}, want {want[worst]!r}"
+    )
+
+
+def _check(name, truth, *arrays):
+    got = _executor(name, *arrays).run(list(arrays))[0]
+    with np.errstate(all="ignore"):
+        expected = truth(*(a.astype(np.float64) for a in arrays))
+    _assert_accurate(name, arrays, got, expected)
+
+
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(TRUTH))
+def test_within_4_ulp_in_float32_and_1e_14_relative_in_float64(name, np_dtype):
+    _check(name, TRUTH[name], _inputs(np_dtype))
+
+
+POW_EXTREMES = {
+    np.float32: [1e-40, -1e-40, 3.4e38, -3.4e38],
+    np.float64: [1e-310, -1e-310, 1.7e308, -1.7e308],
+}
+
+
+def _pow_grid(np_dtype):
+    """Every pair of C's special cases (signed zeros, +-1, halves, odd and
+    even integers, infinities, nan, subnormals, huge values)."""
+    special = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1.5, -1.5]
+    special += [np.inf, -np.inf, np.nan, 0.1, 100.0] + POW_EXTREMES[np_dtype]
+    return [
+        a.ravel() for a in np.meshgrid(np.array(special, np_dtype), np.array(special, np_dtype))
+    ]
 
 
 def test_float32_pow_within_4_ulp_with_cs_special_cases():
-    special = np.array(
-        [
-            0.0,
-            -0.0,
-            1.0,
-            -1.0,
-            0.5,
-            -0.5,
-            2.0,
-            -2.0,
-            3.0,
-            -3.0,
-            1.5,
-            -1.5,
-            np.inf,
-            -np.inf,
-            np.nan,
-            1e-40,
-            -1e-40,
-            3.4e38,
-            -3.4e38,
-            0.1,
-            100.0,
-        ],
-        np.float32,
-    )
-    xs, ys = (a.ravel() for a in np.meshgrid(special, special))
+    xs, ys = _pow_grid(np.float32)
     rng = np.random.default_rng(11)
     n = 100_000
     xs = np.concatenate(
@@ -152,51 +151,11 @@ def test_float32_pow_within_4_ulp_with_cs_special_cases():
     ys = np.concatenate([ys, rng.uniform(-10, 10, n), np.round(rng.uniform(-20, 20, n))]).astype(
         np.float32
     )
-    x, y = Var(xs.shape, fg.float32), Var(ys.shape, fg.float32)
-    builder = GraphBuilder()
-    with building(builder):
-        out = P.pow_(x, y)
-    executor = Executor(Graph([x, y], builder.eqns, [out]))
-    assert len(executor.kernels) == 1
-    got = executor.run([xs, ys])[0]
-    with np.errstate(all="ignore"):
-        truth = np.power(xs.astype(np.float64), ys.astype(np.float64))
-        rounded = truth.astype(np.float32)
-        error = np.abs(got.astype(np.float64) - truth) / np.spacing(np.abs(rounded)).astype(
-            np.float64
-        )
-    error[_agree_on_specials(got, rounded)] = 0
-    worst = int(np.argmax(error))
-    assert error[worst] <= 4, f"pow({xs[worst]!r}, {ys[worst]!r}) = {got[worst]!r}"
+    _check("pow_", np.power, xs, ys)
 
 
 def test_float64_pow_within_1e_14_with_cs_special_cases():
-    special = np.array(
-        [
-            0.0,
-            -0.0,
-            1.0,
-            -1.0,
-            0.5,
-            -0.5,
-            2.0,
-            -2.0,
-            3.0,
-            -3.0,
-            1.5,
-            -1.5,
-            np.inf,
-            -np.inf,
-            np.nan,
-            1e-310,
-            -1e-310,
-            1.7e308,
-            -1.7e308,
-            0.1,
-            100.0,
-        ]
-    )
-    xs, ys = (a.ravel() for a in np.meshgrid(special, special))
+    xs, ys = _pow_grid(np.float64)
     rng = np.random.default_rng(12)
     n = 100_000
     xs = np.concatenate(
@@ -210,46 +169,7 @@ def test_float64_pow_within_1e_14_with_cs_special_cases():
     ys = np.concatenate(
         [ys, rng.uniform(-1, 1, n), rng.uniform(-140, 140, n), np.round(rng.uniform(-30, 30, n))]
     )
-    x, y = Var(xs.shape, fg.float64), Var(ys.shape, fg.float64)
-    builder = GraphBuilder()
-    with building(builder):
-        out = P.pow_(x, y)
-    executor = Executor(Graph([x, y], builder.eqns, [out]))
-    assert len(executor.kernels) == 1
-    got = executor.run([xs, ys])[0]
-    with np.errstate(all="ignore"):
-        want = np.power(xs, ys)
-        error = np.abs(got - want) / np.maximum(np.abs(want), np.finfo(np.float64).tiny)
-    error[_agree_on_specials(got, want)] = 0
-    worst = int(np.argmax(error))
-    assert error[worst] <= 1e-14, f"pow({xs[worst]!r}, {ys[worst]!r}) = {got[worst]!r}"
-
-
-def _sin_cos_executor(name, dtype, xs):
-    x = Var(xs.shape, dtype)
-    builder = GraphBuilder()
-    with building(builder):
-        out = getattr(P, name)(x)
-    executor = Executor(Graph([x], builder.eqns, [out]))
-    assert len(executor.kernels) == 1
-    return executor
-
-
-def _sin_cos_error(name, xs, got):
-    """float32: ulp from the float64 truth; float64: relative to numpy's libm."""
-    with np.errstate(all="ignore"):
-        if xs.dtype == np.float32:
-            truth = getattr(np, name)(xs.astype(np.float64))
-            want = truth.astype(np.float32)
-            error = np.abs(got - truth) / np.spacing(np.abs(want)).astype(np.float64)
-        else:
-            want = getattr(np, name)(xs)
-            error = np.abs(got - want) / np.maximum(np.abs(want), np.finfo(np.float64).tiny)
-    error[_agree_on_specials(got, want)] = 0
-    return error, want
-
-
-SIN_COS_BOUND = {np.float32: 4, np.float64: 1e-14}
+    _check("pow_", np.power, xs, ys)
 
 
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
@@ -269,14 +189,8 @@ def test_sin_and_cos_fast_path_up_to_its_limit(name, np_dtype, monkeypatch):
             np.array([limit, -limit, np.inf, -np.inf, np.nan]),
         ]
     ).astype(np_dtype)
-    executor = _sin_cos_executor(name, fg.float32 if np_dtype is np.float32 else fg.float64, xs)
     monkeypatch.setattr(KernelCode, "_numpy", None)  # the fallback must not run
-    got = executor.run([xs])[0]
-    error, want = _sin_cos_error(name, xs, got)
-    worst = int(np.argmax(error))
-    assert error[worst] <= SIN_COS_BOUND[np_dtype], (
-        f"{name}({xs[worst]!r}) = {got[worst]!r}, want {want[worst]!r}"
-    )
+    _check(name, getattr(np, name), xs)
 
 
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
@@ -298,15 +212,12 @@ def test_sin_and_cos_beyond_the_fast_range_run_through_numpy(name, np_dtype, mon
             np.array([np.pi, np.pi / 2, 1e22, 8.5e37]),
         ]
     ).astype(np_dtype)
-    executor = _sin_cos_executor(name, fg.float32 if np_dtype is np.float32 else fg.float64, xs)
+    executor = _executor(name, xs)
     with np.errstate(invalid="ignore"):  # numpy's sin(inf)
         got = executor.run([xs])[0]
+        truth = getattr(np, name)(xs.astype(np.float64))
     assert fallbacks == executor.kernels
-    error, want = _sin_cos_error(name, xs, got)
-    worst = int(np.argmax(error))
-    assert error[worst] <= SIN_COS_BOUND[np_dtype], (
-        f"{name}({xs[worst]!r}) = {got[worst]!r}, want {want[worst]!r}"
-    )
+    _assert_accurate(name, [xs], got, truth)
 
 
 def test_a_kernel_with_a_huge_sin_argument_gives_every_result_through_numpy():
