@@ -59,6 +59,16 @@ class OpInfo:
     jit: bool = True  # compiles under fusegrad.jit (a mask's result shape depends on values)
 
 
+def _reduction(name, numpy_name, samples):
+    """A Tensor method reducing over ``dim`` and its numpy counterpart over ``axis``."""
+    return OpInfo(
+        name,
+        lambda x, **k: getattr(x, name)(**k),
+        lambda x, dim=None, keepdim=False: getattr(x, numpy_name)(axis=dim, keepdims=keepdim),
+        samples,
+    )
+
+
 def _softmax(x, dim):
     e = np.exp(x - x.max(axis=dim, keepdims=True))
     return e / e.sum(axis=dim, keepdims=True)
@@ -177,36 +187,19 @@ OPS = [
     OpInfo("ne", lambda a, b: a != b, np.not_equal, [S(r(3), r(3))], differentiable=False),
     OpInfo("sign", fg.sign, np.sign, UNARY_SAMPLES, differentiable=False),
     # reductions
-    OpInfo(
+    _reduction(
         "sum",
-        lambda x, **k: x.sum(**k),
-        lambda x, dim=None, keepdim=False: x.sum(axis=dim, keepdims=keepdim),
+        "sum",
         [S(r(3, 4)), S(r(3, 4), dim=1), S(r(2, 3, 4), dim=(0, 2), keepdim=True), S(r())],
     ),
-    OpInfo(
-        "mean",
-        lambda x, **k: x.mean(**k),
-        lambda x, dim=None, keepdim=False: x.mean(axis=dim, keepdims=keepdim),
-        [S(r(3, 4)), S(r(3, 4), dim=0, keepdim=True)],
-    ),
-    OpInfo(
+    _reduction("mean", "mean", [S(r(3, 4)), S(r(3, 4), dim=0, keepdim=True)]),
+    _reduction(
         "prod",
-        lambda x, **k: x.prod(**k),
-        lambda x, dim=None, keepdim=False: x.prod(axis=dim, keepdims=keepdim),
+        "prod",
         [S(r(3, 4)), S(r(3, 4), dim=1), S(np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]]), dim=1)],
     ),
-    OpInfo(
-        "amax",
-        lambda x, **k: x.amax(**k),
-        lambda x, dim=None, keepdim=False: x.max(axis=dim, keepdims=keepdim),
-        [S(r(3, 4)), S(r(3, 4), dim=1, keepdim=True)],
-    ),
-    OpInfo(
-        "amin",
-        lambda x, **k: x.amin(**k),
-        lambda x, dim=None, keepdim=False: x.min(axis=dim, keepdims=keepdim),
-        [S(r(3, 4)), S(r(3, 4), dim=0)],
-    ),
+    _reduction("amax", "max", [S(r(3, 4)), S(r(3, 4), dim=1, keepdim=True)]),
+    _reduction("amin", "min", [S(r(3, 4)), S(r(3, 4), dim=0)]),
     OpInfo("max", lambda x: x.max(), lambda x: x.max(), [S(r(3, 4))]),
     OpInfo(
         "max_dim",
