@@ -386,27 +386,30 @@ def pow_float32(b, x, y):
     float64 approximations' error is far below float32's resolution. The
     special cases follow C's powf (which numpy's float32 power is)."""
     e = Emitter(b, ir.DoubleType())
-    f32 = Emitter(b, x.type)
     xd, yd = b.fpext(x, e.t), b.fpext(y, e.t)
-    ax = e.call("llvm.fabs", xd)
-    magnitude = b.fptrunc(exp(e, e.mul(yd, log(e, ax))), x.type)
-    floor_y = e.call("llvm.floor", yd)
-    integer = e.eq(floor_y, yd)
-    half = e.mul(yd, e.c(0.5))
+    magnitude = b.fptrunc(exp(e, e.mul(yd, log(e, e.call("llvm.fabs", xd)))), x.type)
+    return _signs_and_special_cases_of_pow(Emitter(b, x.type), x, y, magnitude)
+
+
+def _signs_and_special_cases_of_pow(e: Emitter, x, y, magnitude):
+    """x**y from |x|**y, with C's rules: an odd integer power keeps the sign
+    of x, a negative base to a finite non-integer power is nan, and 1**y,
+    x**0 and (-1)**(+-inf) are 1."""
+    b = e.b
+    ax = e.call("llvm.fabs", x)
+    integer = e.eq(e.call("llvm.floor", y), y)
+    half = e.mul(y, e.c(0.5))
     odd = b.and_(integer, b.fcmp_ordered("!=", e.call("llvm.floor", half), half))
-    negative = b.icmp_signed("<", f32.to_bits(x), f32.i(0))  # the sign bit, so -0.0 counts
-    signed = b.select(b.and_(negative, odd), b.fneg(magnitude), magnitude)
-    # a negative base to a finite non-integer power has no real value
-    finite_base = e.lt(ax, e.c(float("inf")))
-    below_zero = f32.lt(x, f32.c(0.0))  # -0.0 has a real power; only x < 0 does not
-    result = b.select(
-        b.and_(below_zero, b.and_(b.not_(integer), finite_base)), f32.c(float("nan")), signed
-    )
-    one = f32.c(1.0)
-    unit_to_infinity = b.and_(e.eq(ax, e.c(1.0)), e.eq(e.call("llvm.fabs", yd), e.c(float("inf"))))
-    result = b.select(unit_to_infinity, one, result)
-    result = b.select(f32.eq(x, one), one, result)
-    return b.select(f32.eq(y, f32.c(0.0)), one, result)
+    negative = b.icmp_signed("<", e.to_bits(x), e.i(0))  # the sign bit, so -0.0 counts
+    signed = e.select(b.and_(negative, odd), b.fneg(magnitude), magnitude)
+    below_zero = e.lt(x, e.c(0.0))  # -0.0 has a real power; only x < 0 does not
+    no_real_value = b.and_(below_zero, b.and_(b.not_(integer), e.lt(ax, e.c(float("inf")))))
+    result = e.select(no_real_value, e.c(float("nan")), signed)
+    one = e.c(1.0)
+    unit_to_infinity = b.and_(e.eq(ax, one), e.eq(e.call("llvm.fabs", y), e.c(float("inf"))))
+    result = e.select(unit_to_infinity, one, result)
+    result = e.select(e.eq(x, one), one, result)
+    return e.select(e.eq(y, e.c(0.0)), one, result)
 
 
 # ------------------------------------------------------------- float64 pow
@@ -473,22 +476,7 @@ def pow_float64(b, x, y):
     limit = e.select(shrinks, e.c(0.0), e.c(float("inf")))
     magnitude = e.select(finite_positive, magnitude, limit)
     magnitude = e.select(b.or_(e.isnan(x), e.isnan(y)), e.c(float("nan")), magnitude)
-    floor_y = e.call("llvm.floor", y)
-    integer = e.eq(floor_y, y)
-    half = e.mul(y, e.c(0.5))
-    odd = b.and_(integer, b.fcmp_ordered("!=", e.call("llvm.floor", half), half))
-    negative = b.icmp_signed("<", e.to_bits(x), e.i(0))  # the sign bit, so -0.0 counts
-    signed = e.select(b.and_(negative, odd), b.fneg(magnitude), magnitude)
-    below_zero = e.lt(x, e.c(0.0))
-    finite_base = e.lt(ax, e.c(float("inf")))
-    result = e.select(
-        b.and_(below_zero, b.and_(b.not_(integer), finite_base)), e.c(float("nan")), signed
-    )
-    one = e.c(1.0)
-    unit_to_infinity = b.and_(e.eq(ax, one), e.eq(e.call("llvm.fabs", y), e.c(float("inf"))))
-    result = e.select(unit_to_infinity, one, result)
-    result = e.select(e.eq(x, one), one, result)
-    return e.select(e.eq(y, e.c(0.0)), one, result)
+    return _signs_and_special_cases_of_pow(e, x, y, magnitude)
 
 
 # ------------------------------------------------------------------ sin, cos
