@@ -110,13 +110,20 @@ def w3(lib, functional, x, labels, *params):
 def _implementations(workload, arrays, grad_positions):
     """{name: run} where run() returns (loss, gradients as numpy arrays)."""
 
-    def fusegrad_eager():
-        tensors = [fg.from_numpy(a) for a in arrays]
+    def leaves(lib):
+        tensors = [lib.from_numpy(a) for a in arrays]
         for i in grad_positions:
             tensors[i].requires_grad_()
-        loss = workload(fg, F, *tensors)
-        loss.backward()
-        return loss, [tensors[i].grad.numpy() for i in grad_positions]
+        return tensors
+
+    def eager(lib, functional):
+        def run():
+            tensors = leaves(lib)
+            loss = workload(lib, functional, *tensors)
+            loss.backward()
+            return loss, [tensors[i].grad.numpy() for i in grad_positions]
+
+        return run
 
     def compiled(*tensors):
         loss = workload(fg, F, *tensors)
@@ -125,24 +132,12 @@ def _implementations(workload, arrays, grad_positions):
     jitted = fg.jit(compiled)
 
     def fusegrad_jit():
-        tensors = [fg.from_numpy(a) for a in arrays]
-        for i in grad_positions:
-            tensors[i].requires_grad_()
-        loss, *grads = jitted(*tensors)
+        loss, *grads = jitted(*leaves(fg))
         return loss, [g.numpy() for g in grads]
 
-    runs = {"fusegrad eager": fusegrad_eager, "fusegrad jit": fusegrad_jit}
+    runs = {"fusegrad eager": eager(fg, F), "fusegrad jit": fusegrad_jit}
     if torch is not None:
-
-        def torch_eager():
-            tensors = [torch.from_numpy(a) for a in arrays]
-            for i in grad_positions:
-                tensors[i].requires_grad_()
-            loss = workload(torch, TF, *tensors)
-            loss.backward()
-            return loss, [tensors[i].grad.numpy() for i in grad_positions]
-
-        runs["torch eager (1 thread)"] = torch_eager
+        runs["torch eager (1 thread)"] = eager(torch, TF)
     return runs
 
 
