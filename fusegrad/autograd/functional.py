@@ -115,22 +115,27 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         v = _vector(v, inputs, "v")
         dummies = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
         vjps = _grads(outputs, inputs, dummies, True, strict)
-        linked = [(g, d) for g, d in zip(vjps, v) if g.requires_grad]
-        if linked:
-            result = grad(
-                [g for g, _ in linked],
-                dummies,
-                [d for _, d in linked],
-                retain_graph=True,
-                create_graph=create_graph,
-                allow_unused=True,
-            )
-        else:
-            result = (None,) * len(dummies)
-        result = tuple(zeros_like(o) if r is None else r for o, r in zip(outputs, result))
+        result = _vjp_of_grads(vjps, dummies, v, create_graph)
     outs = _finish(outputs, create_graph)
     result = _finish(result, create_graph)
     return (outs[0] if single_out else outs), (result[0] if single_out else result)
+
+
+def _vjp_of_grads(grads, wrt, v, create_graph):
+    """The sum of v_i . d(grads_i)/d(wrt): differentiating a backward pass
+    again. Zeros where no gradient depends on ``wrt``."""
+    linked = [(g, d) for g, d in zip(grads, v) if g.requires_grad]
+    result = (None,) * len(wrt)
+    if linked:
+        result = grad(
+            [g for g, _ in linked],
+            wrt,
+            [d for _, d in linked],
+            retain_graph=True,
+            create_graph=create_graph,
+            allow_unused=True,
+        )
+    return tuple(zeros_like(w) if r is None else r for w, r in zip(wrt, result))
 
 
 def jacobian(
@@ -211,19 +216,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
             )
         v = _vector(v if v is not None else tuple(zeros_like(x) + 1 for x in inputs), inputs, "v")
         grads = _grads(outputs, inputs, (zeros_like(outputs[0]) + 1,), True, strict)
-        linked = [(g, d) for g, d in zip(grads, v) if g.requires_grad]
-        if linked:
-            result = grad(
-                [g for g, _ in linked],
-                inputs,
-                [d for _, d in linked],
-                retain_graph=True,
-                create_graph=create_graph,
-                allow_unused=True,
-            )
-        else:
-            result = (None,) * len(inputs)
-        result = tuple(zeros_like(x) if r is None else r for x, r in zip(inputs, result))
+        result = _vjp_of_grads(grads, inputs, v, create_graph)
     outs = _finish(outputs, create_graph)
     result = _finish(result, create_graph)
     return outs[0], (result[0] if single_in else result)
