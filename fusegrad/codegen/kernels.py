@@ -159,9 +159,10 @@ class KernelCode:
                 stride_arg.ctypes.data,
                 *[a.ctypes.data for a in arrays + outputs + sums],
             )
-            if self.guards and any(sums[len(sums) - len(self.guards) :]):
-                return self._numpy(arrays)  # an argument beyond a fast lowering's range
-        return outputs + sums[: len(sums) - len(self.guards)]
+        reductions, flags = sums[: len(self.kernel.reductions)], sums[len(self.kernel.reductions) :]
+        if any(flags):
+            return self._numpy(arrays)  # an argument beyond a fast lowering's range
+        return outputs + reductions
 
     def _prepare(self, arrays: list):
         """Checks the operands once per layout and picks how to run it."""
