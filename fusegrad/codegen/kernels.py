@@ -20,7 +20,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.fusion import is_column_reduction, is_whole_reduction, reduction_split
 from ..ir.graph import Const, Eqn, Var, run_equation
-from .lowering import BOOL, FAST_RANGE, LOWERINGS, llvm_type
+from .lowering import APPROXIMATED, BOOL, FAST_RANGE, LOWERINGS, llvm_type
 from .target import CompiledModule
 
 I64 = ir.IntType(64)
@@ -76,16 +76,28 @@ def layout(shape: tuple, arrays: list, split: int | None = None) -> tuple:
 
 
 class KernelCode:
-    """One fused kernel, compiled for each operand layout it meets."""
+    """One fused kernel, compiled for each operand layout it meets.
+
+    A launch's pointer arguments, in order: the inputs (in kernel
+    coordinates), the inputs read per row (in row coordinates), the
+    elementwise outputs, the per-row outputs, the reductions' arrays (range
+    flags last) and the spill rows (see ``_spills``)."""
 
     def __init__(self, kernel):
         self.kernel = kernel
         # 0-d constants become LLVM constants; every other input is an argument
-        self.args = [v for v in kernel.inputs if not (isinstance(v, Const) and v.value.ndim == 0)]
+        inputs = [v for v in kernel.inputs if not _is_scalar_constant(v)]
+        row_inputs = [v for v in kernel.row_inputs if not _is_scalar_constant(v)]
+        self.args = inputs + row_inputs
+        self.first_row_arg = len(inputs)
         guard_eqns, self.guards = _range_guards(kernel)
+        self.phase = dict(kernel.phase)
+        for eqn in guard_eqns:
+            self.phase[eqn.out] = max(self.phase.get(v, 0) for v in eqn.inputs)
         self.body = kernel.eqns + guard_eqns
-        reductions = kernel.reductions + self.guards
-        self.reducers = [Reducer(r) for r in reductions]
+        self.reducers = [Reducer(r) for r in kernel.reductions + self.guards]
+        for reducer in self.reducers:
+            reducer.phase = self.phase.get(reducer.eqn.inputs[0], 0)
         # Row reductions (trailing axes, or everything) accumulate in registers
         # and are stored when a row ends; column reductions (leading axes:
         # gradients of broadcast operands) add every element into an
@@ -96,9 +108,18 @@ class KernelCode:
         if partial:
             self.split = reduction_split(partial[0])
         else:
-            self.split = 0 if reductions else len(kernel.shape)
+            self.split = 0 if self.reducers else len(kernel.shape)
         self.wholes = [r for r in self.reducers if r.whole and partial]
         self.rows = [r for r in self.reducers if not r.column and not (r.whole and partial)]
+        self.last_phase = kernel.last_phase
+        outside = {v for e in kernel.row_eqns for v in e.inputs if isinstance(v, Var)}
+        self.read_per_row = [
+            k
+            for k, v in enumerate(self.args)
+            if k >= self.first_row_arg or (v in outside and v not in kernel.phase)
+        ]
+        self.spills = self._spills()
+        self.plans = [self._plan(p) for p in range(self.last_phase + 1)]
         self.variants: dict = {}  # (ndim, stride classes) -> compiled function
         self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
@@ -110,12 +131,13 @@ class KernelCode:
     @property
     def eqns(self) -> list:
         """The IR equations fused into this kernel."""
-        return self.kernel.eqns
+        return self.kernel.ordered()
 
     def __repr__(self) -> str:
-        eqns = self.kernel.eqns + self.kernel.reductions
+        eqns = self.kernel.ordered()
         ops = " ".join(e.prim.name for e in eqns)
-        return f"<kernel {self.name}: {len(eqns)} ops ({ops}) over {self.kernel.shape}>"
+        passes = f", {self.last_phase + 1} passes per row" if self.last_phase else ""
+        return f"<kernel {self.name}: {len(eqns)} ops ({ops}) over {self.kernel.shape}{passes}>"
 
     @property
     def llvm_ir(self) -> str:
@@ -128,21 +150,74 @@ class KernelCode:
 
     @property
     def results(self) -> list:
-        """The values a launch returns: elementwise outputs, then reductions."""
-        return self.kernel.outputs + [r.out for r in self.kernel.reductions]
+        """The values a launch returns: elementwise outputs, per-row outputs,
+        then reductions."""
+        kernel = self.kernel
+        return kernel.outputs + kernel.row_outputs + [r.out for r in kernel.reductions]
+
+    def _spills(self) -> list:
+        """Values computed in one pass over a row and read in a later one
+        that would cost more to compute again than to store in a row-sized
+        buffer (which stays in cache) and load back."""
+        cost, spills = {}, []
+        later_readers: dict = {}
+        for eqn in self.body:
+            for v in eqn.inputs:
+                if isinstance(v, Var) and self.phase[eqn.out] > self.phase.get(v, 0):
+                    later_readers[v] = True
+        for eqn in self.body:
+            own = 10 if eqn.prim in APPROXIMATED else 1
+            cost[eqn.out] = own + sum(cost.get(v, 0) for v in eqn.inputs if isinstance(v, Var))
+            if eqn.out in later_readers and cost[eqn.out] > SPILL_COST:
+                spills.append(eqn.out)
+                cost[eqn.out] = 1
+        return spills
+
+    def _plan(self, phase: int) -> tuple:
+        """What one element of pass ``phase`` does: (inputs to load, spills to
+        load, equations to compute, outputs to store, spills to store)."""
+        defining = {eqn.out: eqn for eqn in self.body}
+        spilled = set(self.spills)
+        targets = [r.eqn.inputs[0] for r in self.reducers if r.phase == phase]
+        outputs = [v for v in self.kernel.outputs if self.phase[v] == phase]
+        spills = [v for v in self.spills if self.phase[v] == phase]
+        needed, loads, spill_loads = set(), set(), set()
+        stack = targets + outputs + spills
+        while stack:
+            v = stack.pop()
+            if not isinstance(v, Var) or v in needed:
+                continue
+            needed.add(v)
+            if v in spilled and self.phase[v] < phase:
+                spill_loads.add(v)
+            elif v in defining:
+                stack.extend(defining[v].inputs)
+            elif v not in self.phase:
+                loads.add(v)
+        inputs = [k for k, v in enumerate(self.args[: self.first_row_arg]) if v in loads]
+        return (
+            inputs,
+            [v for v in self.spills if v in spill_loads],
+            [e for e in self.body if e.out in needed and e.out not in spill_loads],
+            outputs,
+            spills,
+        )
 
     def _allocate(self):
-        """Output arrays, and the reductions' arrays: results for row and
-        whole reductions; for column reductions accumulators starting at the
-        identity, which the kernel adds every row into."""
-        shape, split = self.kernel.shape, self.split
-        outputs = [np.empty(shape, v.dtype.np) for v in self.kernel.outputs]
-        return outputs, [
+        """Output arrays; the reductions' arrays: results for row and whole
+        reductions, and for column reductions accumulators starting at the
+        identity, which the kernel adds every row into; the spill rows."""
+        kernel, shape, split = self.kernel, self.kernel.shape, self.split
+        outputs = [np.empty(shape, v.dtype.np) for v in kernel.outputs]
+        outputs += [np.empty(v.shape, v.dtype.np) for v in kernel.row_outputs]
+        sums = [
             np.full(shape[split:], r.start, r.eqn.out.dtype.np)
             if r.column
             else np.zeros(() if r.whole else shape[:split], r.eqn.out.dtype.np)
             for r in self.reducers
         ]
+        spills = [np.empty(shape[split:], v.dtype.np) for v in self.spills]
+        return outputs, sums, spills
 
     def __call__(self, arrays: list) -> list:
         key = tuple((a.dtype.char, a.shape, a.strides) for a in arrays)
@@ -151,13 +226,13 @@ class KernelCode:
             launch = self.launches[key] = self._prepare(arrays)
         if launch is _SMALL:
             return self._numpy(arrays)
-        outputs, sums = self._allocate()
+        outputs, sums, spills = self._allocate()
         if launch is not _EMPTY:
             function, shape_arg, stride_arg = launch
             function(
                 shape_arg.ctypes.data,
                 stride_arg.ctypes.data,
-                *[a.ctypes.data for a in arrays + outputs + sums],
+                *[a.ctypes.data for a in arrays + outputs + sums + spills],
             )
         reductions, flags = sums[: len(self.kernel.reductions)], sums[len(self.kernel.reductions) :]
         if any(flags):
@@ -174,14 +249,29 @@ class KernelCode:
                 )
             if any(s % a.itemsize for s in a.strides):
                 raise ValueError(f"{self.name}: operand strides {a.strides} are not whole elements")
-        outputs, sums = self._allocate()
-        reduced = (1,) * (len(kernel.shape) - self.split)  # row results broadcast over them
+        outputs, sums, spills = self._allocate()
+        kept, ndim = kernel.shape[: self.split], len(kernel.shape)
+
+        def per_row(a):  # row coordinates -> kernel coordinates
+            leading = len(kept) - a.ndim
+            if leading < 0:
+                raise ValueError(f"{self.name}: per-row operand of shape {a.shape} for rows {kept}")
+            return a.reshape((1,) * leading + a.shape + (1,) * (ndim - len(kept)))
+
+        arrays = arrays[: self.first_row_arg] + [per_row(a) for a in arrays[self.first_row_arg :]]
+        row_outputs = outputs[len(kernel.outputs) :]
+        outputs = outputs[: len(kernel.outputs)] + [
+            a.reshape(kept + (1,) * (ndim - len(kept))) for a in row_outputs
+        ]
         sums = [
-            a if r.column else a.reshape((1,) * len(kernel.shape) if r.whole else a.shape + reduced)
+            a
+            if r.column
+            else a.reshape((1,) * ndim if r.whole else a.shape + (1,) * (ndim - self.split))
             for a, r in zip(sums, self.reducers)
         ]
-        operands = arrays + outputs + sums
-        shape, strides, classes, first = layout(kernel.shape, operands, self.split)
+        shape, strides, classes, first = layout(
+            kernel.shape, arrays + outputs + sums + spills, self.split
+        )
         if any(s == 0 for s in kernel.shape):
             return _EMPTY
         if int(np.prod(kernel.shape)) * (len(kernel.eqns) + 1) < SMALL_WORK:
@@ -196,24 +286,27 @@ class KernelCode:
         """The kernel's equations one by one in numpy: cheaper than a launch
         when there is this little to compute."""
         env = {id(v): a for v, a in zip(self.args, arrays)}
-        for eqn in self.kernel.eqns:
+        for eqn in self.kernel.ordered():
             env[id(eqn.out)] = run_equation(
                 eqn, [env[id(v)] if id(v) in env else v.value for v in eqn.inputs]
             )
-        for eqn in self.kernel.reductions:
-            env[id(eqn.out)] = run_equation(eqn, [env[id(eqn.inputs[0])]])
         return [env[id(v)] for v in self.results]
 
     # ------------------------------------------------------------------ codegen
 
     def generate(self, ndim: int, classes: tuple, first: int) -> str:
-        """The LLVM IR of this kernel for one operand layout. For a row
-        reduction the ``first`` merged dimensions are kept and the rest
-        reduced: every row's totals start at the identity and are stored when
-        the row ends."""
+        """The LLVM IR of this kernel for one operand layout: ``ndim`` merged
+        dimensions, each operand's innermost stride class, and how many
+        dimensions a row reduction keeps (``first``)."""
         kernel = self.kernel
         module = ir.Module(name=self.name)
-        operands = self.args + self.results + [g.out for g in self.guards]
+        operands = (
+            self.args
+            + kernel.outputs
+            + kernel.row_outputs
+            + [r.eqn.out for r in self.reducers]
+            + self.spills
+        )
         pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
         signature = ir.FunctionType(
             ir.VoidType(), [I64.as_pointer(), I64.as_pointer()] + pointer_types
@@ -228,107 +321,139 @@ class KernelCode:
             [b.load(b.gep(stride_ptr, [ir.Constant(I64, k * ndim + d)])) for d in range(ndim)]
             for k in range(len(operands))
         ]
-        first_result = len(self.args) + len(kernel.outputs)
-        position = {id(r): first_result + k for k, r in enumerate(self.reducers)}
-        blocked = self.rows + self.wholes  # accumulated in registers, block by block
-        totals = [b.alloca(r.total_type) for r in blocked]
-        for reducer, total in zip(self.wholes, totals[len(self.rows) :]):
-            b.store(reducer.total_identity, total)
-        exit_block = function.append_basic_block("exit")
-
-        def counted(name, start, stop, step, body):
-            """for index in range(start, stop, step): body(index)"""
-            header = b.block
-            loop_block = function.append_basic_block(name)
-            after = function.append_basic_block(name + ".after")
-            b.branch(loop_block)
-            b.position_at_end(loop_block)
-            index = b.phi(I64, name=name)
-            index.add_incoming(start, header)
-            body(index)
-            following = b.add(index, step)
-            index.add_incoming(following, b.block)
-            b.cbranch(b.icmp_signed("<", following, stop), loop_block, after)
-            b.position_at_end(after)
-
-        def advance(offsets, index, depth):
-            return [b.add(o, b.mul(index, s[depth])) for o, s in zip(offsets, stride)]
-
-        def nest(depth: int, offsets: list):
-            one = ir.Constant(I64, 1)
-            rows = bool(blocked)
-            if depth == first and self.rows:
-                for reducer, total in zip(self.rows, totals):
-                    b.store(reducer.total_identity, total)
-            if depth < ndim - 1:
-                counted(
-                    f"i{depth}",
-                    ir.Constant(I64, 0),
-                    dims[depth],
-                    one,
-                    lambda i: nest(depth + 1, advance(offsets, i, depth)),
-                )
-            elif not rows:
-                counted(
-                    f"i{depth}",
-                    ir.Constant(I64, 0),
-                    dims[depth],
-                    one,
-                    lambda i: self._accumulate_columns(
-                        b,
-                        pointers,
-                        offsets,
-                        i,
-                        classes,
-                        stride,
-                        depth,
-                        self._element(b, pointers, offsets, i, classes, stride, depth),
-                    ),
-                )
-            else:
-                counted(
-                    "block",
-                    ir.Constant(I64, 0),
-                    dims[depth],
-                    ir.Constant(I64, BLOCK),
-                    lambda start: self._block(
-                        b,
-                        function,
-                        pointers,
-                        offsets,
-                        start,
-                        dims[depth],
-                        classes,
-                        stride,
-                        depth,
-                        totals,
-                    ),
-                )
-            if depth == first and self.rows:
-                for reducer, total in zip(self.rows, totals):
-                    k = position[id(reducer)]
-                    b.store(reducer.result(b, b.load(total)), b.gep(pointers[k], [offsets[k]]))
-
-        nest(0, [ir.Constant(I64, 0)] * len(operands))
-        for reducer, total in zip(self.wholes, totals[len(self.rows) :]):
-            k = position[id(reducer)]
-            b.store(reducer.result(b, b.load(total)), pointers[k])
-        b.branch(exit_block)
-        b.position_at_end(exit_block)
+        emitter = _Emitter(self, b, function, pointers, dims, stride, classes, first)
+        for reducer in self.wholes:
+            b.store(reducer.total_identity, emitter.totals[id(reducer)])
+        emitter.nest(0, [ir.Constant(I64, 0)] * len(operands), None if self.rows else 0, {})
+        for reducer in self.wholes:
+            total = b.load(emitter.totals[id(reducer)])
+            b.store(reducer.result(b, total), pointers[emitter.position[id(reducer)]])
         b.ret_void()
         return str(module)
 
-    def _block(self, b, function, pointers, offsets, start, size, classes, stride, depth, totals):
-        """One block of a reducing kernel: vectorizable partial results in the
+    def _compile(self, ndim: int, classes: tuple, first: int):
+        arity = 2 + len(self.args) + len(self.results) + len(self.guards) + len(self.spills)
+        function = compile_kernel(self.generate(ndim, classes, first), arity)
+        self.modules.append(function.module)
+        return function
+
+
+class _Emitter:
+    """Emits one layout of a kernel: the loop nest, the passes over each row,
+    and the element code of each pass."""
+
+    def __init__(self, code, b, function, pointers, dims, stride, classes, first):
+        self.code, self.b, self.function = code, b, function
+        self.pointers, self.dims, self.stride, self.classes = pointers, dims, stride, classes
+        self.first = first
+        kernel = code.kernel
+        self.first_output = len(code.args)
+        self.first_row_output = self.first_output + len(kernel.outputs)
+        first_reducer = self.first_row_output + len(kernel.row_outputs)
+        self.position = {id(r): first_reducer + k for k, r in enumerate(code.reducers)}
+        self.first_spill = first_reducer + len(code.reducers)
+        # accumulated in registers, block by block
+        self.totals = {id(r): b.alloca(r.total_type) for r in code.rows + code.wholes}
+
+    def counted(self, name, start, stop, step, body):
+        """for index in range(start, stop, step): body(index)"""
+        b = self.b
+        header = b.block
+        loop_block = self.function.append_basic_block(name)
+        after = self.function.append_basic_block(name + ".after")
+        b.branch(loop_block)
+        b.position_at_end(loop_block)
+        index = b.phi(I64, name=name)
+        index.add_incoming(start, header)
+        body(index)
+        following = b.add(index, step)
+        index.add_incoming(following, b.block)
+        b.cbranch(b.icmp_signed("<", following, stop), loop_block, after)
+        b.position_at_end(after)
+
+    def address(self, offsets, index, depth, k):
+        """Where operand ``k``'s element at ``index`` of the innermost loop
+        lives; its stride there is a constant 0 or 1 unless its class says
+        otherwise."""
+        b, cls = self.b, self.classes[k]
+        if cls == 0:
+            position = offsets[k]
+        elif cls == 1:
+            position = b.add(offsets[k], index)
+        else:
+            position = b.add(offsets[k], b.mul(index, self.stride[k][depth]))
+        return b.gep(self.pointers[k], [position])
+
+    def nest(self, depth: int, offsets: list, phase, row_env: dict):
+        """The loops from ``depth`` in; ``phase`` is None outside a row."""
+        b = self.b
+        if phase is None and depth == self.first:
+            self.row(offsets)
+        elif depth < len(self.dims) - 1:
+
+            def body(i):
+                inner = [b.add(o, b.mul(i, s[depth])) for o, s in zip(offsets, self.stride)]
+                self.nest(depth + 1, inner, phase, row_env)
+
+            self.counted(
+                f"i{depth}", ir.Constant(I64, 0), self.dims[depth], ir.Constant(I64, 1), body
+            )
+        elif any(r.phase == phase for r in self.code.rows + self.code.wholes):
+            self.counted(
+                "block",
+                ir.Constant(I64, 0),
+                self.dims[depth],
+                ir.Constant(I64, BLOCK),
+                lambda start: self.block(offsets, start, depth, phase, row_env),
+            )
+        else:
+
+            def element(i):
+                env = self.element(offsets, i, depth, phase, row_env)
+                self.accumulate_columns(offsets, i, depth, phase, env)
+
+            self.counted(
+                f"i{depth}", ir.Constant(I64, 0), self.dims[depth], ir.Constant(I64, 1), element
+            )
+
+    def row(self, offsets: list):
+        """One row: a pass per phase, each followed by storing its totals and
+        computing the row equations that read them."""
+        code, b, kernel = self.code, self.b, self.code.kernel
+        env = {}
+        for k in code.read_per_row:
+            env[id(code.args[k])] = _load(b, b.gep(self.pointers[k], [offsets[k]]), code.args[k])
+        for phase in range(code.last_phase + 1):
+            running = [r for r in code.rows if r.phase == phase]
+            for reducer in running:
+                b.store(reducer.total_identity, self.totals[id(reducer)])
+            self.nest(self.first, offsets, phase, env)
+            for reducer in running:
+                total = b.load(self.totals[id(reducer)])
+                k = self.position[id(reducer)]
+                b.store(reducer.result(b, total), b.gep(self.pointers[k], [offsets[k]]))
+                env[id(reducer.eqn.out)] = reducer.value(b, total)
+            for eqn in kernel.row_eqns:
+                if code.phase[eqn.out] == phase + 1:
+                    env[id(eqn.out)] = _lower(b, eqn, env)
+            for k, v in enumerate(kernel.row_outputs):
+                if code.phase[v] == phase + 1:
+                    j = self.first_row_output + k
+                    _store(b, env[id(v)], b.gep(self.pointers[j], [offsets[j]]), v)
+
+    def block(self, offsets, start, depth, phase, row_env):
+        """One block of a reducing pass: vectorizable partial results in the
         element type (for sums, reassociation is allowed only here), combined
         into the totals once per block (float64 for float sums), so long sums
         stay accurate."""
-        reducers = self.rows + self.wholes
+        b, code = self.b, self.code
+        reducers = [r for r in code.rows + code.wholes if r.phase == phase]
+        size = self.dims[depth]
         end = b.add(start, ir.Constant(I64, BLOCK))
         stop = b.select(b.icmp_signed("<", end, size), end, size)
         header = b.block
-        body = function.append_basic_block("element")
-        after = function.append_basic_block("element.after")
+        body = self.function.append_basic_block("element")
+        after = self.function.append_basic_block("element.after")
         b.branch(body)
         b.position_at_end(body)
         index = b.phi(I64, name="i")
@@ -338,8 +463,8 @@ class KernelCode:
             phi = b.phi(reducer.type)
             phi.add_incoming(reducer.identity, header)
             partial.append(phi)
-        env = self._element(b, pointers, offsets, index, classes, stride, depth)
-        self._accumulate_columns(b, pointers, offsets, index, classes, stride, depth, env)
+        env = self.element(offsets, index, depth, phase, row_env)
+        self.accumulate_columns(offsets, index, depth, phase, env)
         updated = []
         for reducer, phi in zip(reducers, partial):
             updated.append(reducer.combine(b, phi, env[id(reducer.eqn.inputs[0])]))
@@ -348,17 +473,18 @@ class KernelCode:
         index.add_incoming(following, b.block)
         b.cbranch(b.icmp_signed("<", following, stop), body, after)
         b.position_at_end(after)
-        for reducer, total, value in zip(reducers, totals, updated):
+        for reducer, value in zip(reducers, updated):
+            total = self.totals[id(reducer)]
             b.store(reducer.combine_total(b, b.load(total), value), total)
 
-    def _accumulate_columns(self, b, pointers, offsets, index, classes, stride, depth, env):
+    def accumulate_columns(self, offsets, index, depth, phase, env):
         """Column reductions: add this element into its column's accumulator
         (float64 for float sums), which lives in memory and stays in cache."""
-        first = len(self.args) + len(self.kernel.outputs)
-        for k, reducer in enumerate(self.reducers):
-            if not reducer.column:
+        b = self.b
+        for reducer in self.code.reducers:
+            if not reducer.column or reducer.phase != phase:
                 continue
-            pointer = _address(b, pointers, offsets, index, classes, stride, depth, first + k)
+            pointer = self.address(offsets, index, depth, self.position[id(reducer)])
             value = env[id(reducer.eqn.inputs[0])]
             if reducer.type == BOOL:
                 stored = b.icmp_signed("!=", b.load(pointer), ir.Constant(BYTE, 0))
@@ -366,38 +492,49 @@ class KernelCode:
             else:
                 b.store(reducer.combine_total(b, b.load(pointer), value), pointer)
 
-    def _element(self, b, pointers, offsets, index, classes, stride, depth):
-        """Loads the operands, computes the equations, stores the outputs; the
-        values by var, for the reductions."""
-        kernel = self.kernel
-        n_in = len(self.args)
-
-        def address(k):
-            return _address(b, pointers, offsets, index, classes, stride, depth, k)
-
-        env = {}
-        for k, v in enumerate(self.args):
-            value = b.load(address(k))
-            env[id(v)] = (
-                b.icmp_signed("!=", value, ir.Constant(BYTE, 0))
-                if v.dtype.name == "bool"
-                else value
-            )
-        for eqn in self.body:
-            operands = [env[id(v)] if id(v) in env else _constant(v) for v in eqn.inputs]
-            env[id(eqn.out)] = LOWERINGS[eqn.prim](b, operands, eqn)
-        for k, v in enumerate(kernel.outputs):
-            value = env[id(v)]
-            if v.dtype.name == "bool":
-                value = b.zext(value, BYTE)
-            b.store(value, address(n_in + k))
+    def element(self, offsets, index, depth, phase, row_env):
+        """One element of pass ``phase``: loads what it reads, computes the
+        equations it needs, stores its outputs and spills; the values by var,
+        for the reductions."""
+        b, code = self.b, self.code
+        inputs, spill_loads, eqns, outputs, spills = code.plans[phase]
+        env = dict(row_env)
+        for k in inputs:
+            env[id(code.args[k])] = _load(b, self.address(offsets, index, depth, k), code.args[k])
+        spill_index = {id(v): self.first_spill + k for k, v in enumerate(code.spills)}
+        for v in spill_loads:
+            env[id(v)] = _load(b, self.address(offsets, index, depth, spill_index[id(v)]), v)
+        for eqn in eqns:
+            env[id(eqn.out)] = _lower(b, eqn, env)
+        for k, v in enumerate(code.kernel.outputs):
+            if any(v is out for out in outputs):
+                _store(b, env[id(v)], self.address(offsets, index, depth, self.first_output + k), v)
+        for v in spills:
+            _store(b, env[id(v)], self.address(offsets, index, depth, spill_index[id(v)]), v)
         return env
 
-    def _compile(self, ndim: int, classes: tuple, first: int):
-        arity = 2 + len(self.args) + len(self.results) + len(self.guards)
-        function = compile_kernel(self.generate(ndim, classes, first), arity)
-        self.modules.append(function.module)
-        return function
+
+def _load(b, pointer, v):
+    value = b.load(pointer)
+    return b.icmp_signed("!=", value, ir.Constant(BYTE, 0)) if v.dtype.name == "bool" else value
+
+
+def _store(b, value, pointer, v):
+    b.store(b.zext(value, BYTE) if v.dtype.name == "bool" else value, pointer)
+
+
+def _lower(b, eqn, env):
+    """An equation on values already computed (0-d constants inline); a
+    reshape between a row value's shapes changes nothing per row."""
+    operands = [env[id(v)] if id(v) in env else _constant(v) for v in eqn.inputs]
+    return operands[0] if eqn.prim is P.reshape else LOWERINGS[eqn.prim](b, operands, eqn)
+
+
+def _is_scalar_constant(v) -> bool:
+    return isinstance(v, Const) and v.value.ndim == 0
+
+
+SPILL_COST = 4  # recomputing more than about this many operations costs more than a spill
 
 
 BLOCK = 1024  # elements per partial sum in a reducing kernel
@@ -459,24 +596,14 @@ class Reducer:
             return b.fadd(total, partial)
         return self.combine(b, total, partial)
 
+    def value(self, b, total):
+        """The total in the element type (as later passes read it)."""
+        return b.fptrunc(total, self.type) if total.type != self.type else total
+
     def result(self, b, total):
         """The total as the output element is stored."""
-        if total.type != self.type:
-            total = b.fptrunc(total, self.type)
-        return b.zext(total, BYTE) if self.type == BOOL else total
-
-
-def _address(b, pointers, offsets, index, classes, stride, depth, k):
-    """Where operand ``k``'s element at ``index`` of the innermost loop lives;
-    its stride there is a constant 0 or 1 unless its class says otherwise."""
-    cls = classes[k]
-    if cls == 0:
-        position = offsets[k]
-    elif cls == 1:
-        position = b.add(offsets[k], index)
-    else:
-        position = b.add(offsets[k], b.mul(index, stride[k][depth]))
-    return b.gep(pointers[k], [position])
+        value = self.value(b, total)
+        return b.zext(value, BYTE) if self.type == BOOL else value
 
 
 def _constant(c):

@@ -196,5 +196,18 @@ FAST_RANGE = {P.sin: mathfns.SIN_COS_FAST_LIMIT, P.cos: mathfns.SIN_COS_FAST_LIM
 CONDITIONS = {P.pow_: lambda eqn: eqn.out.dtype.is_floating_point}
 
 
+# Lowered as range reduction plus a polynomial: tens of instructions each,
+# where the other entries are one or a few.
+APPROXIMATED = frozenset(
+    [P.exp, P.log, P.log1p, P.expm1, P.tanh, P.sigmoid, P.softplus, P.erf, P.pow_, P.sin, P.cos]
+)
+
+
 def can_lower(eqn) -> bool:
     return eqn.prim in LOWERINGS and CONDITIONS.get(eqn.prim, lambda eqn: True)(eqn)
+
+
+def can_lower_per_row(eqn) -> bool:
+    """Equations on one value per row run between a kernel's passes, where no
+    range guard watches them: fast-range lowerings stay out."""
+    return can_lower(eqn) and eqn.prim not in FAST_RANGE

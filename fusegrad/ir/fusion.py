@@ -5,16 +5,27 @@ equation in it defines a value of that shape, and operands of other shapes
 (broadcasts) come from outside the kernel and are read with broadcast
 strides, so they cost no copy. An equation joins the kernel of one of its
 operands' producers, or else any kernel of its shape, when that keeps the
-kernels acyclic. A sum, max or min over a kernel's trailing dimensions (all of
-them, or the rows of a matrix) or leading ones (the columns) joins the kernel
-that produces its operand, so the reduced values never go to memory (or,
-when no kernel does, starts one that reads the operand once); a
-kernel's reductions split its dimensions at one place (rows and columns of
-one matrix can mix), and their results exist only after the kernel, so
-nothing in it reads them.
-Which equations may be fused or reduced is the caller's choice
-(``fusible``, ``reducible``): the IR knows nothing of what a code generator
-can lower.
+kernels acyclic.
+
+A sum, max or min over a kernel's trailing dimensions (all of them, or the
+rows of a matrix) or leading ones (the columns) joins the kernel that
+produces its operand, so the reduced values never go to memory (or, when no
+kernel does, starts one that reads the operand once). A kernel's reductions
+split its dimensions at one place (rows and columns of one matrix can mix).
+
+What consumes a row's totals can join the kernel too, as later passes over
+the same row: the kernel walks a row once per *phase*, and a value's phase
+is how many row reductions lie between it and the inputs. Between passes,
+"row equations" compute on one value per row (layer_norm's mean and rstd,
+softmax's log of its sum), and elementwise equations of the next pass read
+those per-row values. A row stays in cache between its passes, so memory
+sees each operand once. The results of column reductions, and of reductions
+of everything beside rows, exist only after the kernel: nothing in it reads
+them.
+
+Which equations may be fused, reduced or computed per row is the caller's
+choice (``fusible``, ``reducible``, ``per_row``): the IR knows nothing of
+what a code generator can lower.
 """
 
 from __future__ import annotations
@@ -34,16 +45,88 @@ ELEMENTWISE = frozenset(
 class Kernel:
     """Fused equations, their external operands and the values they export."""
 
-    eqns: list = field(default_factory=list)
+    eqns: list = field(default_factory=list)  # elementwise over ``shape``
     shape: tuple = ()
-    reductions: list = field(default_factory=list)  # full reductions of values in the kernel
+    reductions: list = field(default_factory=list)
+    row_eqns: list = field(default_factory=list)  # elementwise over one value per row
+    phase: dict = field(default_factory=dict)  # Var -> the pass over a row that knows it
     inputs: list = field(default_factory=list)  # Vars and Consts read from outside
+    row_inputs: list = field(default_factory=list)  # read per row, in row coordinates
     outputs: list = field(default_factory=list)  # elementwise values used outside the kernel
+    row_outputs: list = field(default_factory=list)  # per-row values used outside
+    reduction_of: dict = field(default_factory=dict)  # Var -> the reduction defining it
+    row_values: set = field(default_factory=set)  # defined by row equations
+
+    def add(self, eqn: Eqn, phase: int, role: str) -> None:
+        """Takes ``eqn`` as an "elementwise", "row" or "reduction" equation,
+        whose result is known from pass ``phase`` on."""
+        if role == "reduction":
+            self.reductions.append(eqn)
+            self.reduction_of[eqn.out] = eqn
+        elif role == "row":
+            self.row_eqns.append(eqn)
+            self.row_values.add(eqn.out)
+        else:
+            self.eqns.append(eqn)
+        self.phase[eqn.out] = phase
 
     @property
     def name(self) -> str:
-        names = [e.prim.name for e in self.eqns + self.reductions]
+        names = [e.prim.name for e in self.eqns + self.reductions + self.row_eqns]
         return "fused_" + "_".join(dict.fromkeys(names))
+
+    @property
+    def split(self) -> int | None:
+        """Where the reductions split the dimensions; 0 when they all reduce
+        everything, None without reductions."""
+        partial = [r for r in self.reductions if not is_whole_reduction(r)]
+        if partial:
+            return reduction_split(partial[0])
+        return 0 if self.reductions else None
+
+    @property
+    def last_phase(self) -> int:
+        return max(
+            [self.phase[e.out] for e in self.eqns]
+            + [self.phase_of_operand(r) for r in self.reductions]
+            + [0]
+        )
+
+    def phase_of_operand(self, reduction: Eqn) -> int:
+        return self.phase.get(reduction.inputs[0], 0)
+
+    def row_shapes(self) -> tuple:
+        """A row value's shapes: the kept dimensions, without or with the
+        reduced ones as 1s (keepdims)."""
+        kept = self.shape[: self.split]
+        return kept, kept + (1,) * (len(self.shape) - len(kept))
+
+    def is_row_value(self, v) -> bool:
+        """A value known once per row, which later passes may read."""
+        if v in self.row_values:
+            return True
+        reduction = self.reduction_of.get(v)
+        return (
+            reduction is not None
+            and not is_column_reduction(reduction)
+            and (self.split == 0 or not is_whole_reduction(reduction))
+        )
+
+    def is_elementwise_value(self, v) -> bool:
+        return v in self.phase and v not in self.row_values and v not in self.reduction_of
+
+    def phased(self) -> bool:
+        return bool(self.row_eqns) or any(self.phase[e.out] for e in self.eqns)
+
+    def ordered(self) -> list:
+        """Every equation, in an order that computes operands first: pass by
+        pass, the row equations, the elementwise ones, then the reductions."""
+        order = []
+        for p in range(self.last_phase + 2):
+            order += [e for e in self.row_eqns if self.phase[e.out] == p]
+            order += [e for e in self.eqns if self.phase[e.out] == p]
+            order += [r for r in self.reductions if self.phase_of_operand(r) == p]
+        return order
 
 
 @dataclass
@@ -92,12 +175,30 @@ def _splits_agree(reductions: list) -> bool:
     return len({reduction_split(r) for r in reductions if not is_whole_reduction(r)}) <= 1
 
 
-def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reduction) -> list:
-    """The graph's equations as an ordered list of ``Kernel``s and ``Single``s."""
+def _all_ones(shape: tuple) -> bool:
+    return all(s == 1 for s in shape)
+
+
+def _may_join_reductions(kernel: Kernel, eqn: Eqn) -> bool:
+    """Splits agree, and once something reads the kernel's row totals, the
+    split that defines its rows stays where it is."""
+    if not _splits_agree(kernel.reductions + [eqn]):
+        return False
+    if not kernel.phased():
+        return True
+    return Kernel(shape=kernel.shape, reductions=kernel.reductions + [eqn]).split == kernel.split
+
+
+def partition(
+    graph: Graph, fusible=is_elementwise, reducible=is_fusible_reduction, per_row=None
+) -> list:
+    """The graph's equations as an ordered list of ``Kernel``s and ``Single``s.
+    ``per_row`` says which equations may compute on per-row values (by default
+    those that may fuse)."""
+    per_row = fusible if per_row is None else per_row
     groups: list = []  # Kernel or Single, in creation order
     group_of: dict = {}  # Var -> index of the group that defines it
     uses: dict = {}  # index -> indices of groups it reads from
-    reduced: set = set()  # results of reductions fused into kernels
 
     def depends_on(start: int, target: int) -> bool:
         stack, seen = [start], set()
@@ -110,13 +211,53 @@ def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reducti
                 stack.extend(uses[g])
         return False
 
+    def acyclic(g: int, sources: set) -> bool:
+        return not any(depends_on(other, g) for other in sources if other != g)
+
+    def own(g: int, eqn: Eqn) -> list:
+        return [v for v in eqn.inputs if isinstance(v, Var) and group_of.get(v) == g]
+
     def can_join(g: int, eqn: Eqn, sources: set) -> bool:
+        """As an elementwise equation over the kernel's shape: it reads the
+        kernel's elementwise values, and row values with the reduced
+        dimensions kept (so they broadcast along the row)."""
+        kernel = groups[g]
+        if not isinstance(kernel, Kernel) or kernel.shape != eqn.out.shape:
+            return False
+        for v in own(g, eqn):
+            if kernel.is_elementwise_value(v):
+                continue
+            if not kernel.is_row_value(v) or not (
+                len(v.shape) == len(kernel.shape) or _all_ones(v.shape)
+            ):
+                return False
+        return acyclic(g, sources)
+
+    def can_join_rows(g: int, eqn: Eqn, sources: set) -> bool:
+        """As a row equation: it reads the kernel's row values and defines one."""
+        kernel = groups[g]
+        if not isinstance(kernel, Kernel) or kernel.split is None:
+            return False
+        if eqn.out.shape not in kernel.row_shapes():
+            return False
+        if eqn.out.shape == kernel.shape and eqn.prim.name != "reshape":
+            return False  # reduced dimensions of size 1: as good as elementwise
+        if eqn.prim.name == "reshape":
+            ok = eqn.inputs[0].shape in kernel.row_shapes()
+        else:
+            ok = per_row(eqn)
+        mine = own(g, eqn)
         return (
-            isinstance(groups[g], Kernel)
-            and groups[g].shape == eqn.out.shape
-            and not any(depends_on(other, g) for other in sources if other != g)
-            and not any(v in reduced and group_of[v] == g for v in eqn.inputs if isinstance(v, Var))
+            ok and bool(mine) and all(kernel.is_row_value(v) for v in mine) and acyclic(g, sources)
         )
+
+    def join(g: int, eqn: Eqn, sources: set, phase: int, role: str) -> None:
+        groups[g].add(eqn, phase, role)
+        uses[g] |= sources - {g}
+        group_of[eqn.out] = g
+
+    def operand_phase(g: int, eqn: Eqn) -> int:
+        return max([groups[g].phase[v] for v in own(g, eqn)] + [0])
 
     for eqn in graph.eqns:
         sources = {group_of[v] for v in eqn.inputs if isinstance(v, Var) and v in group_of}
@@ -126,22 +267,24 @@ def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reducti
             reducible(eqn)
             and producer is not None
             and isinstance(groups[producer], Kernel)
-            and groups[producer].shape == operand.shape
-            and operand.shape
-            and _splits_agree(groups[producer].reductions + [eqn])
+            and groups[producer].is_elementwise_value(operand)
+            and _may_join_reductions(groups[producer], eqn)
         ):
-            groups[producer].reductions.append(eqn)
-            group_of[eqn.out] = producer
-            reduced.add(eqn.out)
+            join(producer, eqn, sources, groups[producer].phase[operand] + 1, "reduction")
             continue
         if reducible(eqn) and isinstance(operand, Var) and operand.shape:
             # no kernel produces the operand at its shape (an input, a matrix
             # product): the reduction starts a kernel that reads it
             home = len(groups)
-            groups.append(Kernel(shape=operand.shape, reductions=[eqn]))
-            uses[home] = set(sources)
-            group_of[eqn.out] = home
-            reduced.add(eqn.out)
+            groups.append(Kernel(shape=operand.shape))
+            uses[home] = set()
+            join(home, eqn, sources, 1, "reduction")
+            continue
+        rows = next(
+            (g for g in sorted(sources, reverse=True) if can_join_rows(g, eqn, sources)), None
+        )
+        if rows is not None:
+            join(rows, eqn, sources, operand_phase(rows, eqn), "row")
             continue
         home = None
         if fusible(eqn):
@@ -155,9 +298,10 @@ def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reducti
             groups.append(Kernel(shape=eqn.out.shape) if fusible(eqn) else Single(eqn))
             uses[home] = set()
         if isinstance(groups[home], Kernel):
-            groups[home].eqns.append(eqn)
-        uses[home] |= sources - {home}
-        group_of[eqn.out] = home
+            join(home, eqn, sources, operand_phase(home, eqn), "elementwise")
+        else:
+            uses[home] |= sources - {home}
+            group_of[eqn.out] = home
     _fill_boundaries(graph, groups, group_of)
     return [groups[g] for g in _topological(uses)]
 
@@ -165,7 +309,7 @@ def partition(graph: Graph, fusible=is_elementwise, reducible=is_fusible_reducti
 def _fill_boundaries(graph: Graph, groups: list, group_of: dict) -> None:
     needed_outside: set = set()
     for index, group in enumerate(groups):
-        eqns = group.eqns + group.reductions if isinstance(group, Kernel) else [group.eqn]
+        eqns = group.ordered() if isinstance(group, Kernel) else [group.eqn]
         for eqn in eqns:
             for v in eqn.inputs:
                 if isinstance(v, Var) and group_of.get(v) != index:
@@ -176,14 +320,25 @@ def _fill_boundaries(graph: Graph, groups: list, group_of: dict) -> None:
     for group in groups:
         if not isinstance(group, Kernel):
             continue
-        defined = {e.out for e in group.eqns}
-        seen = set()
-        for eqn in group.eqns + group.reductions:
+        per_row_coordinates = len(group.row_shapes()[0]) < len(group.shape)
+        seen: set = set()
+        for eqn in group.ordered():
+            row_form = eqn.out in group.row_values and len(eqn.out.shape) < len(group.shape)
             for v in eqn.inputs:
-                if (not isinstance(v, Var) or v not in defined) and id(v) not in seen:
-                    seen.add(id(v))
-                    group.inputs.append(v)
+                if isinstance(v, Var) and v in group.phase:
+                    continue
+                # a row equation over the kept dimensions alone reads its
+                # operands in row coordinates; all-1 shapes read the same either way
+                into = (
+                    group.row_inputs
+                    if row_form and per_row_coordinates and not _all_ones(v.shape)
+                    else group.inputs
+                )
+                if (id(into), id(v)) not in seen:
+                    seen.add((id(into), id(v)))
+                    into.append(v)
         group.outputs = [e.out for e in group.eqns if e.out in needed_outside]
+        group.row_outputs = [e.out for e in group.row_eqns if e.out in needed_outside]
 
 
 def _topological(uses: dict) -> list:

@@ -5,7 +5,7 @@ gathers, not yet lowered primitives) through their numpy implementations."""
 from __future__ import annotations
 
 from ..codegen.kernels import KernelCode
-from ..codegen.lowering import can_lower
+from ..codegen.lowering import can_lower, can_lower_per_row
 from ..ir.fusion import Kernel, partition
 from ..ir.graph import Const, Graph, run_equation
 
@@ -15,7 +15,7 @@ class Executor:
         self.graph = graph
         self.steps = [
             KernelCode(step) if isinstance(step, Kernel) else step.eqn
-            for step in partition(graph, can_lower)
+            for step in partition(graph, can_lower, per_row=can_lower_per_row)
         ]
 
     @property
