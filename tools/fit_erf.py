@@ -3,7 +3,8 @@
 erf(x) = x * S(x*x) for |x| < 0.875 and erf(x) = 1 - exp(-x*x) * R(x) above,
 with S and R smooth; each is interpolated at Chebyshev points on its
 interval, in 60-digit arithmetic, and the series is cut where its terms fall
-below what the precision needs. Needs mpmath (a development tool, not a
+below what the precision needs. float32 takes R on one interval up to 4,
+where erf rounds to 1; float64 on two up to 6. Needs mpmath (a development tool, not a
 dependency):  python tools/fit_erf.py
 """
 
@@ -18,7 +19,9 @@ PIECES = {  # name: (function of the variable, interval)
     ),
     "middle": (lambda x: mpmath.erfc(x) * mpmath.exp(x * x), (mpmath.mpf("0.875"), 3)),
     "large": (lambda x: mpmath.erfc(x) * mpmath.exp(x * x), (3, 6)),
+    "tail_float32": (lambda x: mpmath.erfc(x) * mpmath.exp(x * x), (mpmath.mpf("0.875"), 4)),
 }
+USED_BY = {"f32": ("small", "tail_float32"), "f64": ("small", "middle", "large")}
 
 
 def chebyshev(f, a, b, n=60):
@@ -40,11 +43,14 @@ for name, (f, (a, b)) in PIECES.items():
     c = chebyshev(f, a, b)
     c[0] /= 2
     terms[name] = {
-        p: max(j for j, v in enumerate(c) if abs(v) > t) + 1 for p, t in TOLERANCE.items()
+        p: max(j for j, v in enumerate(c) if abs(v) > t) + 1
+        for p, t in TOLERANCE.items()
+        if name in USED_BY[p]
     }
     print(f"ERF_{name.upper()} = ({float(a)!r}, {float(b)!r}, [")
-    print(",\n".join(f"    {float(v)!r}" for v in c[: terms[name]["f64"]]) + "])")
-print("ERF_TERMS = {")
-for precision in TOLERANCE:
-    print(f"    {precision!r}: {tuple(terms[n][precision] for n in PIECES)},")
+    print(",\n".join(f"    {float(v)!r}" for v in c[: max(terms[name].values())]) + "])")
+print("ERF_PIECES = {")
+for precision, names in USED_BY.items():
+    pieces = ", ".join(f"(ERF_{n.upper()}, {terms[n][precision]})" for n in names)
+    print(f"    {precision!r}: ({pieces}),")
 print("}")
