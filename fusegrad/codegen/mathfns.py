@@ -80,7 +80,7 @@ class Emitter:
         """c0*x^n + c1*x^(n-1) + ... + cn."""
         acc = self.c(coefficients[0])
         for coefficient in coefficients[1:]:
-            acc = self.add(self.mul(acc, x), self.c(coefficient))
+            acc = self.muladd(acc, x, self.c(coefficient))
         return acc
 
     def to_bits(self, x):
