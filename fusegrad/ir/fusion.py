@@ -320,7 +320,6 @@ def _fill_boundaries(graph: Graph, groups: list, group_of: dict) -> None:
     for group in groups:
         if not isinstance(group, Kernel):
             continue
-        per_row_coordinates = len(group.row_shapes()[0]) < len(group.shape)
         seen: set = set()
         for eqn in group.ordered():
             row_form = eqn.out in group.row_values and len(eqn.out.shape) < len(group.shape)
@@ -329,11 +328,7 @@ def _fill_boundaries(graph: Graph, groups: list, group_of: dict) -> None:
                     continue
                 # a row equation over the kept dimensions alone reads its
                 # operands in row coordinates; all-1 shapes read the same either way
-                into = (
-                    group.row_inputs
-                    if row_form and per_row_coordinates and not _all_ones(v.shape)
-                    else group.inputs
-                )
+                into = group.row_inputs if row_form and not _all_ones(v.shape) else group.inputs
                 if (id(into), id(v)) not in seen:
                     seen.add((id(into), id(v)))
                     into.append(v)
