@@ -525,3 +525,42 @@ def test_a_reduction_of_an_input_or_a_matrix_product_runs_as_a_kernel(dtype):
     ws = (rng.standard_normal((50, 3)) * 10).astype(dtype.np)
     for got, want in zip(executor.run([xs, ws]), evaluate(graph, [xs, ws])):
         np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def _threads_graph():
+    """Elementwise outputs, rows with a second pass, columns, a sum of
+    everything, and a whole-sum kernel whose mean is computed from the total."""
+    x, y = Var((300, 1000), fg.float32), Var((1000,), fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        z = P.tanh(x) * y + P.exp(-x * x)
+        rows = P.reshape(P.reduce_max(z, axes=(1,)), shape=(300, 1))
+        shifted = z - rows
+        columns = P.reduce_sum(shifted, axes=(0,))
+        everything = P.reduce_min(shifted, axes=(0, 1))
+        mean = P.reduce_sum(P.sigmoid(y) * 2.0, axes=(0,)) / 1000.0
+    return Graph([x, y], builder.eqns, [shifted, columns, everything, mean])
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3", "7"])
+def test_chunks_on_several_cores_give_the_one_core_result(threads, monkeypatch):
+    monkeypatch.setenv("FUSEGRAD_NUM_THREADS", threads)
+    monkeypatch.setattr(kernels, "PARALLEL_WORK", 1)
+    graph = _threads_graph()
+    rng = np.random.default_rng(8)
+    xs = rng.standard_normal((300, 1000)).astype(np.float32)
+    ys = rng.standard_normal(1000).astype(np.float32)
+    executor = Executor(graph)
+    for got, want in zip(executor.run([xs, ys]), evaluate(graph, [xs, ys])):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-4)
+    chunks = [launch[3] for k in executor.kernels for launch in k.launches.values()]
+    assert max(len(c) for c in chunks) == min(int(threads), 300)
+    assert [(0, 1000)] in chunks  # the mean needs the whole total: one chunk
+
+
+def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
+    from fusegrad.codegen import parallel
+
+    monkeypatch.setenv("FUSEGRAD_NUM_THREADS", "many")
+    with pytest.raises(ValueError, match="FUSEGRAD_NUM_THREADS"):
+        parallel.thread_count()

@@ -20,6 +20,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.fusion import is_column_reduction, is_whole_reduction, reduction_split
 from ..ir.graph import Const, Eqn, Var, run_equation
+from . import parallel
 from .lowering import APPROXIMATED, BOOL, FAST_RANGE, LOWERINGS, llvm_type
 from .target import CompiledModule
 
@@ -204,20 +205,26 @@ class KernelCode:
         )
 
     def _allocate(self):
-        """Output arrays; the reductions' arrays: results for row and whole
-        reductions, and for column reductions accumulators starting at the
-        identity, which the kernel adds every row into; the spill rows."""
-        kernel, shape, split = self.kernel, self.kernel.shape, self.split
+        """Output arrays, the reductions' arrays and the spill rows."""
+        kernel, shape = self.kernel, self.kernel.shape
         outputs = [np.empty(shape, v.dtype.np) for v in kernel.outputs]
         outputs += [np.empty(v.shape, v.dtype.np) for v in kernel.row_outputs]
-        sums = [
+        return outputs, self._reduction_arrays(), self._spill_rows()
+
+    def _reduction_arrays(self) -> list:
+        """Results for row and whole reductions; for column reductions
+        accumulators starting at the identity, which the kernel adds every
+        row into."""
+        shape, split = self.kernel.shape, self.split
+        return [
             np.full(shape[split:], r.start, r.eqn.out.dtype.np)
             if r.column
             else np.zeros(() if r.whole else shape[:split], r.eqn.out.dtype.np)
             for r in self.reducers
         ]
-        spills = [np.empty(shape[split:], v.dtype.np) for v in self.spills]
-        return outputs, sums, spills
+
+    def _spill_rows(self) -> list:
+        return [np.empty(self.kernel.shape[self.split :], v.dtype.np) for v in self.spills]
 
     def __call__(self, arrays: list) -> list:
         key = tuple((a.dtype.char, a.shape, a.strides) for a in arrays)
@@ -228,16 +235,35 @@ class KernelCode:
             return self._numpy(arrays)
         outputs, sums, spills = self._allocate()
         if launch is not _EMPTY:
-            function, shape_arg, stride_arg = launch
-            function(
-                shape_arg.ctypes.data,
-                stride_arg.ctypes.data,
-                *[a.ctypes.data for a in arrays + outputs + sums + spills],
-            )
+            self._launch(launch, arrays + outputs, sums, spills)
         reductions, flags = sums[: len(self.kernel.reductions)], sums[len(self.kernel.reductions) :]
         if any(flags):
             return self._numpy(arrays)  # an argument beyond a fast lowering's range
         return outputs + reductions
+
+    def _launch(self, launch, shared: list, sums: list, spills: list) -> None:
+        """Runs every chunk of the outermost loop, each on a core. Reductions
+        that chunks would share (columns, sums of everything) get fresh
+        arrays per chunk, combined afterwards; spill rows are per chunk."""
+        function, shape_arg, stride_arg, chunks, private = launch
+        head = [shape_arg.ctypes.data, stride_arg.ctypes.data]
+        pointers = [a.ctypes.data for a in shared]
+        calls, partials, buffers = [], [], []  # buffers: alive until the calls return
+        for n, (begin, end) in enumerate(chunks):
+            own = sums
+            if n:
+                fresh = self._reduction_arrays()
+                own = [f if p else a for f, a, p in zip(fresh, sums, private)]
+                partials.append(own)
+                spills = self._spill_rows()
+            buffers.append(spills)
+            mine = [a.ctypes.data for a in own + spills]
+            calls.append((*head, begin, end, *pointers, *mine))
+        parallel.run(function, calls)
+        for own in partials:
+            for reducer, total, partial, p in zip(self.reducers, sums, own, private):
+                if p:
+                    reducer.merge(total, partial)
 
     def _prepare(self, arrays: list):
         """Checks the operands once per layout and picks how to run it."""
@@ -280,7 +306,25 @@ class KernelCode:
         function = self.variants.get(variant)
         if function is None:
             function = self.variants[variant] = self._compile(*variant)
-        return function, np.array(shape, np.int64), np.array(strides, np.int64)
+        # Chunks split the outermost loop; rows kept there are each one
+        # chunk's, anything summed across it is per chunk and combined.
+        private = [r.column or r.whole or first == 0 for r in self.reducers]
+        work = int(np.prod(kernel.shape)) * (len(self.body) + 1) * (self.last_phase + 1)
+        chunks = [(0, shape[0])]
+        whole_rows = first == 0 and (self.last_phase or kernel.row_eqns)  # need every total
+        if work >= PARALLEL_WORK and not whole_rows:
+            count = min(parallel.thread_count(), shape[0])
+            step = -(-shape[0] // count)
+            if len(shape) == 1:  # whole cache lines and blocks per chunk
+                step = -(-step // BLOCK) * BLOCK
+            chunks = [(s, min(s + step, shape[0])) for s in range(0, shape[0], step)]
+        return (
+            function,
+            np.array(shape, np.int64),
+            np.array(strides, np.int64),
+            chunks,
+            private,
+        )
 
     def _numpy(self, arrays: list) -> list:
         """The kernel's equations one by one in numpy: cheaper than a launch
@@ -309,19 +353,22 @@ class KernelCode:
         )
         pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
         signature = ir.FunctionType(
-            ir.VoidType(), [I64.as_pointer(), I64.as_pointer()] + pointer_types
+            ir.VoidType(), [I64.as_pointer(), I64.as_pointer(), I64, I64] + pointer_types
         )
         function = ir.Function(module, signature, name="kernel")
         for arg in function.args:
-            arg.add_attribute("noalias")
-        shape_ptr, stride_ptr, *pointers = function.args
+            if isinstance(arg.type, ir.PointerType):
+                arg.add_attribute("noalias")
+        shape_ptr, stride_ptr, begin, end, *pointers = function.args
         b = ir.IRBuilder(function.append_basic_block("entry"))
         dims = [b.load(b.gep(shape_ptr, [ir.Constant(I64, d)])) for d in range(ndim)]
         stride = [
             [b.load(b.gep(stride_ptr, [ir.Constant(I64, k * ndim + d)])) for d in range(ndim)]
             for k in range(len(operands))
         ]
-        emitter = _Emitter(self, b, function, pointers, dims, stride, classes, first)
+        bounds = [(ir.Constant(I64, 0), d) for d in dims]
+        bounds[0] = (begin, end)  # this launch's chunk of the outermost loop
+        emitter = _Emitter(self, b, function, pointers, bounds, stride, classes, first)
         for reducer in self.wholes:
             b.store(reducer.total_identity, emitter.totals[id(reducer)])
         emitter.nest(0, [ir.Constant(I64, 0)] * len(operands), None if self.rows else 0, {})
@@ -332,7 +379,7 @@ class KernelCode:
         return str(module)
 
     def _compile(self, ndim: int, classes: tuple, first: int):
-        arity = 2 + len(self.args) + len(self.results) + len(self.guards) + len(self.spills)
+        arity = len(self.args) + len(self.results) + len(self.guards) + len(self.spills)
         function = compile_kernel(self.generate(ndim, classes, first), arity)
         self.modules.append(function.module)
         return function
@@ -342,9 +389,9 @@ class _Emitter:
     """Emits one layout of a kernel: the loop nest, the passes over each row,
     and the element code of each pass."""
 
-    def __init__(self, code, b, function, pointers, dims, stride, classes, first):
+    def __init__(self, code, b, function, pointers, bounds, stride, classes, first):
         self.code, self.b, self.function = code, b, function
-        self.pointers, self.dims, self.stride, self.classes = pointers, dims, stride, classes
+        self.pointers, self.bounds, self.stride, self.classes = pointers, bounds, stride, classes
         self.first = first
         kernel = code.kernel
         self.first_output = len(code.args)
@@ -389,22 +436,21 @@ class _Emitter:
         b = self.b
         if phase is None and depth == self.first:
             self.row(offsets)
-        elif depth < len(self.dims) - 1:
+        elif depth < len(self.bounds) - 1:
 
             def body(i):
                 inner = [b.add(o, b.mul(i, s[depth])) for o, s in zip(offsets, self.stride)]
                 self.nest(depth + 1, inner, phase, row_env)
 
-            self.counted(
-                f"i{depth}", ir.Constant(I64, 0), self.dims[depth], ir.Constant(I64, 1), body
-            )
+            self.counted(f"i{depth}", *self.bounds[depth], ir.Constant(I64, 1), body)
         elif any(r.phase == phase for r in self.code.rows + self.code.wholes):
+            start, stop = self.bounds[depth]
             self.counted(
                 "block",
-                ir.Constant(I64, 0),
-                self.dims[depth],
+                start,
+                stop,
                 ir.Constant(I64, BLOCK),
-                lambda start: self.block(offsets, start, depth, phase, row_env),
+                lambda block_start: self.block(offsets, block_start, stop, depth, phase, row_env),
             )
         else:
 
@@ -412,9 +458,7 @@ class _Emitter:
                 env = self.element(offsets, i, depth, phase, row_env)
                 self.accumulate_columns(offsets, i, depth, phase, env)
 
-            self.counted(
-                f"i{depth}", ir.Constant(I64, 0), self.dims[depth], ir.Constant(I64, 1), element
-            )
+            self.counted(f"i{depth}", *self.bounds[depth], ir.Constant(I64, 1), element)
 
     def row(self, offsets: list):
         """One row: a pass per phase, each followed by storing its totals and
@@ -441,14 +485,13 @@ class _Emitter:
                     j = self.first_row_output + k
                     _store(b, env[id(v)], b.gep(self.pointers[j], [offsets[j]]), v)
 
-    def block(self, offsets, start, depth, phase, row_env):
+    def block(self, offsets, start, size, depth, phase, row_env):
         """One block of a reducing pass: vectorizable partial results in the
         element type (for sums, reassociation is allowed only here), combined
         into the totals once per block (float64 for float sums), so long sums
         stay accurate."""
         b, code = self.b, self.code
         reducers = [r for r in code.rows + code.wholes if r.phase == phase]
-        size = self.dims[depth]
         end = b.add(start, ir.Constant(I64, BLOCK))
         stop = b.select(b.icmp_signed("<", end, size), end, size)
         header = b.block
@@ -538,6 +581,8 @@ SPILL_COST = 4  # recomputing more than about this many operations costs more th
 
 
 BLOCK = 1024  # elements per partial sum in a reducing kernel
+# From this many element-operations on, a launch is split across the cores.
+PARALLEL_WORK = 1 << 18
 # Below this many element-operations a launch costs more than numpy's calls.
 SMALL_WORK = 2048
 _EMPTY, _SMALL = object(), object()
@@ -596,6 +641,15 @@ class Reducer:
             return b.fadd(total, partial)
         return self.combine(b, total, partial)
 
+    def merge(self, total, partial) -> None:
+        """Combines another chunk's result into ``total`` (numpy arrays)."""
+        if self.kind == "sum":
+            np.add(total, partial, out=total)
+        elif self.kind == "max":
+            np.maximum(total, partial, out=total)
+        else:
+            np.minimum(total, partial, out=total)
+
     def value(self, b, total):
         """The total in the element type (as later passes read it)."""
         return b.fptrunc(total, self.type) if total.type != self.type else total
@@ -618,10 +672,15 @@ _compiled: dict = {}  # LLVM IR text -> function: identical kernels compile once
 
 
 def compile_kernel(llvm_ir: str, arity: int):
+    """The kernel's function: (shape, strides, chunk begin, chunk end, and
+    ``arity`` operand pointers)."""
     function = _compiled.get(llvm_ir)
     if function is None:
         module = CompiledModule(llvm_ir)
-        prototype = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity))
+        chunk = [ctypes.c_int64] * 2
+        prototype = ctypes.CFUNCTYPE(
+            None, *([ctypes.c_void_p] * 2 + chunk + [ctypes.c_void_p] * arity)
+        )
         function = prototype(module.address("kernel"))
         function.module = module  # keeps the machine code alive with the function
         _compiled[llvm_ir] = function
