@@ -528,8 +528,8 @@ def test_a_reduction_of_an_input_or_a_matrix_product_runs_as_a_kernel(dtype):
 
 
 def _threads_graph():
-    """Elementwise outputs, rows with a second pass, columns, a sum of
-    everything, and a whole-sum kernel whose mean is computed from the total."""
+    """Elementwise outputs, rows with a second pass, columns and a sum of
+    everything."""
     x, y = Var((300, 1000), fg.float32), Var((1000,), fg.float32)
     builder = GraphBuilder()
     with building(builder):
@@ -538,8 +538,7 @@ def _threads_graph():
         shifted = z - rows
         columns = P.reduce_sum(shifted, axes=(0,))
         everything = P.reduce_min(shifted, axes=(0, 1))
-        mean = P.reduce_sum(P.sigmoid(y) * 2.0, axes=(0,)) / 1000.0
-    return Graph([x, y], builder.eqns, [shifted, columns, everything, mean])
+    return Graph([x, y], builder.eqns, [shifted, columns, everything])
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "3", "7"])
@@ -555,7 +554,28 @@ def test_chunks_on_several_cores_give_the_one_core_result(threads, monkeypatch):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-4)
     chunks = [launch[3] for k in executor.kernels for launch in k.launches.values()]
     assert max(len(c) for c in chunks) == min(int(threads), 300)
-    assert [(0, 1000)] in chunks  # the mean needs the whole total: one chunk
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_a_pass_that_needs_the_whole_total_is_not_split(threads, monkeypatch):
+    """x - mean(x) needs every element's sum before its second pass; mean(x)
+    alone splits, and its division runs on the combined total."""
+    monkeypatch.setenv("FUSEGRAD_NUM_THREADS", threads)
+    monkeypatch.setattr(kernels, "PARALLEL_WORK", 1)
+    x = Var((100003,), fg.float64)
+    for passes, function in (
+        (1, lambda: P.reduce_sum(P.exp(x), axes=(0,)) / 100003.0),
+        (2, lambda: P.exp(x) - P.reduce_sum(x * 2.0, axes=(0,))),
+    ):
+        builder = GraphBuilder()
+        with building(builder):
+            out = function()
+        graph = Graph([x], builder.eqns, [out])
+        executor = Executor(graph)
+        xs = np.random.default_rng(9).standard_normal(100003)
+        np.testing.assert_allclose(executor.run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-12)
+        (launch,) = executor.kernels[0].launches.values()
+        assert len(launch[3]) == (min(int(threads), 98) if passes == 1 else 1)
 
 
 def test_a_bad_thread_count_is_a_clear_error(monkeypatch):

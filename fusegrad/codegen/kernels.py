@@ -264,6 +264,22 @@ class KernelCode:
             for reducer, total, partial, p in zip(self.reducers, sums, own, private):
                 if p:
                     reducer.merge(total, partial)
+        if partials and private[0] and self.kernel.row_eqns:
+            self._rows_from_totals(shared, sums)
+
+    def _rows_from_totals(self, shared: list, sums: list) -> None:
+        """The row equations of a kernel whose one row was split into
+        chunks: each chunk computed them from its partial totals, so they
+        are computed again, in numpy, from the combined ones."""
+        kernel = self.kernel
+        env = {id(v): a for v, a in zip(self.args, shared)}
+        env.update((id(r.out), a) for r, a in zip(kernel.reductions, sums))
+        for eqn in kernel.row_eqns:
+            env[id(eqn.out)] = run_equation(
+                eqn, [env[id(v)] if id(v) in env else v.value for v in eqn.inputs]
+            )
+        for v, a in zip(kernel.row_outputs, shared[len(self.args) + len(kernel.outputs) :]):
+            a[...] = env[id(v)]
 
     def _prepare(self, arrays: list):
         """Checks the operands once per layout and picks how to run it."""
@@ -311,8 +327,7 @@ class KernelCode:
         private = [r.column or r.whole or first == 0 for r in self.reducers]
         work = int(np.prod(kernel.shape)) * (len(self.body) + 1) * (self.last_phase + 1)
         chunks = [(0, shape[0])]
-        whole_rows = first == 0 and (self.last_phase or kernel.row_eqns)  # need every total
-        if work >= PARALLEL_WORK and not whole_rows:
+        if work >= PARALLEL_WORK and not (first == 0 and self.last_phase):  # a pass needs all
             count = min(parallel.thread_count(), shape[0])
             step = -(-shape[0] // count)
             if len(shape) == 1:  # whole cache lines and blocks per chunk
