@@ -359,7 +359,8 @@ def run_workload(name, spec, repeat, compile_torch) -> None:
     if "limit_us" in spec:
         verdict = "met" if jit_ms * 1e3 <= spec["limit_us"] else "missed"
         print(
-            f"  fusegrad jit: {jit_ms * 1e3:.1f} us per call (target {spec['limit_us']} us: {verdict})"
+            f"  fusegrad jit: {jit_ms * 1e3:.1f} us per call "
+            f"(target {spec['limit_us']} us: {verdict})"
         )
     if "moved" in spec:
         print(f"  fusegrad jit / bandwidth limit: {jit_ms / times['bandwidth limit']:.1f}x")
