@@ -264,7 +264,7 @@ class KernelCode:
             for reducer, total, partial, p in zip(self.reducers, sums, own, private):
                 if p:
                     reducer.merge(total, partial)
-        if partials and private[0] and self.kernel.row_eqns:
+        if partials and self.kernel.row_eqns and all(private):  # its one row was split
             self._rows_from_totals(shared, sums)
 
     def _rows_from_totals(self, shared: list, sums: list) -> None:
