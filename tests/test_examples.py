@@ -31,3 +31,19 @@ def test_jit_tutorial_gives_eager_gradients_and_prints_the_ir():
     assert "grad_fn CompiledFunctionBackward" in out
     assert "forward(%0: f32[2,3], %1: f32[3,4]):" in out and "backward(" in out
     assert "tensor([ 6., 12.])" in out
+
+
+def test_train_mlp_learns_the_spirals_with_a_compiled_step():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "train_mlp.py"), "--steps", "200"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = result.stdout.splitlines()
+    progress = [line for line in lines if line.startswith("step")]
+    assert len(progress) == 11 and progress[-1].startswith("step   200/200")
+    losses = [float(re.search(r"loss (\S+)", line).group(1)) for line in progress]
+    assert losses[-1] < losses[0] / 10
+    assert float(re.search(r"accuracy\s+(\S+)%", progress[-1]).group(1)) > 95
+    assert re.fullmatch(r"time per step: eager \S+ ms, jit \S+ ms .*", lines[-1])

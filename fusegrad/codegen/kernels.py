@@ -167,8 +167,9 @@ class KernelCode:
                 if isinstance(v, Var) and self.phase[eqn.out] > self.phase.get(v, 0):
                     later_readers[v] = True
         for eqn in self.body:
-            own = 10 if eqn.prim in APPROXIMATED else 1
-            cost[eqn.out] = own + sum(cost.get(v, 0) for v in eqn.inputs if isinstance(v, Var))
+            cost[eqn.out] = _cost(eqn) + sum(
+                cost.get(v, 0) for v in eqn.inputs if isinstance(v, Var)
+            )
             if eqn.out in later_readers and cost[eqn.out] > SPILL_COST:
                 spills.append(eqn.out)
                 cost[eqn.out] = 1
@@ -325,7 +326,8 @@ class KernelCode:
         # Chunks split the outermost loop; rows kept there are each one
         # chunk's, anything summed across it is per chunk and combined.
         private = [r.column or r.whole or first == 0 for r in self.reducers]
-        work = int(np.prod(kernel.shape)) * (len(self.body) + 1) * (self.last_phase + 1)
+        per_element = sum(_cost(e) for e in self.body) + 1
+        work = int(np.prod(kernel.shape)) * per_element * (self.last_phase + 1)
         chunks = [(0, shape[0])]
         if work >= PARALLEL_WORK and not (first == 0 and self.last_phase):  # a pass needs all
             count = min(parallel.thread_count(), shape[0])
@@ -592,12 +594,18 @@ def _is_scalar_constant(v) -> bool:
     return isinstance(v, Const) and v.value.ndim == 0
 
 
+def _cost(eqn) -> int:
+    """About how many arithmetic instructions an equation's lowering takes."""
+    return 10 if eqn.prim in APPROXIMATED else 1
+
+
 SPILL_COST = 4  # recomputing more than about this many operations costs more than a spill
 
 
 BLOCK = 1024  # elements per partial sum in a reducing kernel
-# From this many element-operations on, a launch is split across the cores.
-PARALLEL_WORK = 1 << 18
+# From this many element-operations on (see _cost), a launch is split across
+# the cores: handing a chunk to another thread costs some 50 us here.
+PARALLEL_WORK = 1 << 20
 # Below this many element-operations a launch costs more than numpy's calls.
 SMALL_WORK = 2048
 _EMPTY, _SMALL = object(), object()
