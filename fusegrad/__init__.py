@@ -156,4 +156,4 @@ multiply, subtract, divide, negative = mul, sub, div, neg
 # inf and nan silently, and so do we.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"fusegrad\.")
 
-__version__ = "0.1.0"
+from .version import __version__

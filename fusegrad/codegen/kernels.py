@@ -16,6 +16,7 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
+from .. import timing
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.fusion import is_column_reduction, is_whole_reduction, reduction_split
@@ -161,16 +162,17 @@ class KernelCode:
         that would cost more to compute again than to store in a row-sized
         buffer (which stays in cache) and load back."""
         cost, spills = {}, []
-        later_readers: dict = {}
-        for eqn in self.body:
-            for v in eqn.inputs:
-                if isinstance(v, Var) and self.phase[eqn.out] > self.phase.get(v, 0):
-                    later_readers[v] = True
+        read_later = {
+            v
+            for eqn in self.body
+            for v in eqn.inputs
+            if isinstance(v, Var) and self.phase[eqn.out] > self.phase.get(v, 0)
+        }
         for eqn in self.body:
             cost[eqn.out] = _cost(eqn) + sum(
                 cost.get(v, 0) for v in eqn.inputs if isinstance(v, Var)
             )
-            if eqn.out in later_readers and cost[eqn.out] > SPILL_COST:
+            if eqn.out in read_later and cost[eqn.out] > SPILL_COST:
                 spills.append(eqn.out)
                 cost[eqn.out] = 1
         return spills
@@ -397,7 +399,9 @@ class KernelCode:
 
     def _compile(self, ndim: int, classes: tuple, first: int):
         arity = len(self.args) + len(self.results) + len(self.guards) + len(self.spills)
-        function = compile_kernel(self.generate(ndim, classes, first), arity)
+        with timing.phase("kernel IR"):
+            llvm_ir = self.generate(ndim, classes, first)
+        function = compile_kernel(llvm_ir, arity)
         self.modules.append(function.module)
         return function
 
@@ -707,6 +711,7 @@ def compile_kernel(llvm_ir: str, arity: int):
         function = prototype(module.address("kernel"))
         function.module = module  # keeps the machine code alive with the function
         _compiled[llvm_ir] = function
+        timing.counts["kernels compiled"] += 1
     return function
 
 

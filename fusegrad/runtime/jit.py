@@ -14,9 +14,10 @@ import os
 import sys
 import time
 import warnings
-from collections import namedtuple
+from collections import Counter, namedtuple
 from pathlib import Path
 
+from .. import timing
 from ..ir.graph import format_graph
 from ..tracer.tensor import Tensor, recording
 from ..tracer.trace import Trace, TracingError, active
@@ -63,8 +64,14 @@ class Lowered:
             format_graph(program.backward, "backward") if program.backward is not None else None
         )
         self.kernels = program.kernels
-        self.llvm_ir = "\n".join(k.llvm_ir for k in self.kernels)
-        self.asm = "\n".join(k.asm for k in self.kernels)
+
+    @property
+    def llvm_ir(self) -> str:
+        return "\n".join(k.llvm_ir for k in self.kernels)
+
+    @property
+    def asm(self) -> str:
+        return "\n".join(k.asm for k in self.kernels)
 
     def __str__(self) -> str:
         return self.program.describe()
@@ -139,24 +146,29 @@ class JitFunction:
 
     def _trace(self, tensors, args, kwargs, restore=False):
         start = time.perf_counter()
+        seconds, counts = Counter(timing.seconds), Counter(timing.counts)
         trace = Trace()
         for t in tensors:
             trace.add_input(t)
         try:
-            with active(trace):
+            with timing.phase("trace"), active(trace):
                 result = self.fn(*args, **kwargs)
         except TracingError:
             trace.restore()
             raise
         out_tensors: list = []
         tree = _flatten_output(result, out_tensors)
-        program = Program(trace, tensors, out_tensors)
+        with timing.phase("adjoint and passes"):
+            program = Program(trace, tensors, out_tensors)
         program.output_tree = tree
         if restore:
             trace.restore()
-        program.warm_up(tensors)
-        self._compile_seconds += time.perf_counter() - start
+        with timing.phase("first run"):
+            program.warm_up(tensors)
+        elapsed = time.perf_counter() - start
+        self._compile_seconds += elapsed
         self._compilations += 1
+        self._log_compile(elapsed, timing.seconds - seconds, timing.counts - counts)
         self._dump(program)
         return program, result
 
@@ -193,6 +205,21 @@ class JitFunction:
             others = [k for k in self._cache if k != key and self._cache[k]]
             reason = _difference(others[-1], key) if others else "first call"
         sys.stderr.write(f"fusegrad.jit: compiling {name}: {reason}\n")
+
+    def _log_compile(self, elapsed: float, seconds: Counter, counts: Counter) -> None:
+        """FUSEGRAD_LOG=compile: where this compilation's time went. Kernels
+        compile during the first run, so their phases are part of it."""
+        if "compile" not in os.environ.get("FUSEGRAD_LOG", "").split(","):
+            return
+        kernel_phases = ["kernel IR", "LLVM optimization", "machine code", "disk cache"]
+        seconds["first run"] -= sum(seconds[p] for p in kernel_phases)
+        order = ["trace", "adjoint and passes", *kernel_phases, "first run"]
+        phases = ", ".join(f"{p} {seconds[p] * 1e3:.1f}" for p in order)
+        sys.stderr.write(
+            f"fusegrad.jit: compiled {self.__name__} in {elapsed * 1e3:.1f} ms ({phases} ms); "
+            f"{counts['kernels compiled']} kernels, "
+            f"{counts['kernels from the disk cache']} of them from the disk cache\n"
+        )
 
     def _dump(self, program) -> None:
         directory = os.environ.get("FUSEGRAD_DUMP")
