@@ -44,6 +44,11 @@ def _initialized() -> bool:
 
 @functools.cache
 def target_machine():
+    """The host's target machine, shared for optimizing and code generation."""
+    return _new_target_machine()
+
+
+def _new_target_machine():
     _initialized()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     features = llvm.get_host_cpu_features().flatten()
@@ -94,7 +99,8 @@ class CompiledModule:
         else:
             timing.counts["kernels from the disk cache"] += 1
         with timing.phase("machine code"):
-            self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
+            # an engine owns (and frees with itself) the target machine it is given
+            self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_target_machine())
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(code))
             self.engine.finalize_object()
 
