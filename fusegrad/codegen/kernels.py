@@ -12,6 +12,7 @@ innermost loop then has constant strides and vectorizes.
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import numpy as np
 from llvmlite import ir
@@ -140,6 +141,31 @@ class KernelCode:
         ops = " ".join(e.prim.name for e in eqns)
         passes = f", {self.last_phase + 1} passes per row" if self.last_phase else ""
         return f"<kernel {self.name}: {len(eqns)} ops ({ops}) over {self.kernel.shape}{passes}>"
+
+    def description(self) -> str:
+        """Text that determines this kernel's LLVM IR for a layout: its
+        operands and equations, with values numbered in order of appearance
+        and 0-d constants written out."""
+        numbers: dict = {}
+
+        def name(v):
+            if _is_scalar_constant(v):
+                return f"{v.value.item()!r}:{v.dtype.name}"
+            number = numbers.setdefault(id(v), len(numbers))
+            return f"%{number}:{v.dtype.name}{list(v.shape)}"
+
+        kernel = self.kernel
+        lines = [
+            " ".join(["args", *map(name, self.args), f"rows from {self.first_row_arg}"]),
+            " ".join(["outputs", *map(name, kernel.outputs)]),
+            " ".join(["row outputs", *map(name, kernel.row_outputs)]),
+        ]
+        for part, eqns in (("", kernel.eqns), ("row ", kernel.row_eqns), ("", kernel.reductions)):
+            for e in eqns:
+                params = sorted(e.params.items())
+                operands = " ".join(map(name, e.inputs))
+                lines.append(f"{part}{name(e.out)} = {e.prim.name}{params} {operands}")
+        return "\n".join(lines)
 
     @property
     def llvm_ir(self) -> str:
@@ -399,9 +425,13 @@ class KernelCode:
 
     def _compile(self, ndim: int, classes: tuple, first: int):
         arity = len(self.args) + len(self.results) + len(self.guards) + len(self.spills)
-        with timing.phase("kernel IR"):
-            llvm_ir = self.generate(ndim, classes, first)
-        function = compile_kernel(llvm_ir, arity)
+
+        def build_ir():
+            with timing.phase("kernel IR"):
+                return self.generate(ndim, classes, first)
+
+        description = f"{self.description()}\nlayout {ndim} {classes} {first}"
+        function = compile_kernel(build_ir, description, arity)
         self.modules.append(function.module)
         return function
 
@@ -695,22 +725,30 @@ def _constant(c):
     return ir.Constant(llvm_type(c.dtype), value)
 
 
-_compiled: dict = {}  # LLVM IR text -> function: identical kernels compile once
+_compiled: dict = {}  # description -> function: identical kernels compile once
+# What machine code depends on beside a kernel's description: the generator.
+_GENERATOR = "".join(
+    (Path(__file__).parent / name).read_text()
+    for name in ("kernels.py", "lowering.py", "mathfns.py")
+)
 
 
-def compile_kernel(llvm_ir: str, arity: int):
+def compile_kernel(build_ir, description: str, arity: int):
     """The kernel's function: (shape, strides, chunk begin, chunk end, and
-    ``arity`` operand pointers)."""
-    function = _compiled.get(llvm_ir)
+    ``arity`` operand pointers). ``build_ir`` returns the kernel's LLVM IR,
+    which ``description`` determines: it is called only when neither this
+    process nor the disk cache has the machine code."""
+    key = _GENERATOR + description
+    function = _compiled.get(key)
     if function is None:
-        module = CompiledModule(llvm_ir)
+        module = CompiledModule(build_ir, key)
         chunk = [ctypes.c_int64] * 2
         prototype = ctypes.CFUNCTYPE(
             None, *([ctypes.c_void_p] * 2 + chunk + [ctypes.c_void_p] * arity)
         )
         function = prototype(module.address("kernel"))
         function.module = module  # keeps the machine code alive with the function
-        _compiled[llvm_ir] = function
+        _compiled[key] = function
         timing.counts["kernels compiled"] += 1
     return function
 

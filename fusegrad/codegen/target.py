@@ -6,8 +6,9 @@ pass manager at O3 with loop and SLP vectorization before code generation.
 
 Machine code is kept on disk, in FUSEGRAD_CACHE_DIR (default: fusegrad/ in
 the user's cache directory; empty: no disk cache), keyed by a hash of the
-LLVM IR, the CPU and its features, the fusegrad and LLVM versions and this
-file (which defines the pipeline), so a second process skips LLVM. An entry
+LLVM IR (or of a description that determines it), the CPU and its features,
+the fusegrad and LLVM versions and this file (which defines the pipeline),
+so a second process skips LLVM. An entry
 carries its length and hash: a truncated or corrupt one is ignored and
 written again. Entries are written to a temporary file and renamed into
 place, so concurrent writers never leave half an entry, and the oldest
@@ -80,12 +81,16 @@ def optimize(module) -> None:
 
 class CompiledModule:
     """Machine code for an LLVM module, loaded into a JIT engine: function
-    addresses, and on demand the optimized IR and the assembly."""
+    addresses, and on demand the optimized IR and the assembly.
 
-    def __init__(self, llvm_ir: str):
+    ``source`` is the module's LLVM IR, or a function producing it: with a
+    ``key`` that determines the IR (a description of what it computes), a
+    module found in the disk cache never needs its IR built."""
+
+    def __init__(self, source, key: str | None = None):
         _initialized()
-        self.llvm_ir = llvm_ir
-        key = _cache_key(llvm_ir)
+        self._source = source
+        key = _cache_key(key if key is not None else self.llvm_ir)
         with timing.phase("disk cache"):
             code = _read_entry(key)
         if code is None:
@@ -103,6 +108,10 @@ class CompiledModule:
             self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_target_machine())
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(code))
             self.engine.finalize_object()
+
+    @functools.cached_property
+    def llvm_ir(self) -> str:
+        return self._source() if callable(self._source) else self._source
 
     def _parse(self):
         try:
@@ -151,8 +160,8 @@ def _target_identity() -> bytes:
     return "\n".join(parts).encode() + Path(__file__).read_bytes()
 
 
-def _cache_key(llvm_ir: str) -> str:
-    return hashlib.sha256(_target_identity() + llvm_ir.encode()).hexdigest()
+def _cache_key(description: str) -> str:
+    return hashlib.sha256(_target_identity() + description.encode()).hexdigest()
 
 
 def cache_directory() -> Path | None:
