@@ -13,7 +13,7 @@ from fusegrad.codegen.kernels import KernelCode, layout
 from fusegrad.codegen.lowering import LOWERINGS, can_lower
 from fusegrad.ir import primitives as P
 from fusegrad.ir.fusion import Kernel, partition
-from fusegrad.ir.graph import Graph, GraphBuilder, Var, building, evaluate
+from fusegrad.ir.graph import Const, Graph, GraphBuilder, Var, building, evaluate
 from fusegrad.runtime.executor import Executor
 
 import test_jit
@@ -584,3 +584,18 @@ def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("FUSEGRAD_NUM_THREADS", "many")
     with pytest.raises(ValueError, match="FUSEGRAD_NUM_THREADS"):
         parallel.thread_count()
+
+
+def test_array_constants_are_operands_each_pass_loads():
+    """A constant array is read like an input, in every pass that needs it
+    (a regression: passes once loaded only what came from outside as Vars)."""
+    x = Var((40, 3), fg.float32)
+    scale, shift = Const(np.array([1.5, -2.0, 0.5], np.float32)), Const(np.ones((1, 1), np.float32))
+    builder = GraphBuilder()
+    with building(builder):
+        y = x * scale + shift
+        centered = y - P.reshape(P.reduce_max(y, axes=(1,)), shape=(40, 1)) * shift
+    graph = Graph([x], builder.eqns, [centered])
+    assert _one_kernel(graph).last_phase == 1
+    xs = np.random.default_rng(10).standard_normal((40, 3)).astype(np.float32)
+    np.testing.assert_array_equal(Executor(graph).run([xs])[0], evaluate(graph, [xs])[0])

@@ -115,6 +115,7 @@ class KernelCode:
         self.wholes = [r for r in self.reducers if r.whole and partial]
         self.rows = [r for r in self.reducers if not r.column and not (r.whole and partial)]
         self.last_phase = kernel.last_phase
+        self.ordered = kernel.ordered()
         outside = {v for e in kernel.row_eqns for v in e.inputs if isinstance(v, Var)}
         self.read_per_row = [
             k
@@ -134,10 +135,10 @@ class KernelCode:
     @property
     def eqns(self) -> list:
         """The IR equations fused into this kernel."""
-        return self.kernel.ordered()
+        return self.ordered
 
     def __repr__(self) -> str:
-        eqns = self.kernel.ordered()
+        eqns = self.ordered
         ops = " ".join(e.prim.name for e in eqns)
         passes = f", {self.last_phase + 1} passes per row" if self.last_phase else ""
         return f"<kernel {self.name}: {len(eqns)} ops ({ops}) over {self.kernel.shape}{passes}>"
@@ -215,7 +216,7 @@ class KernelCode:
         stack = targets + outputs + spills
         while stack:
             v = stack.pop()
-            if not isinstance(v, Var) or v in needed:
+            if _is_scalar_constant(v) or v in needed:
                 continue
             needed.add(v)
             if v in spilled and self.phase[v] < phase:
@@ -345,7 +346,8 @@ class KernelCode:
         )
         if any(s == 0 for s in kernel.shape):
             return _EMPTY
-        if int(np.prod(kernel.shape)) * (len(kernel.eqns) + 1) < SMALL_WORK:
+        eqns = len(self.ordered)
+        if eqns <= SMALL_EQNS and int(np.prod(kernel.shape)) * (eqns + 1) < SMALL_WORK:
             return _SMALL
         variant = (len(shape), classes, first)
         function = self.variants.get(variant)
@@ -375,7 +377,7 @@ class KernelCode:
         """The kernel's equations one by one in numpy: cheaper than a launch
         when there is this little to compute."""
         env = {id(v): a for v, a in zip(self.args, arrays)}
-        for eqn in self.kernel.ordered():
+        for eqn in self.ordered:
             env[id(eqn.out)] = run_equation(
                 eqn, [env[id(v)] if id(v) in env else v.value for v in eqn.inputs]
             )
@@ -640,7 +642,10 @@ BLOCK = 1024  # elements per partial sum in a reducing kernel
 # From this many element-operations on (see _cost), a launch is split across
 # the cores: handing a chunk to another thread costs some 50 us here.
 PARALLEL_WORK = 1 << 20
-# Below this many element-operations a launch costs more than numpy's calls.
+# A launch costs about as much Python work as SMALL_EQNS numpy calls on small
+# arrays: a kernel with no more equations, below SMALL_WORK element-operations,
+# runs them in numpy.
+SMALL_EQNS = 4
 SMALL_WORK = 2048
 _EMPTY, _SMALL = object(), object()
 
