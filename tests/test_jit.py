@@ -101,20 +101,23 @@ forward(%0: f32[2,3], %1: f32[3,4]):
   %2: f32[2,4] = matmul %0 %1
   %3: f32[2,4] = tanh %2
   %4: f32[] = reduce_sum[axes=(0, 1)] %3
-  return %4, %3, %0"""
+  return %4, %2, %0"""
     )
+    # tanh is computed again in the backward program: the forward saves the
+    # matrix product, which it had to write anyway
     assert (
         lowered.backward_ir
         == """\
 backward(%0: f32[2,4], %1: f32[2,3], %2: f32[]):
-  %3: f32[1,1] = reshape[shape=(1, 1)] %2
-  %4: f32[2,4] = broadcast_to[shape=(2, 4)] %3
-  %5: f32[2,4] = mul %0 %0
-  %6: f32[2,4] = sub 1.0:f32 %5
-  %7: f32[2,4] = mul %4 %6
-  %8: f32[3,2] = transpose[perm=(1, 0)] %1
-  %9: f32[3,4] = matmul %8 %7
-  return %9"""
+  %3: f32[2,4] = tanh %0
+  %4: f32[1,1] = reshape[shape=(1, 1)] %2
+  %5: f32[2,4] = broadcast_to[shape=(2, 4)] %4
+  %6: f32[2,4] = mul %3 %3
+  %7: f32[2,4] = sub 1.0:f32 %6
+  %8: f32[2,4] = mul %5 %7
+  %9: f32[3,2] = transpose[perm=(1, 0)] %1
+  %10: f32[3,4] = matmul %9 %8
+  return %10"""
     )
     assert str(lowered).startswith(lowered.forward_ir + "\n\n" + lowered.backward_ir)
     verify(lowered.program.forward)
@@ -539,3 +542,33 @@ def test_random_integers_and_one_hot_under_jit():
     encode = fg.jit(lambda labels: fg.nn.functional.one_hot(labels, 4))
     assert encode(fg.tensor([0, 3])).tolist() == [[1, 0, 0, 0], [0, 0, 0, 1]]
     assert encode(fg.tensor([2, 1])).tolist() == [[0, 0, 1, 0], [0, 1, 0, 0]]
+
+
+def test_the_backward_computes_elementwise_values_again_rather_than_saving_them():
+    """W1's loss: the forward saves nothing beyond x; the backward program
+    recomputes tanh, sigmoid and exp from x in its own kernel."""
+
+    @fg.jit
+    def f(x):
+        return (fg.tanh(x) * fg.sigmoid(x) + fg.exp(-x * x) * 0.5 + fg.log1p(x * x)).sum()
+
+    x = fg.tensor(np.linspace(-2, 2, 5000, dtype=np.float32), requires_grad=True)
+    lowered = f.lower(x)
+    assert lowered.saved_bytes == 0 and "saved for the backward beyond the inputs: 0" in str(
+        lowered
+    )
+    assert "tanh" in lowered.backward_ir
+    f(x).backward()
+    f(x).backward()
+    y = fg.tensor(x.detach().numpy(), requires_grad=True)
+    (fg.tanh(y) * fg.sigmoid(y) + fg.exp(-y * y) * 0.5 + fg.log1p(y * y)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * y.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_matrix_product_is_saved_not_computed_again():
+    @fg.jit
+    def f(x, w):
+        return fg.tanh(x @ w).sum()
+
+    lowered = f.lower(fg.ones(2, 3), fg.ones(3, 4, requires_grad=True))
+    assert lowered.saved_bytes == 2 * 4 * 4 and "matmul" not in lowered.backward_ir.split("\n")[1]

@@ -104,20 +104,45 @@ class Partition:
     num_residuals: int
 
 
-def partition(joint: Graph, num_inputs: int, num_outputs: int, num_forward_eqns: int) -> Partition:
+def partition(
+    joint: Graph,
+    num_inputs: int,
+    num_outputs: int,
+    num_forward_eqns: int,
+    recomputable=lambda eqn: False,
+) -> Partition:
     """Splits a joint graph from ``adjoint``: the backward program reads the
-    forward values it needs (the residuals) as inputs."""
+    forward values it needs (the residuals) as inputs. A value whose equation
+    is ``recomputable`` (cheap, elementwise) is not saved but computed again
+    in the backward program from what it reads, and so on up: what is saved
+    is the inputs, the function's outputs and values only a costly equation
+    (a matrix product, a reduction) makes, so the forward writes fewer
+    arrays and the backward reads fewer (rematerialization)."""
     forward_eqns = joint.eqns[:num_forward_eqns]
     backward_eqns = joint.eqns[num_forward_eqns:]
     primal_inputs = joint.inputs[:num_inputs]
     cotangents = joint.inputs[num_inputs:]
+    outputs = joint.outputs[:num_outputs]
     grads = joint.outputs[num_outputs:]
-    forward_values = set(primal_inputs) | {e.out for e in forward_eqns}
-    residuals, seen = [], set()
-    for value in [v for e in backward_eqns for v in e.inputs] + grads:
-        if isinstance(value, Var) and value in forward_values and value not in seen:
-            seen.add(value)
+    producer = {e.out: e for e in forward_eqns}
+    forward_values = set(primal_inputs) | set(producer)
+    kept = set(v for v in outputs if isinstance(v, Var))
+    needed = [v for e in backward_eqns for v in e.inputs] + grads
+    stack = [v for v in reversed(needed) if isinstance(v, Var) and v in forward_values]
+    residuals, recomputed, seen = [], set(), set()
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        eqn = producer.get(value)
+        if eqn is not None and value not in kept and recomputable(eqn):
+            recomputed.add(value)
+            operands = [v for v in eqn.inputs if isinstance(v, Var) and v in forward_values]
+            stack.extend(reversed(operands))
+        else:
             residuals.append(value)
-    forward = Graph(primal_inputs, forward_eqns, joint.outputs[:num_outputs] + residuals)
-    backward = Graph(residuals + cotangents, backward_eqns, grads)
+    again = [e for e in forward_eqns if e.out in recomputed]
+    forward = Graph(primal_inputs, forward_eqns, outputs + residuals)
+    backward = Graph(residuals + cotangents, again + backward_eqns, grads)
     return Partition(forward, backward, len(residuals))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.autodiff import active_values, adjoint, partition
+from ..ir.fusion import is_elementwise
 from ..ir.graph import Graph, Var, apply_graph, format_graph, verify
 from ..ir.simplify import simplify
 from ..tracer.tensor import Tensor, constant_array
@@ -68,7 +69,9 @@ class Program:
         if any(self.output_requires_grad) and not self.graph_freed:
             joint = adjoint(graph, self.wrt, trace.stopped)
             self.joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
-            parts = partition(joint, len(inputs), len(outputs), len(graph.eqns))
+            parts = partition(
+                joint, len(inputs), len(outputs), len(graph.eqns), recomputable=is_elementwise
+            )
             residuals = parts.forward.outputs[len(outputs) :]
             forward = Graph(inputs, graph.eqns, outputs + extras + residuals)
             self.backward = simplify(parts.backward)
@@ -78,6 +81,12 @@ class Program:
             forward = Graph(inputs, graph.eqns, outputs + extras)
         self.forward = simplify(forward)
         verify(self.forward)
+        inputs_kept = set(self.forward.inputs)
+        self.saved = [
+            v
+            for v in self.forward.outputs[len(outputs) + len(extras) :]
+            if isinstance(v, Var) and v not in inputs_kept
+        ]  # what the backward reads beyond the inputs, kept alive by the node
         self.forward_executor = Executor(self.forward)
         self.num_extras = len(extras)
         self._backward_function = None
@@ -185,10 +194,18 @@ class Program:
             ones = [np.ones(v.shape, v.dtype.np) for v in self.forward.outputs[: self.num_outputs]]
             self.backward_executor.run(residuals + ones)
 
+    @property
+    def saved_bytes(self) -> int:
+        return sum(int(np.prod(v.shape)) * v.dtype.np.itemsize for v in self.saved)
+
     def describe(self, native: bool = True) -> str:
         parts = [format_graph(self.forward, "forward")]
         if self.backward is not None:
             parts.append(format_graph(self.backward, "backward"))
+            parts.append(
+                f"saved for the backward beyond the inputs: {len(self.saved)} values, "
+                f"{self.saved_bytes} bytes"
+            )
         if native:
             parts.append("kernels:\n" + "\n".join(f"  {k!r}" for k in self.kernels))
             parts.extend(f"; LLVM IR of {k.name}\n{k.llvm_ir}" for k in self.kernels)

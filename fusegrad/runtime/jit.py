@@ -54,8 +54,10 @@ def jit(fn=None, *, static_argnums=(), eager: bool = False):
 
 class Lowered:
     """A compiled program, for reading: ``forward_ir`` and ``backward_ir`` (the
-    graphs), ``kernels`` (each fused kernel, with its name and IR equations),
-    ``llvm_ir`` and ``asm`` (of the kernels); ``str()`` shows it all."""
+    graphs), ``saved_bytes`` (what the forward keeps for the backward beyond
+    the inputs), ``kernels`` (each fused kernel, with its name and IR
+    equations), ``llvm_ir`` and ``asm`` (of the kernels); ``str()`` shows it
+    all."""
 
     def __init__(self, program: Program):
         self.program = program
@@ -64,6 +66,7 @@ class Lowered:
             format_graph(program.backward, "backward") if program.backward is not None else None
         )
         self.kernels = program.kernels
+        self.saved_bytes = program.saved_bytes
 
     @property
     def llvm_ir(self) -> str:
