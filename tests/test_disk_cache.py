@@ -46,7 +46,7 @@ def test_a_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
 
 
 KERNEL = """
-define void @kernel(double* noalias %out) {
+define void @%NAME%(double* noalias %out) {
 entry:
   store double %VALUE%, double* %out
   ret void
@@ -55,14 +55,21 @@ entry:
 
 
 def _module(value: float):
-    return target.CompiledModule(KERNEL.replace("%VALUE%", repr(float(value))))
+    """A module storing ``value`` from a function named after it (the
+    process has one JIT engine: names tell modules apart)."""
+    name = "store_" + repr(float(value)).replace(".", "_").replace("-", "minus")
+    module = target.CompiledModule(
+        KERNEL.replace("%VALUE%", repr(float(value))).replace("%NAME%", name)
+    )
+    module.name = name
+    return module
 
 
 def _call(module) -> float:
     import ctypes
 
     out = np.zeros(1)
-    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(module.address("kernel"))(out.ctypes.data)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(module.address(module.name))(out.ctypes.data)
     return float(out[0])
 
 

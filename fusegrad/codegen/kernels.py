@@ -12,6 +12,7 @@ innermost loop then has constant strides and vectorizes.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -385,7 +386,7 @@ class KernelCode:
 
     # ------------------------------------------------------------------ codegen
 
-    def generate(self, ndim: int, classes: tuple, first: int) -> str:
+    def generate(self, ndim: int, classes: tuple, first: int, symbol: str = "kernel") -> str:
         """The LLVM IR of this kernel for one operand layout: ``ndim`` merged
         dimensions, each operand's innermost stride class, and how many
         dimensions a row reduction keeps (``first``)."""
@@ -402,7 +403,7 @@ class KernelCode:
         signature = ir.FunctionType(
             ir.VoidType(), [I64.as_pointer(), I64.as_pointer(), I64, I64] + pointer_types
         )
-        function = ir.Function(module, signature, name="kernel")
+        function = ir.Function(module, signature, name=symbol)
         for arg in function.args:
             if isinstance(arg.type, ir.PointerType):
                 arg.add_attribute("noalias")
@@ -428,9 +429,9 @@ class KernelCode:
     def _compile(self, ndim: int, classes: tuple, first: int):
         arity = len(self.args) + len(self.results) + len(self.guards) + len(self.spills)
 
-        def build_ir():
+        def build_ir(symbol):
             with timing.phase("kernel IR"):
-                return self.generate(ndim, classes, first)
+                return self.generate(ndim, classes, first, symbol)
 
         description = f"{self.description()}\nlayout {ndim} {classes} {first}"
         function = compile_kernel(build_ir, description, arity)
@@ -746,12 +747,13 @@ def compile_kernel(build_ir, description: str, arity: int):
     key = _GENERATOR + description
     function = _compiled.get(key)
     if function is None:
-        module = CompiledModule(build_ir, key)
+        symbol = "kernel_" + hashlib.sha256(key.encode()).hexdigest()[:24]
+        module = CompiledModule(lambda: build_ir(symbol), key)
         chunk = [ctypes.c_int64] * 2
         prototype = ctypes.CFUNCTYPE(
             None, *([ctypes.c_void_p] * 2 + chunk + [ctypes.c_void_p] * arity)
         )
-        function = prototype(module.address("kernel"))
+        function = prototype(module.address(symbol))
         function.module = module  # keeps the machine code alive with the function
         _compiled[key] = function
         timing.counts["kernels compiled"] += 1

@@ -80,8 +80,8 @@ def optimize(module) -> None:
 
 
 class CompiledModule:
-    """Machine code for an LLVM module, loaded into a JIT engine: function
-    addresses, and on demand the optimized IR and the assembly.
+    """Machine code for an LLVM module, loaded into the process's JIT engine:
+    function addresses, and on demand the optimized IR and the assembly.
 
     ``source`` is the module's LLVM IR, or a function producing it: with a
     ``key`` that determines the IR (a description of what it computes), a
@@ -104,10 +104,9 @@ class CompiledModule:
         else:
             timing.counts["kernels from the disk cache"] += 1
         with timing.phase("machine code"):
-            # an engine owns (and frees with itself) the target machine it is given
-            self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_target_machine())
-            self.engine.add_object_file(llvm.ObjectFileRef.from_data(code))
-            self.engine.finalize_object()
+            engine = _engine()
+            engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+            engine.finalize_object()
 
     @functools.cached_property
     def llvm_ir(self) -> str:
@@ -138,7 +137,16 @@ class CompiledModule:
         return target_machine().emit_assembly(self._optimized)
 
     def address(self, name: str) -> int:
-        return self.engine.get_function_address(name)
+        return _engine().get_function_address(name)
+
+
+@functools.cache
+def _engine():
+    """The process's one JIT engine: loading an object into it takes a tenth
+    of a millisecond, creating an engine several. Symbols must therefore be
+    unique across modules. An engine owns (and frees with itself) the target
+    machine it is given, hence a machine of its own."""
+    return llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_target_machine())
 
 
 # ---------------------------------------------------------------- disk cache

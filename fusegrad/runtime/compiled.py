@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ir.autodiff import active_values, adjoint, partition
 from ..ir.fusion import is_elementwise
-from ..ir.graph import Graph, Var, apply_graph, format_graph, verify
+from ..ir.graph import Graph, Var, apply_graph, format_graph, type_string, verify
 from ..ir.simplify import simplify
 from ..tracer.tensor import Tensor, constant_array
 from . import grad_mode
@@ -202,9 +202,9 @@ class Program:
         parts = [format_graph(self.forward, "forward")]
         if self.backward is not None:
             parts.append(format_graph(self.backward, "backward"))
+            arrays = ", ".join(map(type_string, self.saved)) or "nothing"
             parts.append(
-                f"saved for the backward beyond the inputs: {len(self.saved)} values, "
-                f"{self.saved_bytes} bytes"
+                f"saved for the backward beyond the inputs: {self.saved_bytes} bytes ({arrays})"
             )
         if native:
             parts.append("kernels:\n" + "\n".join(f"  {k!r}" for k in self.kernels))
