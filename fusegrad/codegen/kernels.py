@@ -733,10 +733,12 @@ def _constant(c):
 
 _compiled: dict = {}  # description -> function: identical kernels compile once
 # What machine code depends on beside a kernel's description: the generator.
-_GENERATOR = "".join(
-    (Path(__file__).parent / name).read_text()
-    for name in ("kernels.py", "lowering.py", "mathfns.py")
-)
+_GENERATOR = hashlib.sha256(
+    b"".join(
+        (Path(__file__).parent / name).read_bytes()
+        for name in ("kernels.py", "lowering.py", "mathfns.py")
+    )
+).hexdigest()
 
 
 def compile_kernel(build_ir, description: str, arity: int):
@@ -744,7 +746,7 @@ def compile_kernel(build_ir, description: str, arity: int):
     ``arity`` operand pointers). ``build_ir`` returns the kernel's LLVM IR,
     which ``description`` determines: it is called only when neither this
     process nor the disk cache has the machine code."""
-    key = _GENERATOR + description
+    key = f"{_GENERATOR}\n{description}"
     function = _compiled.get(key)
     if function is None:
         symbol = "kernel_" + hashlib.sha256(key.encode()).hexdigest()[:24]
