@@ -552,7 +552,7 @@ def test_chunks_on_several_cores_give_the_one_core_result(threads, monkeypatch):
     executor = Executor(graph)
     for got, want in zip(executor.run([xs, ys]), evaluate(graph, [xs, ys])):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-4)
-    chunks = [launch[3] for k in executor.kernels for launch in k.launches.values()]
+    chunks = [launch[2] for k in executor.kernels for launch in k.launches.values()]
     assert max(len(c) for c in chunks) == min(int(threads), 300)
 
 
@@ -575,7 +575,7 @@ def test_a_pass_that_needs_the_whole_total_is_not_split(threads, monkeypatch):
         xs = np.random.default_rng(9).standard_normal(100003)
         np.testing.assert_allclose(executor.run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-12)
         (launch,) = executor.kernels[0].launches.values()
-        assert len(launch[3]) == (min(int(threads), 98) if passes == 1 else 1)
+        assert len(launch[2]) == (min(int(threads), 98) if passes == 1 else 1)
 
 
 def test_a_bad_thread_count_is_a_clear_error(monkeypatch):

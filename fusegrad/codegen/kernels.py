@@ -125,6 +125,9 @@ class KernelCode:
         ]
         self.spills = self._spills()
         self.plans = [self._plan(p) for p in range(self.last_phase + 1)]
+        self.num_reductions = len(kernel.reductions)
+        self._arena = self._plan_arena()
+        self._layouts: list = []  # shape and stride arrays launches point into
         self.variants: dict = {}  # (ndim, stride classes) -> compiled function
         self.launches: dict = {}  # operand layouts -> how to launch
         self.modules: list = []
@@ -235,12 +238,54 @@ class KernelCode:
             spills,
         )
 
-    def _allocate(self):
-        """Output arrays, the reductions' arrays and the spill rows."""
+    def _allocate(self, empty: bool = False):
+        """Output arrays, the reductions' arrays and the spill rows, and
+        their addresses. When they are small they share one allocation, so
+        one address is asked of numpy instead of one per array (a ctypes
+        address costs about a microsecond, as much as a small kernel). For a
+        launch over nothing (``empty``) the reductions' arrays hold their
+        starting values: nothing will store into them."""
         kernel, shape = self.kernel, self.kernel.shape
-        outputs = [np.empty(shape, v.dtype.np) for v in kernel.outputs]
-        outputs += [np.empty(v.shape, v.dtype.np) for v in kernel.row_outputs]
-        return outputs, self._reduction_arrays(), self._spill_rows()
+        if self._arena is not None and not empty:
+            total, places, fills = self._arena
+            buffer = np.empty(total, np.uint8)
+            base = buffer.ctypes.data
+            fresh = [np.ndarray(shape, dtype, buffer, offset) for shape, dtype, offset in places]
+            for k, value in fills:
+                fresh[k].fill(value)
+            addresses = [base + offset for _, _, offset in places]
+        else:
+            fresh = [np.empty(shape, v.dtype.np) for v in kernel.outputs]
+            fresh += [np.empty(v.shape, v.dtype.np) for v in kernel.row_outputs]
+            fresh += self._reduction_arrays() + self._spill_rows()
+            addresses = [a.ctypes.data for a in fresh]
+        outputs = len(kernel.outputs) + len(kernel.row_outputs)
+        sums = outputs + len(self.reducers)
+        return fresh[:outputs], fresh[outputs:sums], fresh[sums:], addresses
+
+    def _plan_arena(self):
+        """(bytes, (shape, dtype, offset) per fresh array, (index, first
+        value) per column accumulator), or None when they are too big to share
+        one allocation usefully."""
+        kernel, shape, split = self.kernel, self.kernel.shape, self.split
+        wanted = [(shape, v.dtype.np) for v in kernel.outputs]
+        wanted += [(v.shape, v.dtype.np) for v in kernel.row_outputs]
+        fills = []
+        for r in self.reducers:
+            if r.column:
+                fills.append((len(wanted), r.start))
+            wanted.append(
+                (
+                    shape[split:] if r.column else () if r.whole else shape[:split],
+                    r.eqn.out.dtype.np,
+                )
+            )
+        wanted += [(shape[split:], v.dtype.np) for v in self.spills]
+        places, total = [], 0
+        for dims, dtype in wanted:
+            places.append((dims, dtype, total))
+            total += -(-int(np.prod(dims)) * dtype.itemsize // 64) * 64  # whole cache lines
+        return (total, places, fills) if total <= ARENA_BYTES else None
 
     def _reduction_arrays(self) -> list:
         """Results for row and whole reductions; for column reductions
@@ -258,27 +303,30 @@ class KernelCode:
         return [np.empty(self.kernel.shape[self.split :], v.dtype.np) for v in self.spills]
 
     def __call__(self, arrays: list) -> list:
-        key = tuple((a.dtype.char, a.shape, a.strides) for a in arrays)
+        key = tuple([(a.dtype.char, a.shape, a.strides) for a in arrays])
         launch = self.launches.get(key)
         if launch is None:
             launch = self.launches[key] = self._prepare(arrays)
         if launch is _SMALL:
             return self._numpy(arrays)
-        outputs, sums, spills = self._allocate()
+        outputs, sums, spills, addresses = self._allocate(empty=launch is _EMPTY)
         if launch is not _EMPTY:
-            self._launch(launch, arrays + outputs, sums, spills)
-        reductions, flags = sums[: len(self.kernel.reductions)], sums[len(self.kernel.reductions) :]
-        if any(flags):
+            self._launch(launch, arrays, outputs, sums, spills, addresses)
+        reductions = sums[: self.num_reductions]
+        if self.guards and any(sums[self.num_reductions :]):
             return self._numpy(arrays)  # an argument beyond a fast lowering's range
         return outputs + reductions
 
-    def _launch(self, launch, shared: list, sums: list, spills: list) -> None:
+    def _launch(self, launch, arrays, outputs, sums, spills, addresses) -> None:
         """Runs every chunk of the outermost loop, each on a core. Reductions
         that chunks would share (columns, sums of everything) get fresh
         arrays per chunk, combined afterwards; spill rows are per chunk."""
-        function, shape_arg, stride_arg, chunks, private = launch
-        head = [shape_arg.ctypes.data, stride_arg.ctypes.data]
-        pointers = [a.ctypes.data for a in shared]
+        function, head, chunks, private = launch
+        inputs = [a.ctypes.data for a in arrays]
+        if len(chunks) == 1:
+            function(*head, *chunks[0], *inputs, *addresses)
+            return
+        shared = inputs + addresses[: len(outputs)]
         calls, partials, buffers = [], [], []  # buffers: alive until the calls return
         for n, (begin, end) in enumerate(chunks):
             own = sums
@@ -289,14 +337,14 @@ class KernelCode:
                 spills = self._spill_rows()
             buffers.append(spills)
             mine = [a.ctypes.data for a in own + spills]
-            calls.append((*head, begin, end, *pointers, *mine))
+            calls.append((*head, begin, end, *shared, *mine))
         parallel.run(function, calls)
         for own in partials:
             for reducer, total, partial, p in zip(self.reducers, sums, own, private):
                 if p:
                     reducer.merge(total, partial)
         if partials and self.kernel.row_eqns and all(private):  # its one row was split
-            self._rows_from_totals(shared, sums)
+            self._rows_from_totals(arrays + outputs, sums)
 
     def _rows_from_totals(self, shared: list, sums: list) -> None:
         """The row equations of a kernel whose one row was split into
@@ -322,7 +370,7 @@ class KernelCode:
                 )
             if any(s % a.itemsize for s in a.strides):
                 raise ValueError(f"{self.name}: operand strides {a.strides} are not whole elements")
-        outputs, sums, spills = self._allocate()
+        outputs, sums, spills, _ = self._allocate()
         kept, ndim = kernel.shape[: self.split], len(kernel.shape)
 
         def per_row(a):  # row coordinates -> kernel coordinates
@@ -366,13 +414,9 @@ class KernelCode:
             if len(shape) == 1:  # whole cache lines and blocks per chunk
                 step = -(-step // BLOCK) * BLOCK
             chunks = [(s, min(s + step, shape[0])) for s in range(0, shape[0], step)]
-        return (
-            function,
-            np.array(shape, np.int64),
-            np.array(strides, np.int64),
-            chunks,
-            private,
-        )
+        self._layouts.append((np.array(shape, np.int64), np.array(strides, np.int64)))
+        head = tuple(a.ctypes.data for a in self._layouts[-1])
+        return function, head, chunks, private
 
     def _numpy(self, arrays: list) -> list:
         """The kernel's equations one by one in numpy: cheaper than a launch
@@ -640,6 +684,7 @@ SPILL_COST = 4  # recomputing more than about this many operations costs more th
 
 
 BLOCK = 1024  # elements per partial sum in a reducing kernel
+ARENA_BYTES = 1 << 20  # a launch's fresh arrays up to this size share one allocation
 # From this many element-operations on (see _cost), a launch is split across
 # the cores: handing a chunk to another thread costs some 50 us here.
 PARALLEL_WORK = 1 << 20
