@@ -8,11 +8,11 @@ Machine code is kept on disk, in FUSEGRAD_CACHE_DIR (default: fusegrad/ in
 the user's cache directory; empty: no disk cache), keyed by a hash of the
 LLVM IR (or of a description that determines it), the CPU and its features,
 the fusegrad and LLVM versions and this file (which defines the pipeline),
-so a second process skips LLVM. An entry
-carries its length and hash: a truncated or corrupt one is ignored and
-written again. Entries are written to a temporary file and renamed into
-place, so concurrent writers never leave half an entry, and the oldest
-entries go when the directory outgrows FUSEGRAD_CACHE_MB (default 256).
+so a second process skips LLVM. An entry carries its length and hash: a
+truncated or corrupt one is ignored and written again. Entries are written
+to a temporary file and renamed into place, so concurrent writers never
+leave half an entry, and the least recently used go when the directory
+outgrows FUSEGRAD_CACHE_MB (default 256).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import hashlib
 import os
 import struct
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -103,7 +104,7 @@ class CompiledModule:
                 _write_entry(key, code)
         else:
             timing.counts["kernels from the disk cache"] += 1
-        with timing.phase("machine code"):
+        with timing.phase("machine code"), _engine_lock:
             engine = _engine()
             engine.add_object_file(llvm.ObjectFileRef.from_data(code))
             engine.finalize_object()
@@ -137,7 +138,11 @@ class CompiledModule:
         return target_machine().emit_assembly(self._optimized)
 
     def address(self, name: str) -> int:
-        return _engine().get_function_address(name)
+        with _engine_lock:
+            return _engine().get_function_address(name)
+
+
+_engine_lock = threading.Lock()  # threads compiling at once load one at a time
 
 
 @functools.cache
