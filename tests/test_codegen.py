@@ -599,3 +599,27 @@ def test_array_constants_are_operands_each_pass_loads():
     assert _one_kernel(graph).last_phase == 1
     xs = np.random.default_rng(10).standard_normal((40, 3)).astype(np.float32)
     np.testing.assert_array_equal(Executor(graph).run([xs])[0], evaluate(graph, [xs])[0])
+
+
+def test_intermediates_are_freed_once_no_later_step_reads_them():
+    import tracemalloc
+
+    x = Var((400, 400), fg.float64)
+    builder = GraphBuilder()
+    with building(builder):
+        value = x
+        for _ in range(6):  # matrix products: a step each, no fusion
+            value = P.matmul(value, x)
+    graph = Graph([x], builder.eqns, [value])
+    executor = Executor(graph)
+    xs = np.eye(400) * 0.5
+    executor.run([xs])
+    one = xs.nbytes
+    tracemalloc.start()
+    try:
+        (result,) = executor.run([xs])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_allclose(result, xs * 0.5**6)
+    assert peak < 3.5 * one  # six intermediates, at most two alive at once
