@@ -9,6 +9,10 @@ whose every value is bit-for-bit what the original computes.
   reshape of reshape, transpose of transpose).
 - ``cse``: one equation per distinct (primitive, operands, parameters).
 - ``dce``: equations no output depends on are dropped.
+
+``without_stop_gradients`` is for graphs that only run (the forward and
+backward programs, once the adjoint is derived): it makes ``stop_gradient``
+the identity it computes, so no kernel copies a value to detach it.
 """
 
 from __future__ import annotations
@@ -147,6 +151,10 @@ def algebraic(graph: Graph) -> Graph:
         producer[eqn.out] = eqn
         eqns.append(eqn)
     return Graph(graph.inputs, eqns, [read(v) for v in graph.outputs])
+
+
+def without_stop_gradients(graph: Graph) -> Graph:
+    return _substitute(graph, lambda eqn: eqn.inputs[0] if eqn.prim is P.stop_gradient else None)
 
 
 def simplify(graph: Graph) -> Graph:

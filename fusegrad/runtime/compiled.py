@@ -18,7 +18,7 @@ import numpy as np
 from ..ir.autodiff import active_values, adjoint, partition
 from ..ir.fusion import is_elementwise
 from ..ir.graph import Graph, Var, apply_graph, format_graph, type_string, verify
-from ..ir.simplify import simplify
+from ..ir.simplify import simplify, without_stop_gradients
 from ..tracer.tensor import Tensor, constant_array
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
@@ -74,12 +74,12 @@ class Program:
             )
             residuals = parts.forward.outputs[len(outputs) :]
             forward = Graph(inputs, graph.eqns, outputs + extras + residuals)
-            self.backward = simplify(parts.backward)
+            self.backward = simplify(without_stop_gradients(parts.backward))
             verify(self.backward)
             self.backward_executor = Executor(self.backward)
         else:
             forward = Graph(inputs, graph.eqns, outputs + extras)
-        self.forward = simplify(forward)
+        self.forward = simplify(without_stop_gradients(forward))
         verify(self.forward)
         inputs_kept = set(self.forward.inputs)
         self.saved = [
