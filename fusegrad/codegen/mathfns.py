@@ -373,11 +373,16 @@ ERF_PIECES = {
 
 def _chebyshev(e: Emitter, x, piece, terms):
     """sum c_j T_j(s), j < terms, with s = x mapped from [a, b] to [-1, 1]
-    (Clenshaw's recurrence, a fused multiply-add per term where the CPU has
-    one)."""
+    (Clenshaw's recurrence for float64, with fused multiply-adds where the
+    CPU has them)."""
     a, b, coefficients = piece
     coefficients = coefficients[:terms]
     s = e.sub(e.mul(x, e.c(2.0 / (b - a))), e.c((a + b) / (b - a)))
+    if not e.f64:
+        # float32's short series, rewritten in powers of s (in float64, where
+        # the rewrite's cancellation stays far below float32's resolution):
+        # one multiply-add per term instead of Clenshaw's two
+        return e.horner(s, list(np.polynomial.chebyshev.cheb2poly(coefficients)[::-1]))
     two_s = e.add(s, s)
     b1 = b2 = e.c(0.0)
     for c in reversed(coefficients[1:]):
