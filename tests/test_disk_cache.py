@@ -142,3 +142,15 @@ def test_the_key_covers_the_cpu_and_the_versions():
     for part in (llvm.get_host_cpu_name(), fusegrad.__version__, llvmlite.__version__):
         assert part in identity
     assert target._cache_key("a") != target._cache_key("b")
+
+
+def test_bad_cache_settings_are_clear_errors_or_no_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSEGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSEGRAD_CACHE_MB", "lots")
+    with pytest.raises(ValueError, match="FUSEGRAD_CACHE_MB must be a number"):
+        _module(11.0)
+    monkeypatch.delenv("FUSEGRAD_CACHE_MB")
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    monkeypatch.setenv("FUSEGRAD_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    assert _call(_module(12.0)) == 12.0  # compiled, just not cached

@@ -224,7 +224,13 @@ def _write_entry(key: str, code: bytes) -> None:
 def _bound(directory: Path) -> None:
     """Removes the least recently used entries beyond the size limit, and
     what writers that died left behind."""
-    limit = int(float(os.environ.get("FUSEGRAD_CACHE_MB", "256")) * 2**20)
+    setting = os.environ.get("FUSEGRAD_CACHE_MB", "256")
+    try:
+        limit = int(float(setting) * 2**20)
+    except ValueError:
+        raise ValueError(
+            f"FUSEGRAD_CACHE_MB must be a number of megabytes, got {setting!r}"
+        ) from None
     entries = []
     for path in directory.iterdir():
         try:
