@@ -115,3 +115,32 @@ def test_passes_preserve_values_on_random_graphs(seed):
         for transform in PASSES:
             _assert_same(g, transform(g), vals)
         assert len(simplify(g).eqns) <= len(g.eqns)
+
+
+def test_constant_arrays_of_one_value_act_as_that_value():
+    """Folded seeds are arrays of ones: x * ones is x, and an array of 2.0
+    added to x becomes the number 2.0 (no operand to read); a constant that
+    sets the result's shape, or holds different values or nan, stays."""
+    from fusegrad.ir.graph import Const
+
+    x = Var((3,), fg.float64)
+
+    def array(values):
+        return Const(np.asarray(values, np.float64), fg.float64)
+
+    builder = GraphBuilder()
+    with building(builder):
+        same = x * array([1.0, 1.0, 1.0])
+        shifted = same + array([2.0, 2.0, 2.0])
+        widened = x * array([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
+        mixed = x * array([1.0, 2.0, 1.0])
+        unknown = x + array([np.nan, np.nan, np.nan])
+    graph = Graph([x], builder.eqns, [same, shifted, widened, mixed, unknown])
+    simplified = algebraic(graph)
+    assert simplified.outputs[0] is x
+    (add,) = [e for e in simplified.eqns if e.prim is P.add and e.out is simplified.outputs[1]]
+    assert add.inputs[0] is x and add.inputs[1].value.shape == ()
+    rest = simplified.outputs[2:]
+    kept = [e.inputs[1].value.shape for e in simplified.eqns if any(e.out is o for o in rest)]
+    assert kept == [(2, 3), (3,), (3,)]
+    _assert_same(graph, simplified, [np.array([-0.0, 1.5, np.inf])])

@@ -4,9 +4,12 @@ whose every value is bit-for-bit what the original computes.
 - ``fold_constants``: equations whose operands are all (small) constants
   become constants.
 - ``algebraic``: identities exact in IEEE arithmetic (x*1, x/1, x-0, x+(-0),
-  --x; not x+0, which turns -0 into +0) and shape canonicalization
+  --x, with constants of any shape that leave x's shape alone; not x+0,
+  which turns -0 into +0) and shape canonicalization
   (reshape/transpose/broadcast that change nothing, a copy of a copy,
-  reshape of reshape, transpose of transpose).
+  reshape of reshape, transpose of transpose); an elementwise operand that
+  is a constant array of one repeated value becomes that value when the
+  other operands set the shape.
 - ``cse``: one equation per distinct (primitive, operands, parameters).
 - ``dce``: equations no output depends on are dropped.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import primitives as P
+from .fusion import is_elementwise
 from .graph import Const, Eqn, Graph, Var
 
 FOLD_LIMIT = 4096  # elements; larger constants are not materialized
@@ -87,11 +91,14 @@ def fold_constants(graph: Graph) -> Graph:
     return _substitute(graph, rewrite)
 
 
-def _is_scalar(v, value, negative_zero=False) -> bool:
-    if not isinstance(v, Const) or v.value.size != 1 or not v.dtype.is_floating_point:
+def _all_equal_to(v, value, negative_zero=False) -> bool:
+    """A floating constant, of any shape (folded seeds are arrays of ones),
+    every element of which is ``value`` (with the sign bit, if asked)."""
+    if not isinstance(v, Const) or v.value.size == 0 or not v.dtype.is_floating_point:
         return False
-    x = v.value.reshape(()).item()
-    return x == value and (not negative_zero or np.signbit(x))
+    return bool(np.all(v.value == value)) and (
+        not negative_zero or bool(np.all(np.signbit(v.value)))
+    )
 
 
 def _rewrite(eqn: Eqn, producer: dict):
@@ -104,17 +111,17 @@ def _rewrite(eqn: Eqn, producer: dict):
     def produced_by(v, p):
         return isinstance(v, Var) and v in producer and producer[v].prim is p
 
-    if prim is P.mul and _is_scalar(ins[1], 1.0):
+    if prim is P.mul and _all_equal_to(ins[1], 1.0):
         return same(ins[0])
-    if prim is P.mul and _is_scalar(ins[0], 1.0):
+    if prim is P.mul and _all_equal_to(ins[0], 1.0):
         return same(ins[1])
-    if prim is P.div and _is_scalar(ins[1], 1.0):
+    if prim is P.div and _all_equal_to(ins[1], 1.0):
         return same(ins[0])
-    if prim is P.sub and _is_scalar(ins[1], 0.0):
+    if prim is P.sub and _all_equal_to(ins[1], 0.0):
         return same(ins[0])
-    if prim is P.add and _is_scalar(ins[1], 0.0, negative_zero=True):
+    if prim is P.add and _all_equal_to(ins[1], 0.0, negative_zero=True):
         return same(ins[0])
-    if prim is P.add and _is_scalar(ins[0], 0.0, negative_zero=True):
+    if prim is P.add and _all_equal_to(ins[0], 0.0, negative_zero=True):
         return same(ins[1])
     if prim is P.neg and produced_by(ins[0], P.neg):
         return same(producer[ins[0]].inputs[0])
@@ -130,7 +137,26 @@ def _rewrite(eqn: Eqn, producer: dict):
         inner = producer[ins[0]]
         perm = tuple(inner.params["perm"][p] for p in eqn.params["perm"])
         return None, Eqn(P.transpose, inner.inputs, {"perm": perm}, out)
+    uniform = [k for k, v in enumerate(ins) if _is_uniform_array(v)]
+    if uniform and is_elementwise(eqn):
+        # a constant array of one repeated value, where the other operands
+        # set the shape anyway, becomes that value (no array to read)
+        others = [v.shape for k, v in enumerate(ins) if k not in uniform]
+        if prim is P.broadcast_to or (others and np.broadcast_shapes(*others) == out.shape):
+            scalars = tuple(
+                Const(v.value.reshape(-1)[:1].reshape(()).copy(), v.dtype) if k in uniform else v
+                for k, v in enumerate(ins)
+            )
+            return None, Eqn(prim, scalars, eqn.params, out)
     return None, None
+
+
+def _is_uniform_array(v) -> bool:
+    return (
+        isinstance(v, Const)
+        and v.value.size > 1
+        and bool(np.all(v.value == v.value.reshape(-1)[0]))
+    )
 
 
 def algebraic(graph: Graph) -> Graph:
