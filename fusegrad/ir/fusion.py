@@ -77,12 +77,7 @@ class Kernel:
 
     @property
     def split(self) -> int | None:
-        """Where the reductions split the dimensions; 0 when they all reduce
-        everything, None without reductions."""
-        partial = [r for r in self.reductions if not is_whole_reduction(r)]
-        if partial:
-            return reduction_split(partial[0])
-        return 0 if self.reductions else None
+        return _split_of(self.reductions)
 
     @property
     def last_phase(self) -> int:
@@ -175,6 +170,15 @@ def _splits_agree(reductions: list) -> bool:
     return len({reduction_split(r) for r in reductions if not is_whole_reduction(r)}) <= 1
 
 
+def _split_of(reductions: list) -> int | None:
+    """Where reductions split the dimensions; 0 when they all reduce
+    everything, None when there are none."""
+    partial = [r for r in reductions if not is_whole_reduction(r)]
+    if partial:
+        return reduction_split(partial[0])
+    return 0 if reductions else None
+
+
 def _all_ones(shape: tuple) -> bool:
     return all(s == 1 for s in shape)
 
@@ -186,7 +190,7 @@ def _may_join_reductions(kernel: Kernel, eqn: Eqn) -> bool:
         return False
     if not kernel.phased():
         return True
-    return Kernel(shape=kernel.shape, reductions=kernel.reductions + [eqn]).split == kernel.split
+    return _split_of(kernel.reductions + [eqn]) == kernel.split
 
 
 def partition(
