@@ -244,9 +244,12 @@ def tanh(e: Emitter, x):
         )
     else:
         small = e.add(e.mul(e.mul(e.horner(z, TANH_F32), z), x), x)
-    # 1 - 2 / (exp(2|x|) + 1), with the sign of x; exp overflowing gives exactly 1
-    large = e.sub(e.c(1.0), e.div(e.c(2.0), e.add(exp(e, e.add(a, a)), e.c(1.0))))
-    large = _copysign(e, large, x)
+    # (1 - u) / (1 + u) with u = exp(-|x|)**2, and the sign of x: exp(-|x|)
+    # is what sigmoid computes too, so a kernel holding both computes it
+    # once (LLVM merges the identical code); u underflowing gives exactly 1
+    t = exp(e, e.b.fneg(a))
+    u = e.mul(t, t)
+    large = _copysign(e, e.div(e.sub(e.c(1.0), u), e.add(e.c(1.0), u)), x)
     return e.select(e.lt(a, e.c(0.625)), small, large)
 
 
