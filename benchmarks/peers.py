@@ -196,14 +196,19 @@ if jax is not None:
     )
 
 
+def _leaves(lib, arrays, wrt):
+    """Fresh tensors of ``lib`` on the arrays, those in ``wrt`` requiring grad."""
+    tensors = [lib.from_numpy(a) for a in arrays]
+    for i in wrt:
+        tensors[i].requires_grad_()
+    return tensors
+
+
 def _fusegrad_runs(workload, arrays, wrt, hvp):
     """fusegrad eager and jit: {name: run() -> gradient arrays}."""
 
     def leaves():
-        tensors = [fg.from_numpy(a) for a in arrays]
-        for i in wrt:
-            tensors[i].requires_grad_()
-        return tensors
+        return _leaves(fg, arrays, wrt)
 
     def eager():
         tensors = leaves()
@@ -243,10 +248,7 @@ def _torch_runs(workload, arrays, wrt, hvp, compile_too):
     runs = {}
 
     def leaves():
-        tensors = [torch.from_numpy(a) for a in arrays]
-        for i in wrt:
-            tensors[i].requires_grad_()
-        return tensors
+        return _leaves(torch, arrays, wrt)
 
     def eager_step(fn):
         def run():

@@ -8,25 +8,24 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 
 
-def test_autograd_tutorial_prints_what_pytorch_prints():
+def _run(example: str, *arguments: str) -> str:
+    """What examples/<example> prints."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "autograd_tutorial.py")],
+        [sys.executable, str(ROOT / "examples" / example), *arguments],
         capture_output=True,
         text=True,
         check=True,
     )
-    printed = re.sub(r"0x[0-9a-f]+", "0x...", result.stdout)
+    return result.stdout
+
+
+def test_autograd_tutorial_prints_what_pytorch_prints():
+    printed = re.sub(r"0x[0-9a-f]+", "0x...", _run("autograd_tutorial.py"))
     assert printed == (ROOT / "tests" / "golden" / "autograd_tutorial.txt").read_text()
 
 
 def test_jit_tutorial_gives_eager_gradients_and_prints_the_ir():
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "jit_tutorial.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    out = result.stdout
+    out = _run("jit_tutorial.py")
     assert out.count("grad == d / a: True") == 4
     assert "grad_fn CompiledFunctionBackward" in out
     assert "forward(%0: f32[2,3], %1: f32[3,4]):" in out and "backward(" in out
@@ -34,13 +33,7 @@ def test_jit_tutorial_gives_eager_gradients_and_prints_the_ir():
 
 
 def test_train_mlp_learns_the_spirals_with_a_compiled_step():
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "train_mlp.py"), "--steps", "200"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    lines = result.stdout.splitlines()
+    lines = _run("train_mlp.py", "--steps", "200").splitlines()
     progress = [line for line in lines if line.startswith("step")]
     assert len(progress) == 11 and progress[-1].startswith("step   200/200")
     losses = [float(re.search(r"loss (\S+)", line).group(1)) for line in progress]

@@ -21,7 +21,7 @@ from llvmlite import ir
 from .. import timing
 from ..ir import dtypes
 from ..ir import primitives as P
-from ..ir.fusion import is_column_reduction, is_whole_reduction, reduction_split
+from ..ir.fusion import is_column_reduction, is_whole_reduction
 from ..ir.graph import Const, Eqn, Var, run_equation
 from . import parallel
 from .lowering import APPROXIMATED, BOOL, FAST_RANGE, LOWERINGS, llvm_type
@@ -108,9 +108,9 @@ class KernelCode:
         # accumulator array. Both kinds split the dimensions at one place.
         # Reductions of everything accumulate like rows but, when rows or
         # columns set the split, are reset and stored once per launch.
-        partial = [r for r in kernel.reductions if not is_whole_reduction(r)]
-        if partial:
-            self.split = reduction_split(partial[0])
+        partial = bool(kernel.split)  # rows or columns, not only sums of everything
+        if kernel.split is not None:
+            self.split = kernel.split
         else:
             self.split = 0 if self.reducers else len(kernel.shape)
         self.wholes = [r for r in self.reducers if r.whole and partial]
@@ -271,15 +271,10 @@ class KernelCode:
         wanted = [(shape, v.dtype.np) for v in kernel.outputs]
         wanted += [(v.shape, v.dtype.np) for v in kernel.row_outputs]
         fills = []
-        for r in self.reducers:
+        for r, (dims, dtype, start) in zip(self.reducers, self._reduction_specs()):
             if r.column:
-                fills.append((len(wanted), r.start))
-            wanted.append(
-                (
-                    shape[split:] if r.column else () if r.whole else shape[:split],
-                    r.eqn.out.dtype.np,
-                )
-            )
+                fills.append((len(wanted), start))
+            wanted.append((dims, dtype))
         wanted += [(shape[split:], v.dtype.np) for v in self.spills]
         places, total = [], 0
         for dims, dtype in wanted:
@@ -287,17 +282,22 @@ class KernelCode:
             total += -(-int(np.prod(dims)) * dtype.itemsize // 64) * 64  # whole cache lines
         return (total, places, fills) if total <= ARENA_BYTES else None
 
-    def _reduction_arrays(self) -> list:
-        """Results for row and whole reductions; for column reductions
-        accumulators starting at the identity, which the kernel adds every
-        row into."""
+    def _reduction_specs(self) -> list:
+        """(shape, dtype, first value) of each reduction's array: results
+        for row and whole reductions; for column reductions accumulators
+        starting at the identity, which the kernel adds every row into."""
         shape, split = self.kernel.shape, self.split
         return [
-            np.full(shape[split:], r.start, r.eqn.out.dtype.np)
-            if r.column
-            else np.zeros(() if r.whole else shape[:split], r.eqn.out.dtype.np)
+            (
+                shape[split:] if r.column else () if r.whole else shape[:split],
+                r.eqn.out.dtype.np,
+                r.start if r.column else 0,
+            )
             for r in self.reducers
         ]
+
+    def _reduction_arrays(self) -> list:
+        return [np.full(dims, start, dtype) for dims, dtype, start in self._reduction_specs()]
 
     def _spill_rows(self) -> list:
         return [np.empty(self.kernel.shape[self.split :], v.dtype.np) for v in self.spills]
@@ -353,10 +353,7 @@ class KernelCode:
         kernel = self.kernel
         env = {id(v): a for v, a in zip(self.args, shared)}
         env.update((id(r.out), a) for r, a in zip(kernel.reductions, sums))
-        for eqn in kernel.row_eqns:
-            env[id(eqn.out)] = run_equation(
-                eqn, [env[id(v)] if id(v) in env else v.value for v in eqn.inputs]
-            )
+        _run_in_numpy(kernel.row_eqns, env)
         for v, a in zip(kernel.row_outputs, shared[len(self.args) + len(kernel.outputs) :]):
             a[...] = env[id(v)]
 
@@ -380,14 +377,12 @@ class KernelCode:
             return a.reshape((1,) * leading + a.shape + (1,) * (ndim - len(kept)))
 
         arrays = arrays[: self.first_row_arg] + [per_row(a) for a in arrays[self.first_row_arg :]]
-        row_outputs = outputs[len(kernel.outputs) :]
+        in_rows = kept + (1,) * (ndim - len(kept))  # a per-row value in kernel coordinates
         outputs = outputs[: len(kernel.outputs)] + [
-            a.reshape(kept + (1,) * (ndim - len(kept))) for a in row_outputs
+            a.reshape(in_rows) for a in outputs[len(kernel.outputs) :]
         ]
         sums = [
-            a
-            if r.column
-            else a.reshape((1,) * ndim if r.whole else a.shape + (1,) * (ndim - self.split))
+            a if r.column else a.reshape((1,) * ndim if r.whole else in_rows)
             for a, r in zip(sums, self.reducers)
         ]
         shape, strides, classes, first = layout(
@@ -422,10 +417,7 @@ class KernelCode:
         """The kernel's equations one by one in numpy: cheaper than a launch
         when there is this little to compute."""
         env = {id(v): a for v, a in zip(self.args, arrays)}
-        for eqn in self.ordered:
-            env[id(eqn.out)] = run_equation(
-                eqn, [env[id(v)] if id(v) in env else v.value for v in eqn.inputs]
-            )
+        _run_in_numpy(self.ordered, env)
         return [env[id(v)] for v in self.results]
 
     # ------------------------------------------------------------------ codegen
@@ -653,6 +645,14 @@ class _Emitter:
         for v in spills:
             _store(b, env[id(v)], self.address(offsets, index, depth, spill_index[id(v)]), v)
         return env
+
+
+def _run_in_numpy(eqns: list, env: dict) -> None:
+    """Each equation on the arrays in ``env`` (by id of value), adding its result."""
+    for eqn in eqns:
+        env[id(eqn.out)] = run_equation(
+            eqn, [env[id(v)] if id(v) in env else v.value for v in eqn.inputs]
+        )
 
 
 def _load(b, pointer, v):
