@@ -134,8 +134,18 @@ def test_the_executor_agrees_with_the_reference_interpreter_on_random_graphs(see
     rng = np.random.default_rng(1000 + seed)
     graph = _random_graph(rng)
     values = [rng.standard_normal(v.shape) for v in graph.inputs]
-    for got, want in zip(Executor(graph).run(values), evaluate(graph, values)):
+    for got, want in zip(_step_by_step_then_planned(graph, values), evaluate(graph, values)):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-300)  # exp/tanh: a few ulps
+
+
+def _step_by_step_then_planned(graph, values) -> list:
+    """The first run's outputs (step by step: it plans); checks that the
+    second run, which follows the plan, gives exactly the same."""
+    executor = Executor(graph)
+    first = executor.run(values)
+    for got, want in zip(executor.run(values), first):
+        np.testing.assert_array_equal(got, want)
+    return first
 
 
 def test_every_lowering_is_keyed_by_a_primitive():
@@ -458,7 +468,7 @@ def test_random_reducing_graphs_agree_with_the_interpreter(seed, dtype):
     graph = _random_reducing_graph(rng, dtype)
     values = [rng.standard_normal(v.shape).astype(dtype.np) for v in graph.inputs]
     tolerance = 2e-5 if dtype is fg.float32 else 1e-12
-    for got, want in zip(Executor(graph).run(values), evaluate(graph, values)):
+    for got, want in zip(_step_by_step_then_planned(graph, values), evaluate(graph, values)):
         np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
 
 
@@ -623,3 +633,104 @@ def test_intermediates_are_freed_once_no_later_step_reads_them():
         tracemalloc.stop()
     np.testing.assert_allclose(result, xs * 0.5**6)
     assert peak < 3.5 * one  # six intermediates, at most two alive at once
+
+
+# ---------------------------------------------------------------- plans
+
+
+def _two_kernels():
+    """A kernel summing columns, and one reading those totals (a kernel never
+    reads its own): two launches in a row, no numpy step between."""
+    x = Var((50, 30), fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        e = P.exp(x * 0.1)
+        columns = P.reduce_sum(e, axes=(0,))
+        rows = P.reduce_max(P.sin(x * columns) * e, axes=(1,))
+    return Graph([x], builder.eqns, [rows, columns])
+
+
+def test_consecutive_kernels_run_as_one_driver_call_with_a_reused_workspace():
+    graph = _two_kernels()
+    executor = Executor(graph)
+    assert len(executor.kernels) == 2
+    xs = np.random.default_rng(3).standard_normal((50, 30)).astype(np.float32)
+    first = executor.run([xs])
+    (plan,) = executor.plans.values()
+    ((segment, _),) = plan.items
+    assert len(segment.driver.calls) == 2
+    executor.run([xs])  # the first run that follows the plan
+    (workspace,) = segment.free_workspaces
+    for _ in range(3):
+        for got, want in zip(executor.run([xs]), first):
+            np.testing.assert_array_equal(got, want)
+        assert len(segment.free_workspaces) == 1 and segment.free_workspaces[0] is workspace
+    assert workspace.nbytes >= xs.nbytes  # the intermediate e lives there
+    for got, want in zip(first, evaluate(graph, [xs])):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_a_raised_range_flag_reruns_step_by_step():
+    graph = _two_kernels()
+    executor = Executor(graph)
+    normal = np.random.default_rng(4).standard_normal((50, 30)).astype(np.float32)
+    small = normal * 0.01
+    executor.run([small])
+    executor.run([small])
+    huge = normal * 500  # sin's arguments far beyond its fast range
+    for got, want in zip(executor.run([huge]), evaluate(graph, [huge])):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_numpy_step_result_in_another_layout_than_planned_leaves_the_plan(monkeypatch):
+    from fusegrad.runtime import executor as executor_module
+
+    x = Var((20, 20), fg.float64)
+    builder = GraphBuilder()
+    with building(builder):
+        product = P.matmul(x, x)
+        out = P.tanh(product) * 2.0 + P.exp(-product)
+    graph = Graph([x], builder.eqns, [out])
+    executor = Executor(graph)
+    xs = np.random.default_rng(5).standard_normal((20, 20)) * 0.3
+    executor.run([xs])
+    original = executor_module.run_equation
+    monkeypatch.setattr(
+        executor_module, "run_equation", lambda eqn, args: np.asfortranarray(original(eqn, args))
+    )
+    np.testing.assert_allclose(executor.run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-13)
+
+
+def test_threads_running_one_plan_at_once_each_get_a_workspace():
+    from concurrent.futures import ThreadPoolExecutor
+
+    graph = _two_kernels()
+    executor = Executor(graph)
+    rng = np.random.default_rng(6)
+    inputs = [rng.standard_normal((50, 30)).astype(np.float32) for _ in range(8)]
+    wanted = [executor.run([xs]) for xs in inputs]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(20):
+            results = list(pool.map(lambda xs: executor.run([xs]), inputs))
+            for got, want in zip(results, wanted):
+                for g, w in zip(got, want):
+                    np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_packed_workspace_values_alive_at_once_never_share_bytes(seed):
+    from fusegrad.runtime.executor import _pack
+
+    rng = np.random.default_rng(seed)
+    wanted = []
+    for k in range(12):
+        first = int(rng.integers(8))
+        wanted.append((k, int(rng.integers(1, 500)), (first, first + int(rng.integers(4)))))
+    offsets, total = _pack(wanted)
+    for a, size_a, (first_a, last_a) in wanted:
+        assert offsets[a] % 64 == 0 and offsets[a] + size_a <= total
+        for b, size_b, (first_b, last_b) in wanted:
+            if a < b and first_a <= last_b and first_b <= last_a:
+                apart = offsets[a] + size_a <= offsets[b] or offsets[b] + size_b <= offsets[a]
+                assert apart, (a, b)
+    assert total <= sum(-(-size // 64) * 64 for _, size, _ in wanted)

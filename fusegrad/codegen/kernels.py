@@ -263,10 +263,10 @@ class KernelCode:
         sums = outputs + len(self.reducers)
         return fresh[:outputs], fresh[outputs:sums], fresh[sums:], addresses
 
-    def _plan_arena(self):
-        """(bytes, (shape, dtype, offset) per fresh array, (index, first
-        value) per column accumulator), or None when they are too big to share
-        one allocation usefully."""
+    def fresh_arrays(self) -> tuple:
+        """(shape, dtype) of every array a launch writes, in operand order
+        (outputs, per-row outputs, the reductions' arrays, spill rows), and
+        (index, first value) of the column accumulators among them."""
         kernel, shape, split = self.kernel, self.kernel.shape, self.split
         wanted = [(shape, v.dtype.np) for v in kernel.outputs]
         wanted += [(v.shape, v.dtype.np) for v in kernel.row_outputs]
@@ -276,6 +276,13 @@ class KernelCode:
                 fills.append((len(wanted), start))
             wanted.append((dims, dtype))
         wanted += [(shape[split:], v.dtype.np) for v in self.spills]
+        return wanted, fills
+
+    def _plan_arena(self):
+        """(bytes, (shape, dtype, offset) per fresh array, (index, first
+        value) per column accumulator), or None when they are too big to share
+        one allocation usefully."""
+        wanted, fills = self.fresh_arrays()
         places, total = [], 0
         for dims, dtype in wanted:
             places.append((dims, dtype, total))
@@ -356,6 +363,16 @@ class KernelCode:
         _run_in_numpy(kernel.row_eqns, env)
         for v, a in zip(kernel.row_outputs, shared[len(self.args) + len(kernel.outputs) :]):
             a[...] = env[id(v)]
+
+    def native_launch(self, arrays: list):
+        """(function, layout addresses, end of the outermost loop): how one
+        native call runs this layout, or None when it runs otherwise (in
+        numpy, over nothing, or in chunks on several cores)."""
+        launch = self.launches.get(tuple([(a.dtype.char, a.shape, a.strides) for a in arrays]))
+        if launch is None or launch is _SMALL or launch is _EMPTY:
+            return None
+        function, head, chunks, _ = launch
+        return (function, head, chunks[0][1]) if len(chunks) == 1 else None
 
     def _prepare(self, arrays: list):
         """Checks the operands once per layout and picks how to run it."""
