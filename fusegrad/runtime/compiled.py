@@ -88,6 +88,7 @@ class Program:
             if isinstance(v, Var) and v not in inputs_kept
         ]  # what the backward reads beyond the inputs, kept alive by the node
         self.forward_executor = Executor(self.forward)
+        self.output_dtypes = [v.dtype for v in self.forward.outputs[: self.num_outputs]]
         self.num_extras = len(extras)
         self._backward_function = None
 
@@ -132,26 +133,9 @@ class Program:
         for guard, value in zip(self.guards, extras):
             if not np.array_equal(value, guard.observed):
                 return None
-        k = len(self.guards)
-        targets = [ref.resolve(args) for ref in self.mutated]
-        updates = extras[k : k + len(targets)]
-        # a new value may still be the array of a tensor written before it
-        updates = [
-            np.array(u) if any(np.may_share_memory(u, t._data) for t in targets) else u
-            for u in updates
-        ]
-        for tensor, update in zip(targets, updates):
-            np.copyto(tensor._data, update, casting="unsafe")
-            tensor._version_counter[0] += 1
-        k += len(targets)
-        for ref, none in zip(self.grad_targets, self.grad_none):
-            leaf = ref.resolve(args)
-            if none:
-                leaf._grad = None
-            else:
-                leaf._grad = Tensor._make(np.array(extras[k]))
-                k += 1
-        outputs = [Tensor._make(np.asarray(v)) for v in values[:n]]
+        if self.mutated or self.grad_targets:
+            self._write_back(args, extras[len(self.guards) :])
+        outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
         if any(self.output_requires_grad):
             node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
             if self.graph_freed:
@@ -162,6 +146,26 @@ class Program:
                     out._output_nr = nr
                     out._requires_grad = True
         return outputs
+
+    def _write_back(self, args: list, updates: list) -> None:
+        """Applies the in-place changes and the new ``.grad`` of leaves."""
+        targets = [ref.resolve(args) for ref in self.mutated]
+        # a new value may still be the array of a tensor written before it
+        copies = [
+            np.array(u) if any(np.may_share_memory(u, t._data) for t in targets) else u
+            for u in updates[: len(targets)]
+        ]
+        for tensor, update in zip(targets, copies):
+            np.copyto(tensor._data, update, casting="unsafe")
+            tensor._version_counter[0] += 1
+        k = len(targets)
+        for ref, none in zip(self.grad_targets, self.grad_none):
+            leaf = ref.resolve(args)
+            if none:
+                leaf._grad = None
+            else:
+                leaf._grad = Tensor._make(np.array(updates[k]))
+                k += 1
 
     # ------------------------------------------------------------------ backward
 

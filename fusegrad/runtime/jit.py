@@ -85,7 +85,9 @@ class JitFunction:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.static_argnums = static_argnums
-        self.eager = eager
+        # read when the function is made, as JAX reads JAX_DISABLE_JIT once:
+        # a microsecond per call otherwise
+        self.eager = eager or os.environ.get("FUSEGRAD_DISABLE_JIT") == "1"
         self._cache: dict = {}  # key -> [Program, ...]
         self._eager_keys: set = set()
         self._hits = self._misses = 0
@@ -107,11 +109,7 @@ class JitFunction:
         )
 
     def __call__(self, *args, **kwargs):
-        if (
-            self.eager
-            or os.environ.get("FUSEGRAD_DISABLE_JIT") == "1"
-            or recording.trace is not None
-        ):  # inside another trace: traced inline
+        if self.eager or recording.trace is not None:  # inside another trace: traced inline
             return self.fn(*args, **kwargs)
         tensors, key = self._signature(args, kwargs)
         if key in self._eager_keys:
@@ -121,7 +119,7 @@ class JitFunction:
             outputs = program.run(tensors)
             if outputs is not None:
                 self._hits += 1
-                return _unflatten(program.output_tree, iter(outputs))
+                return program.unflatten(outputs)
         self._misses += 1
         if len(variants) >= MAX_VARIANTS:
             where = "; ".join(sorted({reason for p in variants for reason in p.guard_reasons()}))
@@ -163,7 +161,7 @@ class JitFunction:
         tree = _flatten_output(result, out_tensors)
         with timing.phase("adjoint and passes"):
             program = Program(trace, tensors, out_tensors)
-        program.output_tree = tree
+        program.unflatten = _unflattener(tree)
         if restore:
             trace.restore()
         with timing.phase("first run"):
@@ -188,6 +186,9 @@ class JitFunction:
                         f"hashable, got {type(arg).__name__}"
                     ) from None
                 parts.append(("static", arg))
+            elif type(arg) is Tensor:  # the common case, inline
+                tensors.append(arg)
+                parts.append(("tensor", arg._data.shape, arg._dtype.name, arg._requires_grad))
             else:
                 parts.append(_flatten_input(arg, tensors, f"argument {i}"))
         for name in sorted(kwargs):
@@ -268,16 +269,37 @@ def _flatten_output(value, tensors: list):
     return ("value", value)
 
 
-def _unflatten(tree, tensors):
+def _unflattener(tree):
+    """A function building the output's structure from the flat output
+    tensors, made once per program rather than walking the tree per call."""
     kind = tree[0]
     if kind == "tensor":
-        return next(tensors)
+        return lambda tensors: tensors[0]
     if kind == "value":
-        return tree[1]
+        return lambda tensors: tree[1]
+    parts, start = [], 0
+    for sub in tree[1] if kind != "dict" else (v for _, v in tree[1]):
+        count = _tensor_count(sub)
+        parts.append((_unflattener(sub), start, start + count))
+        start += count
     if kind == "dict":
-        return {k: _unflatten(v, tensors) for k, v in tree[1]}
-    values = [_unflatten(v, tensors) for v in tree[1]]
-    return kind(*values) if hasattr(kind, "_fields") else kind(values)
+        keys = [k for k, _ in tree[1]]
+        return lambda tensors: {k: build(tensors[a:b]) for k, (build, a, b) in zip(keys, parts)}
+    if all(sub == ("tensor",) for sub in tree[1]) and not hasattr(kind, "_fields"):
+        return kind  # a flat tuple or list of tensors
+    if hasattr(kind, "_fields"):
+        return lambda tensors: kind(*[build(tensors[a:b]) for build, a, b in parts])
+    return lambda tensors: kind([build(tensors[a:b]) for build, a, b in parts])
+
+
+def _tensor_count(tree) -> int:
+    kind = tree[0]
+    if kind == "tensor":
+        return 1
+    if kind == "value":
+        return 0
+    subtrees = (v for _, v in tree[1]) if kind == "dict" else tree[1]
+    return sum(_tensor_count(sub) for sub in subtrees)
 
 
 def _difference(old, new) -> str:
