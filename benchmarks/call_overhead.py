@@ -1,8 +1,9 @@
 """Where a compiled call's time goes, layer by layer, on W4 (a 30-op function
-of 16-float vectors, value and gradient): the whole call, the compiled
-program (guards, write-backs, wrapping outputs), its executor, the kernel's
-Python launch (layout lookup, allocation, addresses) and the native call
-alone. Minimums over repeats, in microseconds.
+of 16-float vectors, value and gradient): the whole call (signature, cache
+lookup, output structure), the compiled program (guards, write-backs,
+wrapping outputs), its executor (the plan for this input layout), the plan's
+one segment (fresh arrays, workspace) and the driver's native call alone
+(the kernel's loop included). Minimums over repeats, in microseconds.
 
     python benchmarks/call_overhead.py [--number 20000]
 """
@@ -27,18 +28,20 @@ def main() -> None:
     f = fg.jit(fg.value_and_grad(lambda x, y: thirty_ops(fg, x, y)))
     f(x, y)
     program = f.lower(x, y).program
-    (kernel,) = program.forward_executor.kernels
-    arrays = [x._data if v is program.forward.inputs[0] else y._data for v in kernel.args]
-    kernel(arrays)
-    function, head, chunks, _ = next(iter(kernel.launches.values()))
-    _, _, _, addresses = kernel._allocate()
-    pointers = [a.ctypes.data for a in arrays] + addresses
+    executor = program.forward_executor
+    arrays = [x._data, y._data]
+    executor.run(arrays)  # plans
+    (plan,) = executor.plans.values()
+    ((segment, _),) = plan.items
+    env = dict(zip(executor.graph.inputs, arrays))
+    fresh = [np.empty(shape, dtype) for shape, dtype in segment.fresh_arrays]
+    driver_arrays = tuple(arrays + [np.empty(segment.workspace_bytes, np.uint8)] + fresh)
     layers = {
         "jit call": lambda: f(x, y),
         "compiled program": lambda: program.run([x, y]),
-        "executor": lambda: program.forward_executor.run([x._data, y._data]),
-        "kernel launch": lambda: kernel(arrays),
-        "native call": lambda: function(*head, *chunks[0], *pointers),
+        "executor": lambda: executor.run(arrays),
+        "segment": lambda: segment.run(env),
+        "native call": lambda: segment.driver.call(driver_arrays),
     }
     for name, call in layers.items():
         seconds = min(timeit.repeat(call, number=args.number, repeat=5)) / args.number

@@ -32,7 +32,7 @@ def _run(cache, env_extra=None):
         [sys.executable, "-c", PROGRAM], capture_output=True, text=True, env=env, check=True
     )
     compiled, cached = map(
-        int, re.search(r"(\d+) kernels, (\d+) of them from the disk cache", result.stderr).groups()
+        int, re.search(r"(\d+) modules compiled, (\d+) from the disk cache", result.stderr).groups()
     )
     return result.stdout, compiled, cached
 
@@ -41,7 +41,7 @@ def test_a_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
     first, compiled, cached = _run(tmp_path)
     assert compiled >= 2 and cached == 0
     second, compiled_again, cached_again = _run(tmp_path)
-    assert second == first and cached_again == compiled_again == compiled
+    assert second == first and compiled_again == 0 and cached_again == compiled
     assert len(list(tmp_path.glob("*.o"))) == compiled
 
 
@@ -89,12 +89,12 @@ def test_a_damaged_entry_is_compiled_again_and_rewritten(damage, tmp_path, monke
     (entry,) = tmp_path.glob("*.o")
     good = entry.read_bytes()
     entry.write_bytes(damage(good))
-    loaded = timing.counts["kernels from the disk cache"]
+    loaded = timing.counts["modules from the disk cache"]
     assert _call(_module(2.5)) == 2.5
-    assert timing.counts["kernels from the disk cache"] == loaded  # not trusted
+    assert timing.counts["modules from the disk cache"] == loaded  # not trusted
     assert entry.read_bytes() == good
     _module(2.5)
-    assert timing.counts["kernels from the disk cache"] == loaded + 1
+    assert timing.counts["modules from the disk cache"] == loaded + 1
 
 
 def test_an_empty_cache_directory_setting_turns_the_cache_off(tmp_path, monkeypatch):
@@ -114,9 +114,9 @@ def test_the_cache_stays_within_its_size_limit(tmp_path, monkeypatch):
         assert _call(_module(value)) == value
     sizes = [p.stat().st_size for p in tmp_path.glob("*.o")]
     assert len(sizes) == 2 and sum(sizes) <= limit
-    loaded = timing.counts["kernels from the disk cache"]
+    loaded = timing.counts["modules from the disk cache"]
     _module(5.0)  # the most recent entries stayed
-    assert timing.counts["kernels from the disk cache"] == loaded + 1
+    assert timing.counts["modules from the disk cache"] == loaded + 1
 
 
 def test_concurrent_writers_leave_whole_entries(tmp_path):
@@ -129,7 +129,7 @@ def test_concurrent_writers_leave_whole_entries(tmp_path):
     assert all(writer.returncode == 0 for writer in writers) and len(outputs) == 1
     assert not [p for p in tmp_path.iterdir() if p.suffix != ".o"]  # no half-written files
     _, compiled, cached = _run(tmp_path)
-    assert cached == compiled
+    assert compiled == 0 and cached >= 2
 
 
 def test_the_key_covers_the_cpu_and_the_versions():

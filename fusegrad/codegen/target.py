@@ -102,8 +102,9 @@ class CompiledModule:
                 code = target_machine().emit_object(module)
             with timing.phase("disk cache"):
                 _write_entry(key, code)
+            timing.counts["modules compiled"] += 1
         else:
-            timing.counts["kernels from the disk cache"] += 1
+            timing.counts["modules from the disk cache"] += 1
         with timing.phase("machine code"), _engine_lock:
             engine = _engine()
             engine.add_object_file(llvm.ObjectFileRef.from_data(code))

@@ -221,8 +221,8 @@ class JitFunction:
         phases = ", ".join(f"{p} {seconds[p] * 1e3:.1f}" for p in order)
         sys.stderr.write(
             f"fusegrad.jit: compiled {self.__name__} in {elapsed * 1e3:.1f} ms ({phases} ms); "
-            f"{counts['kernels compiled']} kernels, "
-            f"{counts['kernels from the disk cache']} of them from the disk cache\n"
+            f"machine code: {counts['modules compiled']} modules compiled, "
+            f"{counts['modules from the disk cache']} from the disk cache (kernels and drivers)\n"
         )
 
     def _dump(self, program) -> None:
