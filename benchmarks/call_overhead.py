@@ -3,9 +3,10 @@ of 16-float vectors, value and gradient): the whole call (signature, cache
 lookup, output structure), the compiled program (guards, write-backs,
 wrapping outputs), its executor (the plan for this input layout), the plan's
 one segment (fresh arrays, workspace) and the driver's native call alone
-(the kernel's loop included). Minimums over repeats, in microseconds.
+(the kernel's loop included). Minimums over interleaved repeats, in
+microseconds.
 
-    python benchmarks/call_overhead.py [--number 20000]
+    python benchmarks/call_overhead.py [--number 2000] [--repeat 30]
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import fusegrad as fg
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--number", type=int, default=20000)
+    parser.add_argument("--number", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     x, y = (fg.from_numpy(rng.standard_normal(16).astype(np.float32)) for _ in range(2))
@@ -32,19 +34,21 @@ def main() -> None:
     arrays = [x._data, y._data]
     executor.run(arrays)  # plans
     (plan,) = executor.plans.values()
-    ((segment, _),) = plan.items
-    env = dict(zip(executor.graph.inputs, arrays))
+    ((segment, *_),) = plan.items
     fresh = [np.empty(shape, dtype) for shape, dtype in segment.fresh_arrays]
     driver_arrays = tuple(arrays + [np.empty(segment.workspace_bytes, np.uint8)] + fresh)
     layers = {
         "jit call": lambda: f(x, y),
         "compiled program": lambda: program.run([x, y]),
         "executor": lambda: executor.run(arrays),
-        "segment": lambda: segment.run(env),
+        "segment": lambda: segment.run(arrays),
         "native call": lambda: segment.driver.call(driver_arrays),
     }
-    for name, call in layers.items():
-        seconds = min(timeit.repeat(call, number=args.number, repeat=5)) / args.number
+    best = dict.fromkeys(layers, float("inf"))
+    for _ in range(args.repeat):  # interleaved: the machine's speed drifts
+        for name, call in layers.items():
+            best[name] = min(best[name], timeit.timeit(call, number=args.number) / args.number)
+    for name, seconds in best.items():
         print(f"{name:<18}{seconds * 1e6:8.2f} us")
 
 

@@ -657,7 +657,7 @@ def test_consecutive_kernels_run_as_one_driver_call_with_a_reused_workspace():
     xs = np.random.default_rng(3).standard_normal((50, 30)).astype(np.float32)
     first = executor.run([xs])
     (plan,) = executor.plans.values()
-    ((segment, _),) = plan.items
+    ((segment, *_),) = plan.items
     assert len(segment.driver.calls) == 2
     executor.run([xs])  # the first run that follows the plan
     (workspace,) = segment.free_workspaces

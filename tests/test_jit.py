@@ -224,6 +224,8 @@ def test_too_many_paths_fall_back_to_eager_with_a_warning_naming_the_line():
         values = [f(fg.tensor(float(k))).item() for k in range(12)]
     assert values == [float(k * k) for k in range(12)]
     assert any("test_jit.py" in str(w.message) and "item()" in str(w.message) for w in caught)
+    assert sum("different paths" in str(w.message) for w in caught) == 1  # then eager, quietly
+    assert f.cache_info().entries == 0  # the programs of the eager signature are dropped
 
 
 def test_double_and_triple_backward_through_a_compiled_function():

@@ -89,6 +89,7 @@ class Program:
         ]  # what the backward reads beyond the inputs, kept alive by the node
         self.forward_executor = Executor(self.forward)
         self.output_dtypes = [v.dtype for v in self.forward.outputs[: self.num_outputs]]
+        self.makes_node = any(self.output_requires_grad)
         self.num_extras = len(extras)
         self._backward_function = None
 
@@ -124,19 +125,20 @@ class Program:
         for read, value, _ in self.python_guards:
             if read() != value:
                 return None
-        captured = self.captured_tensors(args)
+        captured = self.captured_tensors(args) if self.captured or self.grad_reads else []
         if captured is None:
             return None
-        values = self.forward_executor.run([t._data for t in args] + [t._data for t in captured])
+        values = self.forward_executor.run([t._data for t in args + captured])
         n = self.num_outputs
-        extras = values[n : n + self.num_extras]
-        for guard, value in zip(self.guards, extras):
-            if not np.array_equal(value, guard.observed):
-                return None
-        if self.mutated or self.grad_targets:
-            self._write_back(args, extras[len(self.guards) :])
+        if self.num_extras:
+            extras = values[n : n + self.num_extras]
+            for guard, value in zip(self.guards, extras):
+                if not np.array_equal(value, guard.observed):
+                    return None
+            if self.mutated or self.grad_targets:
+                self._write_back(args, extras[len(self.guards) :])
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
-        if any(self.output_requires_grad):
+        if self.makes_node:
             node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
             if self.graph_freed:
                 node.release()

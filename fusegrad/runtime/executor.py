@@ -87,12 +87,18 @@ class Executor:
 
 class Plan:
     """The steps for one layout of the inputs, consecutive native kernel
-    launches merged into segments run by one driver call each."""
+    launches merged into segments run by one driver call each. Values live
+    in a list, at slots numbered when planning: inputs first, then
+    constants, then what each step makes (a step's results side by side)."""
 
     def __init__(self, executor: Executor, layouts: dict):
-        self.graph = executor.graph
-        steps = executor.steps
-        self.items: list = []  # (step or Segment, values dead after it)
+        graph, steps = executor.graph, executor.steps
+        self.slot = {v: k for k, v in enumerate(graph.inputs)}
+        self.rest: list = []  # the slots after the inputs, as a run starts them
+        for v in [v for step in steps for v in _inputs_of(step)] + graph.outputs:
+            if isinstance(v, Const) and v not in self.slot:
+                self._add_slot(v, v.value)
+        self.items: list = []  # (step, slots read, slots written, slots dead after)
         run: list = []
         for index, step in enumerate(steps):
             if isinstance(step, KernelCode) and layouts.get(step) is not None:
@@ -101,38 +107,58 @@ class Plan:
             if run:
                 self._add_segment(executor, run, layouts)
                 run = []
-            self.items.append((step, executor.dead_after[index]))
+            self._add(step, _inputs_of(step), _writes(step), executor.dead_after[index])
         if run:
             self._add_segment(executor, run, layouts)
+        if self.items:
+            step, reads, writes, _ = self.items[-1]
+            self.items[-1] = (step, reads, writes, [])  # the list goes at the end anyway
+        self.output_slots = [self.slot[v] for v in graph.outputs]
+
+    def _add_slot(self, v, value=None) -> None:
+        self.slot[v] = len(self.slot)
+        self.rest.append(value)
+
+    def _add(self, step, reads: list, writes: list, dead: list) -> None:
+        first = len(self.slot)
+        for v in writes:
+            self._add_slot(v)
+        self.items.append(
+            (
+                step,
+                [self.slot[v] for v in reads],
+                slice(first, len(self.slot)),
+                [self.slot[v] for v in dead if v in self.slot],
+            )
+        )
 
     def _add_segment(self, executor: Executor, indices: list, layouts: dict) -> None:
+        segment = Segment(executor, indices, layouts)
         dead = [v for index in indices for v in executor.dead_after[index]]
-        self.items.append((Segment(executor, indices, layouts), dead))
+        self._add(segment, segment.reads, segment.fresh, dead)
 
     def run(self, inputs: list):
         """The outputs, or None when a value's layout or a range flag leaves the plan."""
-        env = dict(zip(self.graph.inputs, inputs))
-
-        def read(v):
-            return v.value if isinstance(v, Const) else env[v]
-
-        for step, dead in self.items:
-            if isinstance(step, Segment):
-                if not step.run(env):
+        env = inputs + self.rest
+        for step, reads, writes, dead in self.items:
+            arrays = [env[k] for k in reads]
+            if type(step) is Segment:
+                results = step.run(arrays)
+                if results is None:
                     return None
-            elif isinstance(step, KernelCode):
-                env.update(zip(step.results, step([read(v) for v in step.args])))
+            elif type(step) is KernelCode:
+                results = step(arrays)
             else:
-                env[step.out] = run_equation(step, [read(v) for v in step.inputs])
-            for v in dead:
-                env.pop(v, None)
-        return [read(v) for v in self.graph.outputs]
+                results = [run_equation(step, arrays)]
+            env[writes] = results
+            for k in dead:
+                env[k] = None
+        return [env[k] for k in self.output_slots]
 
 
 class Segment:
     """Consecutive kernels run by one driver. The driver's arrays: the values
-    read from before the segment, the workspace, the fresh values, then the
-    constants."""
+    read from before the segment, the workspace, then the fresh values."""
 
     def __init__(self, executor: Executor, indices: list, layouts: dict):
         kernels = [executor.steps[k] for k in indices]
@@ -141,19 +167,22 @@ class Segment:
         for kernel in kernels:
             shapes, _ = kernel.fresh_arrays()
             produced.update(zip(_fresh_values(kernel), shapes))
-        read = dict.fromkeys(v for kernel in kernels for v in kernel.args if v not in produced)
-        self.reads = [v for v in read if isinstance(v, Var)]
-        constants = [v for v in read if not isinstance(v, Var)]
-        self.constants = tuple(c.value for c in constants)
+        self.reads = list(
+            dict.fromkeys(v for kernel in kernels for v in kernel.args if v not in produced)
+        )
         # values computed by numpy steps have the layout they had when planned
         arguments = set(executor.graph.inputs)
-        self.checks = [(k, layouts[v]) for k, v in enumerate(self.reads) if v not in arguments]
+        self.checks = [
+            (k, layouts[v])
+            for k, v in enumerate(self.reads)
+            if isinstance(v, Var) and v not in arguments
+        ]
         self.fresh = [
             v for v in produced if v in executor.outputs or executor.last_reader.get(v, last) > last
         ]
         self.fresh_arrays = [produced[v] for v in self.fresh]
         workspace = len(self.reads)
-        items = self.reads + [None] + self.fresh + constants
+        items = self.reads + [None] + self.fresh
         place = {v: (k, 0) for k, v in enumerate(items) if v is not None}
         inside = [v for v in produced if v not in place]
         spans = _spans(kernels, inside)
@@ -176,25 +205,21 @@ class Segment:
         self.driver = Driver(calls, flags)
         self.free_workspaces: list = []
 
-    def run(self, env: dict) -> bool:
-        """Runs the driver and puts the fresh values in ``env``; False when
-        planned layouts no longer hold or a range flag was raised."""
-        reads = [env[v] for v in self.reads]
+    def run(self, reads: list):
+        """The fresh values, or None when planned layouts no longer hold or
+        a range flag was raised."""
         for k, expected in self.checks:
             if _layout(reads[k]) != expected:
-                return False
+                return None
         free = self.free_workspaces
         try:  # a workspace per concurrent call
             workspace = free.pop()
         except IndexError:
             workspace = np.empty(self.workspace_bytes, np.uint8)
         fresh = [np.empty(shape, dtype) for shape, dtype in self.fresh_arrays]
-        raised = self.driver.call(tuple(reads + [workspace] + fresh) + self.constants)
+        raised = self.driver.call(tuple(reads + [workspace] + fresh))
         free.append(workspace)
-        if raised:
-            return False
-        env.update(zip(self.fresh, fresh))
-        return True
+        return None if raised else fresh
 
 
 def _fresh_values(kernel: KernelCode) -> list:
@@ -258,9 +283,12 @@ def _aligned(size: int) -> int:
     return -(-size // ALIGNMENT) * ALIGNMENT
 
 
+def _inputs_of(step) -> list:
+    return list(step.args if isinstance(step, KernelCode) else step.inputs)
+
+
 def _reads(step) -> list:
-    inputs = step.args if isinstance(step, KernelCode) else step.inputs
-    return [v for v in inputs if isinstance(v, Var)]
+    return [v for v in _inputs_of(step) if isinstance(v, Var)]
 
 
 def _writes(step) -> list:

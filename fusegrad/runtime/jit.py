@@ -112,9 +112,11 @@ class JitFunction:
         if self.eager or recording.trace is not None:  # inside another trace: traced inline
             return self.fn(*args, **kwargs)
         tensors, key = self._signature(args, kwargs)
-        if key in self._eager_keys:
-            return self.fn(*args, **kwargs)
-        variants = self._cache.setdefault(key, [])
+        variants = self._cache.get(key)
+        if variants is None:
+            if key in self._eager_keys:
+                return self.fn(*args, **kwargs)
+            variants = self._cache[key] = []
         for program in variants:
             outputs = program.run(tensors)
             if outputs is not None:
@@ -129,6 +131,7 @@ class JitFunction:
                 "eagerly from now on for these argument types",
                 stacklevel=2,
             )
+            del self._cache[key]  # its programs are no longer tried
             self._eager_keys.add(key)
             return self.fn(*args, **kwargs)
         self._log_recompile(key, variants)
@@ -176,8 +179,9 @@ class JitFunction:
     def _signature(self, args, kwargs):
         tensors: list = []
         parts = []
+        static = self.static_argnums
         for i, arg in enumerate(args):
-            if i in self.static_argnums:
+            if static and i in static:
                 try:
                     hash(arg)
                 except TypeError:
@@ -191,8 +195,9 @@ class JitFunction:
                 parts.append(("tensor", arg._data.shape, arg._dtype.name, arg._requires_grad))
             else:
                 parts.append(_flatten_input(arg, tensors, f"argument {i}"))
-        for name in sorted(kwargs):
-            parts.append((name, _flatten_input(kwargs[name], tensors, f"argument {name!r}")))
+        if kwargs:
+            for name in sorted(kwargs):
+                parts.append((name, _flatten_input(kwargs[name], tensors, f"argument {name!r}")))
         return tensors, (tuple(parts), grad_mode.is_grad_enabled())
 
     # ------------------------------------------------------------------ reporting
