@@ -576,6 +576,22 @@ def test_a_matrix_product_is_saved_not_computed_again():
     assert lowered.saved_bytes == 2 * 4 * 4 and "matmul" not in lowered.backward_ir.split("\n")[1]
 
 
+def test_the_cheapest_cut_saves_one_sum_rather_than_the_two_products_it_adds():
+    @fg.jit
+    def f(a, w, c, v):
+        return fg.tanh(a @ w + c @ v).sum()
+
+    args = [fg.randn(6, 3), fg.randn(3, 5, requires_grad=True), fg.randn(6, 2), fg.randn(2, 5)]
+    lowered = f.lower(*args)
+    assert lowered.saved_bytes == 6 * 5 * 4  # the sum; recomputing it would need both products
+    assert "matmul" not in lowered.backward_ir.split("\n", 1)[1].split("\n")[0]
+    f(*args).backward()
+    f(*args).backward()
+    w = fg.tensor(args[1].detach().numpy(), requires_grad=True)
+    fg.tanh(args[0] @ w + args[2] @ args[3]).sum().backward()
+    np.testing.assert_allclose(args[1].grad.numpy(), 2 * w.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_detaching_costs_no_copy_in_a_compiled_program():
     """value_and_grad detaches its inputs; the programs that run make that
     the identity, so no kernel copies the weights (one did, 1.6 MB per call

@@ -112,12 +112,15 @@ def partition(
     recomputable=lambda eqn: False,
 ) -> Partition:
     """Splits a joint graph from ``adjoint``: the backward program reads the
-    forward values it needs (the residuals) as inputs. A value whose equation
-    is ``recomputable`` (cheap, elementwise) is not saved but computed again
-    in the backward program from what it reads, and so on up: what is saved
-    is the inputs, the function's outputs and values only a costly equation
-    (a matrix product, a reduction) makes, so the forward writes fewer
-    arrays and the backward reads fewer (rematerialization)."""
+    forward values it needs (the residuals) as inputs. Values whose equation
+    is ``recomputable`` (cheap, elementwise) may instead be computed again in
+    the backward from what is saved (rematerialization). What is saved is a
+    minimum cut, in bytes, between the values only the forward can make (a
+    matrix product, a reduction) and the values the backward reads; inputs
+    and outputs are kept anyway, so saving them costs nothing. So
+    ``tanh(a @ w + b)`` saves the product (one array) and recomputes the
+    rest, while ``tanh(a @ w + c @ v)`` saves the sum rather than the two
+    products."""
     forward_eqns = joint.eqns[:num_forward_eqns]
     backward_eqns = joint.eqns[num_forward_eqns:]
     primal_inputs = joint.inputs[:num_inputs]
@@ -126,9 +129,11 @@ def partition(
     grads = joint.outputs[num_outputs:]
     producer = {e.out: e for e in forward_eqns}
     forward_values = set(primal_inputs) | set(producer)
-    kept = set(v for v in outputs if isinstance(v, Var))
     needed = [v for e in backward_eqns for v in e.inputs] + grads
-    stack = [v for v in reversed(needed) if isinstance(v, Var) and v in forward_values]
+    needed = [v for v in needed if isinstance(v, Var) and v in forward_values]
+    free = set(primal_inputs) | {v for v in outputs if isinstance(v, Var)}
+    saved = _cheapest_to_save(forward_eqns, primal_inputs, free, needed, recomputable)
+    stack = list(reversed(needed))
     residuals, recomputed, seen = [], set(), set()
     while stack:
         value = stack.pop()
@@ -136,7 +141,7 @@ def partition(
             continue
         seen.add(value)
         eqn = producer.get(value)
-        if eqn is not None and value not in kept and recomputable(eqn):
+        if eqn is not None and value not in saved and recomputable(eqn):
             recomputed.add(value)
             operands = [v for v in eqn.inputs if isinstance(v, Var) and v in forward_values]
             stack.extend(reversed(operands))
@@ -146,3 +151,65 @@ def partition(
     forward = Graph(primal_inputs, forward_eqns, outputs + residuals)
     backward = Graph(residuals + cotangents, again + backward_eqns, grads)
     return Partition(forward, backward, len(residuals))
+
+
+def _cheapest_to_save(eqns: list, inputs: list, free: set, needed: list, recomputable) -> set:
+    """The forward values to save so that the backward can make every
+    ``needed`` value, saving the fewest bytes. A flow network as in
+    AOTAutograd's min-cut partitioner: each value is an edge (its "in" node
+    to its "out" node) costing its bytes (nothing if ``free``); the values
+    a non-recomputable equation makes (and the inputs) hang from the source,
+    the needed values from the sink, and every use is an edge no cut may
+    take. The saved values are the cut's value edges."""
+    infinite = float("inf")
+    capacity: dict = {}  # (node, node) -> remaining capacity
+    edges: dict = {}  # node -> nodes it has an edge to (either way, for residual flow)
+
+    def edge(a, b, c):
+        capacity[(a, b)] = capacity.get((a, b), 0) + c
+        capacity.setdefault((b, a), 0)
+        edges.setdefault(a, []).append(b)
+        edges.setdefault(b, []).append(a)
+
+    def value_edge(v):
+        cost = 0 if v in free else int(np.prod(v.shape)) * v.dtype.np.itemsize
+        edge(("in", v), ("out", v), cost)
+
+    for v in inputs:
+        value_edge(v)
+        edge("source", ("in", v), infinite)
+    for eqn in eqns:
+        value_edge(eqn.out)
+        if not recomputable(eqn):
+            edge("source", ("in", eqn.out), infinite)
+        for u in eqn.inputs:
+            if isinstance(u, Var) and ("out", u) in edges:
+                edge(("out", u), ("in", eqn.out), infinite)
+    for v in dict.fromkeys(needed):
+        edge(("out", v), "sink", infinite)
+    while True:  # Edmonds-Karp: shortest augmenting paths
+        parent = {"source": None}
+        queue = ["source"]
+        for node in queue:
+            for nxt in edges.get(node, ()):
+                if nxt not in parent and capacity[(node, nxt)] > 0:
+                    parent[nxt] = node
+                    queue.append(nxt)
+            if "sink" in parent:
+                break
+        if "sink" not in parent:
+            break
+        path, node = [], "sink"
+        while parent[node] is not None:
+            path.append((parent[node], node))
+            node = parent[node]
+        pushed = min(capacity[e] for e in path)
+        for a, b in path:
+            capacity[(a, b)] -= pushed
+            capacity[(b, a)] += pushed
+    reached = set(parent)
+    return {
+        node[1]
+        for node in reached
+        if isinstance(node, tuple) and node[0] == "in" and ("out", node[1]) not in reached
+    }
