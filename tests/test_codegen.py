@@ -734,3 +734,29 @@ def test_packed_workspace_values_alive_at_once_never_share_bytes(seed):
                 apart = offsets[a] + size_a <= offsets[b] or offsets[b] + size_b <= offsets[a]
                 assert apart, (a, b)
     assert total <= sum(-(-size // 64) * 64 for _, size, _ in wanted)
+
+
+def test_a_planned_executor_refuses_operands_of_another_dtype_or_shape():
+    graph = _two_kernels()
+    executor = Executor(graph)
+    xs = np.ones((50, 30), np.float32)
+    executor.run([xs])
+    executor.run([xs])  # planned
+    with pytest.raises(TypeError, match="dtype"):
+        executor.run([np.ones((50, 30), np.float64)])
+    with pytest.raises(ValueError, match="does not broadcast"):
+        executor.run([np.ones((50, 31), np.float32)])
+    strided = np.ones((50, 60), np.float32)[:, ::2]  # another layout: planned anew, same values
+    for got, want in zip(executor.run([strided]), executor.run([xs])):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_driver_finds_array_data_and_tuple_items_where_python_keeps_them():
+    import ctypes
+
+    from fusegrad.codegen.driver import DATA_OFFSET, ITEMS_OFFSET
+
+    for a in [np.ones(3), np.zeros((4, 5), np.float32)[1:, ::2], np.full((), 2.0)]:
+        assert ctypes.c_size_t.from_address(id(a) + DATA_OFFSET).value == a.ctypes.data
+        pair = (a, a.T)
+        assert ctypes.c_size_t.from_address(id(pair) + ITEMS_OFFSET + 8).value == id(pair[1])

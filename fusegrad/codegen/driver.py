@@ -33,7 +33,10 @@ BYTES = I8.as_pointer()
 
 
 def _offset_of(address: int, obj) -> int:
-    words = (ctypes.c_size_t * 16).from_address(id(obj))
+    """Where in ``obj``'s memory (its fixed part and, for a tuple, its
+    items) ``address`` is stored."""
+    size = type(obj).__basicsize__ + type(obj).__itemsize__ * len(obj)
+    words = (ctypes.c_size_t * (size // ctypes.sizeof(ctypes.c_size_t))).from_address(id(obj))
     for k, word in enumerate(words):
         if word == address:
             return k * ctypes.sizeof(ctypes.c_size_t)
