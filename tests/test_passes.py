@@ -144,3 +144,28 @@ def test_constant_arrays_of_one_value_act_as_that_value():
     kept = [e.inputs[1].value.shape for e in simplified.eqns if any(e.out is o for o in rest)]
     assert kept == [(2, 3), (3,), (3,)]
     _assert_same(graph, simplified, [np.array([-0.0, 1.5, np.inf])])
+
+
+def test_a_broadcast_seed_of_ones_or_zeros_acts_as_its_value():
+    """The seed of a gradient, ones broadcast to the output's shape, then
+    multiplies many values (33 -> 27 multiplies in W5's kernel): x * seed is
+    x, x + broadcast(-0.0) is x; a broadcast that sets the shape stays."""
+    from fusegrad.ir.graph import Const
+
+    x, row = Var((2, 3), fg.float32), Var((3,), fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        ones = P.broadcast_to(Const(np.ones(1, np.float32)), shape=(2, 3))
+        zeros = P.broadcast_to(Const(np.array(-0.0, np.float32)), shape=(2, 3))
+        scaled = ones * x
+        shifted = x + zeros
+        widened = row * ones
+    graph = Graph([x, row], builder.eqns, [scaled, shifted, widened])
+    simplified = algebraic(graph)
+    assert simplified.outputs[0] is x and simplified.outputs[1] is x
+    assert any(e.prim is P.mul for e in simplified.eqns)  # widened keeps its shape
+    values = [
+        np.array([[-0.0, 1.5, np.inf], [np.nan, -2.0, 0.0]], np.float32),
+        np.ones(3, np.float32),
+    ]
+    _assert_same(graph, simplified, values)

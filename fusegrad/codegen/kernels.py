@@ -703,8 +703,11 @@ SPILL_COST = 4  # recomputing more than about this many operations costs more th
 BLOCK = 1024  # elements per partial sum in a reducing kernel
 ARENA_BYTES = 1 << 20  # a launch's fresh arrays up to this size share one allocation
 # From this many element-operations on (see _cost), a launch is split across
-# the cores: handing a chunk to another thread costs some 50 us here.
-PARALLEL_WORK = 1 << 20
+# the cores: handing a chunk to another thread costs some 50-60 us here, so
+# a split pays from about 0.3 ms of work on one core (measured: a tanh kernel
+# of 131k elements, 1.8M operations, was slower on two cores, one of 262k
+# faster; a multiply-add broke even at 524k elements, 1.5M operations).
+PARALLEL_WORK = 1 << 21
 # A launch costs about as much Python work as SMALL_EQNS numpy calls on small
 # arrays: a kernel with no more equations, below SMALL_WORK element-operations,
 # runs them in numpy.

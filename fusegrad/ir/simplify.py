@@ -111,17 +111,25 @@ def _rewrite(eqn: Eqn, producer: dict):
     def produced_by(v, p):
         return isinstance(v, Var) and v in producer and producer[v].prim is p
 
-    if prim is P.mul and _all_equal_to(ins[1], 1.0):
+    def constant(v):
+        """The constant ``v`` is, or is a broadcast or reshape of (a
+        gradient's seed, ones broadcast to the output's shape)."""
+        if produced_by(v, P.broadcast_to) or produced_by(v, P.reshape):
+            return producer[v].inputs[0]
+        return v
+
+    first, second = (constant(v) for v in ins[:2]) if len(ins) == 2 else (None, None)
+    if prim is P.mul and _all_equal_to(second, 1.0):
         return same(ins[0])
-    if prim is P.mul and _all_equal_to(ins[0], 1.0):
+    if prim is P.mul and _all_equal_to(first, 1.0):
         return same(ins[1])
-    if prim is P.div and _all_equal_to(ins[1], 1.0):
+    if prim is P.div and _all_equal_to(second, 1.0):
         return same(ins[0])
-    if prim is P.sub and _all_equal_to(ins[1], 0.0):
+    if prim is P.sub and _all_equal_to(second, 0.0):
         return same(ins[0])
-    if prim is P.add and _all_equal_to(ins[1], 0.0, negative_zero=True):
+    if prim is P.add and _all_equal_to(second, 0.0, negative_zero=True):
         return same(ins[0])
-    if prim is P.add and _all_equal_to(ins[0], 0.0, negative_zero=True):
+    if prim is P.add and _all_equal_to(first, 0.0, negative_zero=True):
         return same(ins[1])
     if prim is P.neg and produced_by(ins[0], P.neg):
         return same(producer[ins[0]].inputs[0])
