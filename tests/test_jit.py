@@ -372,10 +372,17 @@ def test_random_sampling_inside_jit_is_a_clear_error():
 
 
 def test_outputs_keep_their_structure():
-    f = fg.jit(lambda x: {"a": (x, x * 2), "b": [x.sum()], "n": 3})
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "first second")
+    f = fg.jit(lambda x: {"a": (x, x * 2), "b": [x.sum()], "n": 3, "p": Pair(x, [x * 3])})
+    flat = fg.jit(lambda x: (x, x + 1))
     for _ in range(2):
         out = f(fg.ones(2))
         assert out["a"][1].tolist() == [2.0, 2.0] and out["b"][0].item() == 2.0 and out["n"] == 3
+        assert isinstance(out["p"], Pair) and out["p"].second[0].tolist() == [3.0, 3.0]
+        pair = flat(fg.ones(2))
+        assert type(pair) is tuple and pair[1].tolist() == [2.0, 2.0]
 
 
 def test_create_graph_inside_a_traced_function_gives_a_hessian_vector_product():

@@ -1,9 +1,9 @@
 """One native call for a run of kernels.
 
-A driver is compiled per plan (a program's steps for one layout of its
-inputs): it fills the column accumulators, calls every kernel's loop for
-its recorded layout in order, and returns whether any kernel's range flag
-was raised. It is given a tuple of numpy arrays and reads their data
+A driver is compiled for a run of consecutive kernel launches in a plan (a
+program's steps for one layout of its inputs): it fills the column
+accumulators, calls every kernel's loop for its recorded layout in order,
+and returns whether any kernel's range flag was raised. It is given a tuple of numpy arrays and reads their data
 addresses from the array objects, where ctypes would spend a microsecond
 and a half per array to ask numpy; every operand is a byte offset into one
 of those arrays (an argument, an output, or the plan's workspace).
@@ -30,16 +30,17 @@ from .target import CompiledModule
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 BYTES = I8.as_pointer()
+POINTER_SIZE = ctypes.sizeof(ctypes.c_void_p)
 
 
 def _offset_of(address: int, obj) -> int:
     """Where in ``obj``'s memory (its fixed part and, for a tuple, its
     items) ``address`` is stored."""
     size = type(obj).__basicsize__ + type(obj).__itemsize__ * len(obj)
-    words = (ctypes.c_size_t * (size // ctypes.sizeof(ctypes.c_size_t))).from_address(id(obj))
+    words = (ctypes.c_size_t * (size // POINTER_SIZE)).from_address(id(obj))
     for k, word in enumerate(words):
         if word == address:
-            return k * ctypes.sizeof(ctypes.c_size_t)
+            return k * POINTER_SIZE
     raise RuntimeError("fusegrad: cannot find where this Python keeps tuple items or array data")
 
 
@@ -107,7 +108,7 @@ def _generate(calls: list, flags: list, symbol: str) -> str:
     def address(operand):
         item, offset = operand
         if item not in data:
-            slot = b.gep(arrays, [ir.Constant(I64, ITEMS_OFFSET + 8 * item)])
+            slot = b.gep(arrays, [ir.Constant(I64, ITEMS_OFFSET + POINTER_SIZE * item)])
             array = b.load(b.bitcast(slot, BYTES.as_pointer()))
             pointer = b.gep(array, [ir.Constant(I64, DATA_OFFSET)])
             data[item] = b.load(b.bitcast(pointer, BYTES.as_pointer()))

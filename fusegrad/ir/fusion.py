@@ -4,7 +4,8 @@ A kernel is a group of elementwise equations over one iteration shape: every
 equation in it defines a value of that shape, and operands of other shapes
 (broadcasts) come from outside the kernel and are read with broadcast
 strides, so they cost no copy. An equation joins the kernel of one of its
-operands' producers, or else any kernel of its shape, when that keeps the
+operands' producers, or else a kernel of its shape that reads one of its
+operands (one made of constants alone joins any), when that keeps the
 kernels acyclic.
 
 A sum, max or min over a kernel's trailing dimensions (all of them, or the

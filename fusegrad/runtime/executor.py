@@ -20,7 +20,7 @@ from ..codegen.lowering import can_lower, can_lower_per_row
 from ..ir.fusion import Kernel, partition
 from ..ir.graph import Const, Graph, Var, run_equation
 
-ALIGNMENT = 64
+ALIGNMENT = 64  # bytes: a cache line, and a whole vector register
 
 
 class Executor:
@@ -225,11 +225,7 @@ class Segment:
 def _fresh_values(kernel: KernelCode) -> list:
     """The values of a kernel's fresh arrays, in operand order (spill rows
     and range flags are values only the kernel reads)."""
-    return (
-        kernel.results
-        + [r.eqn.out for r in kernel.reducers[kernel.num_reductions :]]
-        + (kernel.spills)
-    )
+    return kernel.results + _guard_flags(kernel) + kernel.spills
 
 
 def _guard_flags(kernel: KernelCode) -> list:
