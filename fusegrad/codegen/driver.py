@@ -3,10 +3,11 @@
 A driver is compiled for a run of consecutive kernel launches in a plan (a
 program's steps for one layout of its inputs): it fills the column
 accumulators, calls every kernel's loop for its recorded layout in order,
-and returns whether any kernel's range flag was raised. It is given a tuple of numpy arrays and reads their data
-addresses from the array objects, where ctypes would spend a microsecond
-and a half per array to ask numpy; every operand is a byte offset into one
-of those arrays (an argument, an output, or the plan's workspace).
+and returns whether any kernel's range flag was raised. It is given a
+tuple of numpy arrays and reads their data addresses from the array
+objects, where ctypes would spend a microsecond and a half per array to ask
+numpy; every operand is a byte offset into one of those arrays (an
+argument, an output, or the plan's workspace).
 
 The layout of a tuple and of an ndarray object (where the item pointers
 and the data pointer sit) is found once by looking for known addresses in
