@@ -51,7 +51,7 @@ class Executor:
         return [step for step in self.steps if isinstance(step, KernelCode)]
 
     def run(self, inputs: list) -> list:
-        key = tuple([(a.dtype.char, a.shape, a.strides) for a in inputs])
+        key = tuple([(a.dtype, a.shape, a.strides) for a in inputs])
         plan = self.plans.get(key)
         if plan is not None:
             outputs = plan.run(inputs)
