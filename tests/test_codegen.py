@@ -760,3 +760,21 @@ def test_the_driver_finds_array_data_and_tuple_items_where_python_keeps_them():
         assert ctypes.c_size_t.from_address(id(a) + DATA_OFFSET).value == a.ctypes.data
         pair = (a, a.T)
         assert ctypes.c_size_t.from_address(id(pair) + ITEMS_OFFSET + 8).value == id(pair[1])
+
+
+@pytest.mark.parametrize(
+    "function",
+    [lambda x: fg.tanh(x) * fg.sigmoid(x), lambda x: fg.nn.functional.gelu(x)],
+    ids=["tanh_and_sigmoid", "gelu_and_its_gradient"],
+)
+def test_a_kernel_evaluates_an_exponential_its_functions_share_once(function):
+    """tanh's and sigmoid's exp(-|x|), erf's and its derivative's
+    exp(-x*x) are written as the same expression, so LLVM computes each once."""
+    import re
+
+    f = fg.jit(fg.value_and_grad(lambda x: function(x).sum()))
+    x = fg.randn(1000)
+    (kernel,) = f.lower(x).kernels
+    f(x)
+    widths = [int(w) for w in re.findall(r"call <(\d+) x float> @llvm\.floor\.v", kernel.llvm_ir)]
+    assert widths.count(max(widths)) == 1  # exp's range reduction, once in the main loop

@@ -398,7 +398,10 @@ def erf(e: Emitter, x):
     beyond them (with the sign of x)."""
     (small_piece, small_terms), *tail_pieces = ERF_PIECES["f64" if e.f64 else "f32"]
     a = e.call("llvm.fabs", x)
-    t = e.mul(a, a)
+    # x*x, not a*a (the same number): then exp(-x*x) below is the very
+    # expression erf's derivative evaluates, and a kernel holding both (gelu
+    # and its gradient) computes it once
+    t = e.mul(x, x)
     small = e.mul(a, _chebyshev(e, t, small_piece, small_terms))
     tail = _chebyshev(e, a, *tail_pieces[-1])
     for piece, terms in reversed(tail_pieces[:-1]):
