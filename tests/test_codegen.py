@@ -778,3 +778,17 @@ def test_a_kernel_evaluates_an_exponential_its_functions_share_once(function):
     f(x)
     widths = [int(w) for w in re.findall(r"call <(\d+) x float> @llvm\.floor\.v", kernel.llvm_ir)]
     assert widths.count(max(widths)) == 1  # exp's range reduction, once in the main loop
+
+
+def test_the_printed_program_shows_how_a_run_calls_its_kernels():
+    @fg.jit
+    def f(x, w):
+        return fg.tanh(x @ w).sum()
+
+    text = str(f.lower(fg.randn(64, 32), fg.randn(32, 64, requires_grad=True)))
+    forward = text[text.index("forward run for float32[64, 32] strides (128, 4)") :]
+    assert forward.split("\n")[1:3] == [
+        "  numpy: matmul",
+        "  one native call: fused_tanh_reduce_sum (workspace 0 B)",
+    ]
+    assert "backward run for" in text

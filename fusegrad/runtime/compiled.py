@@ -22,7 +22,7 @@ from ..ir.simplify import simplify, without_stop_gradients
 from ..tracer.tensor import Tensor, constant_array
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
-from .executor import Executor
+from .executor import Executor, describe_layouts
 
 
 class Program:
@@ -213,6 +213,13 @@ class Program:
                 f"saved for the backward beyond the inputs: {self.saved_bytes} bytes ({arrays})"
             )
         if native:
+            for name, executor in [("forward", self.forward_executor)] + (
+                [("backward", self.backward_executor)] if self.backward is not None else []
+            ):
+                parts += [
+                    f"{name} run for {describe_layouts(key)}:\n{plan}"
+                    for key, plan in executor.plans.items()
+                ]
             parts.append("kernels:\n" + "\n".join(f"  {k!r}" for k in self.kernels))
             parts.extend(f"; LLVM IR of {k.name}\n{k.llvm_ir}" for k in self.kernels)
             parts.extend(f"# assembly of {k.name}\n{k.asm}" for k in self.kernels)

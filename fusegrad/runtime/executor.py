@@ -115,6 +115,21 @@ class Plan:
             self.items[-1] = (step, reads, writes, [])  # the list goes at the end anyway
         self.output_slots = [self.slot[v] for v in graph.outputs]
 
+    def __str__(self) -> str:
+        """One line per call a run makes: a driver and the kernels it runs,
+        a kernel launched on its own (in numpy when tiny, split across the
+        cores when large), or a numpy step."""
+        lines = []
+        for step, *_ in self.items:
+            if isinstance(step, Segment):
+                names = ", ".join(k.name for k in step.kernels)
+                lines.append(f"  one native call: {names} (workspace {step.workspace_bytes} B)")
+            elif isinstance(step, KernelCode):
+                lines.append(f"  kernel on its own: {step.name}")
+            else:
+                lines.append(f"  numpy: {step.prim.name}")
+        return "\n".join(lines)
+
     def _add_slot(self, v, value=None) -> None:
         self.slot[v] = len(self.slot)
         self.rest.append(value)
@@ -203,6 +218,7 @@ class Segment:
             calls.append(Call(function, head, end, tuple(operands), fills))
             flags += [place[v] for v in _guard_flags(kernel)]
         self.driver = Driver(calls, flags)
+        self.kernels = kernels
         self.free_workspaces: list = []
 
     def run(self, reads: list):
@@ -261,6 +277,11 @@ def _pack(wanted: list) -> tuple:
         placed.append((offset, offset + size, first, last))
         total = max(total, offset + size)
     return offsets, total
+
+
+def describe_layouts(key: tuple) -> str:
+    """A plan's key (the inputs' dtypes, shapes and strides), for reading."""
+    return ", ".join(f"{dtype}{list(shape)} strides {strides}" for dtype, shape, strides in key)
 
 
 def _layout(a) -> tuple:
