@@ -792,3 +792,20 @@ def test_the_printed_program_shows_how_a_run_calls_its_kernels():
         "  one native call: fused_tanh_reduce_sum (workspace 0 B)",
     ]
     assert "backward run for" in text
+
+
+def test_a_backward_seeded_by_one_number_is_one_kernel():
+    """The seed (a 0-d cotangent) broadcast over the gradient's shape reads
+    one number: it joins the kernel recomputing the forward's values rather
+    than starting a kernel of its own (which made the first write every
+    value the second read)."""
+    f = fg.jit(lambda x, y: (fg.tanh(x * y) * fg.sin(y) + fg.exp(-x)).sum())
+    x, y = fg.randn(16, requires_grad=True), fg.randn(16)
+    lowered = f.lower(x, y)
+    assert "reshape" not in lowered.backward_ir
+    assert len(lowered.program.backward_executor.kernels) == 1
+    f(x, y).backward()
+    f(x, y).backward()
+    z = fg.tensor(x.detach().numpy(), requires_grad=True)
+    (fg.tanh(z * y) * fg.sin(y) + fg.exp(-z)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * z.grad.numpy(), rtol=1e-5, atol=1e-6)

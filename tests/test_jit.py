@@ -110,14 +110,13 @@ forward(%0: f32[2,3], %1: f32[3,4]):
         == """\
 backward(%0: f32[2,4], %1: f32[2,3], %2: f32[]):
   %3: f32[2,4] = tanh %0
-  %4: f32[1,1] = reshape[shape=(1, 1)] %2
-  %5: f32[2,4] = broadcast_to[shape=(2, 4)] %4
-  %6: f32[2,4] = mul %3 %3
-  %7: f32[2,4] = sub 1.0:f32 %6
-  %8: f32[2,4] = mul %5 %7
-  %9: f32[3,2] = transpose[perm=(1, 0)] %1
-  %10: f32[3,4] = matmul %9 %8
-  return %10"""
+  %4: f32[2,4] = broadcast_to[shape=(2, 4)] %2
+  %5: f32[2,4] = mul %3 %3
+  %6: f32[2,4] = sub 1.0:f32 %5
+  %7: f32[2,4] = mul %4 %6
+  %8: f32[3,2] = transpose[perm=(1, 0)] %1
+  %9: f32[3,4] = matmul %8 %7
+  return %9"""
     )
     assert str(lowered).startswith(lowered.forward_ir + "\n\n" + lowered.backward_ir)
     verify(lowered.program.forward)

@@ -180,6 +180,13 @@ def _split_of(reductions: list) -> int | None:
     return 0 if reductions else None
 
 
+def _size(shape: tuple) -> int:
+    size = 1
+    for s in shape:
+        size *= s
+    return size
+
+
 def _all_ones(shape: tuple) -> bool:
     return all(s == 1 for s in shape)
 
@@ -299,12 +306,12 @@ def partition(
         if fusible(eqn):
             # An operand's producer first (the most recent), then a kernel
             # reading one of its operands, which it then reads once for both;
-            # a value made of constants alone (a gradient's seed) goes with
-            # any kernel. Unrelated work stays apart: merging it saves no
-            # memory traffic and makes kernels unique (60 layers' gradients
-            # in one kernel took LLVM 2.4 s; per layer they are one kernel,
-            # compiled once).
-            operands = [v for v in eqn.inputs if isinstance(v, Var)]
+            # a value made of constants and single numbers alone (a
+            # gradient's seed) goes with any kernel. Unrelated work stays
+            # apart: merging it saves no memory traffic and makes kernels
+            # unique (60 layers' gradients in one kernel took LLVM 2.4 s; per
+            # layer they are one kernel, compiled once).
+            operands = [v for v in eqn.inputs if isinstance(v, Var) and _size(v.shape) > 1]
             sharing = {g for v in operands for g in readers.get(v, ())}
             if not operands:
                 sharing = set(range(len(groups)))

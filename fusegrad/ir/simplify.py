@@ -139,6 +139,12 @@ def _rewrite(eqn: Eqn, producer: dict):
         return same(ins[0])  # a copy of a fresh copy
     if prim is P.transpose and eqn.params["perm"] == tuple(range(len(out.shape))):
         return same(ins[0])
+    if prim is P.broadcast_to and produced_by(ins[0], P.reshape):
+        inner = producer[ins[0]].inputs[0]
+        padding = len(ins[0].shape) - len(inner.shape)
+        if padding >= 0 and ins[0].shape == (1,) * padding + tuple(inner.shape):
+            # the reshape only added leading ones, which broadcasting adds itself
+            return None, Eqn(P.broadcast_to, (inner,), eqn.params, out)
     if prim is P.reshape and produced_by(ins[0], P.reshape):
         return None, Eqn(P.reshape, producer[ins[0]].inputs, eqn.params, out)
     if prim is P.transpose and produced_by(ins[0], P.transpose):

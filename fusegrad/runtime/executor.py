@@ -148,7 +148,9 @@ class Plan:
         )
 
     def _add_segment(self, executor: Executor, indices: list, layouts: dict) -> None:
-        segment = Segment(executor, indices, layouts)
+        # values of earlier segments are arrays made in the planned layout
+        made = {v for step, *_ in self.items if type(step) is Segment for v in step.fresh}
+        segment = Segment(executor, indices, layouts, made)
         dead = [v for index in indices for v in executor.dead_after[index]]
         self._add(segment, segment.reads, segment.fresh, dead)
 
@@ -175,7 +177,7 @@ class Segment:
     """Consecutive kernels run by one driver. The driver's arrays: the values
     read from before the segment, the workspace, then the fresh values."""
 
-    def __init__(self, executor: Executor, indices: list, layouts: dict):
+    def __init__(self, executor: Executor, indices: list, layouts: dict, made: set):
         kernels = [executor.steps[k] for k in indices]
         last = indices[-1]
         produced = {}  # value -> (shape, dtype) of its array
@@ -185,12 +187,12 @@ class Segment:
         self.reads = list(
             dict.fromkeys(v for kernel in kernels for v in kernel.args if v not in produced)
         )
-        # values computed by numpy steps have the layout they had when planned
-        arguments = set(executor.graph.inputs)
+        # values numpy steps computed must have the layout they had when planned
+        known = set(executor.graph.inputs) | made
         self.checks = [
             (k, layouts[v])
             for k, v in enumerate(self.reads)
-            if isinstance(v, Var) and v not in arguments
+            if isinstance(v, Var) and v not in known
         ]
         self.fresh = [
             v for v in produced if v in executor.outputs or executor.last_reader.get(v, last) > last
