@@ -234,9 +234,11 @@ class Segment:
             workspace = free.pop()
         except IndexError:
             workspace = np.empty(self.workspace_bytes, np.uint8)
-        fresh = [np.empty(shape, dtype) for shape, dtype in self.fresh_arrays]
-        raised = self.driver.call(tuple(reads + [workspace] + fresh))
-        free.append(workspace)
+        try:
+            fresh = [np.empty(shape, dtype) for shape, dtype in self.fresh_arrays]
+            raised = self.driver.call((*reads, workspace, *fresh))
+        finally:
+            free.append(workspace)
         return None if raised else fresh
 
 
