@@ -1,10 +1,10 @@
 """Where a compiled call's time goes, layer by layer, on W4 (a 30-op function
 of 16-float vectors, value and gradient): the whole call (signature, cache
 lookup, output structure), the compiled program (guards, write-backs,
-wrapping outputs), its executor (the plan for this input layout), the plan's
-one segment (fresh arrays, workspace) and the driver's native call alone
-(the kernel's loop included). Minimums over interleaved repeats, in
-microseconds.
+wrapping outputs), its executor (finding the plan for this input layout),
+the plan (straight-line Python: fresh arrays, a workspace, one driver call)
+and the driver's native call alone (the kernel's loop included). Minimums
+over interleaved repeats, in microseconds.
 
     python benchmarks/call_overhead.py [--number 2000] [--repeat 30]
 """
@@ -41,7 +41,7 @@ def main() -> None:
         "jit call": lambda: f(x, y),
         "compiled program": lambda: program.run([x, y]),
         "executor": lambda: executor.run(arrays),
-        "segment": lambda: segment.run(arrays),
+        "plan": lambda: plan.run(arrays),
         "native call": lambda: segment.driver.call(driver_arrays),
     }
     best = dict.fromkeys(layers, float("inf"))

@@ -659,6 +659,8 @@ def test_consecutive_kernels_run_as_one_driver_call_with_a_reused_workspace():
     (plan,) = executor.plans.values()
     ((segment, *_),) = plan.items
     assert len(segment.driver.calls) == 2
+    # the plan runs as straight-line Python: one driver call, fresh outputs
+    assert plan.source.count("driver0((v0, workspace, v1, v2, ))") == 1
     executor.run([xs])  # the first run that follows the plan
     (workspace,) = segment.free_workspaces
     for _ in range(3):

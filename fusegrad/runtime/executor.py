@@ -87,17 +87,20 @@ class Executor:
 
 class Plan:
     """The steps for one layout of the inputs, consecutive native kernel
-    launches merged into segments run by one driver call each. Values live
-    in a list, at slots numbered when planning: inputs first, then
-    constants, then what each step makes (a step's results side by side)."""
+    launches merged into segments run by one driver call each, compiled to
+    a Python function (``source``) so a run is straight-line code. Values
+    are numbered when planning: inputs first, then constants, then what
+    each step makes (a step's results side by side)."""
 
     def __init__(self, executor: Executor, layouts: dict):
         graph, steps = executor.graph, executor.steps
         self.slot = {v: k for k, v in enumerate(graph.inputs)}
-        self.rest: list = []  # the slots after the inputs, as a run starts them
+        self.num_inputs = len(graph.inputs)
+        self.constants: dict = {}  # slot -> value
         for v in [v for step in steps for v in _inputs_of(step)] + graph.outputs:
             if isinstance(v, Const) and v not in self.slot:
-                self._add_slot(v, v.value)
+                self.constants[len(self.slot)] = v.value
+                self._add_slot(v)
         self.items: list = []  # (step, slots read, slots written, slots dead after)
         run: list = []
         for index, step in enumerate(steps):
@@ -114,6 +117,7 @@ class Plan:
             step, reads, writes, _ = self.items[-1]
             self.items[-1] = (step, reads, writes, [])  # the list goes at the end anyway
         self.output_slots = [self.slot[v] for v in graph.outputs]
+        self.run = self._compile()
 
     def __str__(self) -> str:
         """One line per call a run makes: a driver and the kernels it runs,
@@ -130,9 +134,8 @@ class Plan:
                 lines.append(f"  numpy: {step.prim.name}")
         return "\n".join(lines)
 
-    def _add_slot(self, v, value=None) -> None:
+    def _add_slot(self, v) -> None:
         self.slot[v] = len(self.slot)
-        self.rest.append(value)
 
     def _add(self, step, reads: list, writes: list, dead: list) -> None:
         first = len(self.slot)
@@ -154,23 +157,64 @@ class Plan:
         dead = [v for index in indices for v in executor.dead_after[index]]
         self._add(segment, segment.reads, segment.fresh, dead)
 
-    def run(self, inputs: list):
-        """The outputs, or None when a value's layout or a range flag leaves the plan."""
-        env = inputs + self.rest
-        for step, reads, writes, dead in self.items:
-            arrays = [env[k] for k in reads]
+    def _compile(self):
+        """The plan as a Python function of the inputs: one statement per
+        call, values in local variables, everything else bound in. Returns
+        None when a value's layout or a range flag leaves the plan."""
+        bound = {"empty": np.empty, "uint8": np.uint8, "run_equation": run_equation}
+        bound.update((f"v{k}", value) for k, value in self.constants.items())
+        inputs = "".join(f"v{k}, " for k in range(self.num_inputs))
+        lines = ["def run(inputs):", f"    {inputs}= inputs" if inputs else "    pass"]
+        for n, (step, reads, writes, dead) in enumerate(self.items):
+            args = [f"v{k}" for k in reads]
+            outputs = [f"v{k}" for k in range(writes.start, writes.stop)]
+            listed, unpacked = ", ".join(args), "".join(o + ", " for o in outputs)
             if type(step) is Segment:
-                results = step.run(arrays)
-                if results is None:
-                    return None
+                lines += _segment_lines(step, n, args, outputs, bound)
             elif type(step) is KernelCode:
-                results = step(arrays)
+                bound[f"kernel{n}"] = step
+                lines.append(f"    {unpacked}= kernel{n}([{listed}])")
             else:
-                results = [run_equation(step, arrays)]
-            env[writes] = results
-            for k in dead:
-                env[k] = None
-        return [env[k] for k in self.output_slots]
+                bound[f"eqn{n}"] = step
+                lines.append(f"    {unpacked}= [run_equation(eqn{n}, [{listed}])]")
+            if dead:
+                lines.append(f"    del {', '.join(f'v{k}' for k in dead)}")
+        lines.append(f"    return [{', '.join(f'v{k}' for k in self.output_slots)}]")
+        self.source = "\n".join(lines)
+        exec(compile(self.source, "<fusegrad plan>", "exec"), bound)
+        return bound["run"]
+
+
+def _segment_lines(segment, n: int, args: list, outputs: list, bound: dict) -> list:
+    """A driver call: layout checks of values numpy steps made, a workspace
+    from the segment's pool, fresh arrays for the values that leave it."""
+    lines = []
+    for k, expected in segment.checks:
+        bound[f"layout{n}_{k}"] = expected
+        a = args[k]
+        lines.append(f"    if ({a}.dtype.char, {a}.shape, {a}.strides) != layout{n}_{k}:")
+        lines.append("        return None")
+    bound[f"free{n}"] = segment.free_workspaces
+    bound[f"driver{n}"] = segment.driver.call
+    lines += [
+        "    try:  # a workspace per concurrent call",
+        f"        workspace = free{n}.pop()",
+        "    except IndexError:",
+        f"        workspace = empty({segment.workspace_bytes}, uint8)",
+        "    try:",
+    ]
+    for j, (output, (shape, dtype)) in enumerate(zip(outputs, segment.fresh_arrays)):
+        bound[f"shape{n}_{j}"], bound[f"dtype{n}_{j}"] = shape, dtype
+        lines.append(f"        {output} = empty(shape{n}_{j}, dtype{n}_{j})")
+    operands = "".join(f"{a}, " for a in args + ["workspace"] + outputs)
+    lines += [
+        f"        raised = driver{n}(({operands}))",
+        "    finally:",
+        f"        free{n}.append(workspace)",
+        "    if raised:",
+        "        return None",
+    ]
+    return lines
 
 
 class Segment:
@@ -222,24 +266,6 @@ class Segment:
         self.driver = Driver(calls, flags)
         self.kernels = kernels
         self.free_workspaces: list = []
-
-    def run(self, reads: list):
-        """The fresh values, or None when planned layouts no longer hold or
-        a range flag was raised."""
-        for k, expected in self.checks:
-            if _layout(reads[k]) != expected:
-                return None
-        free = self.free_workspaces
-        try:  # a workspace per concurrent call
-            workspace = free.pop()
-        except IndexError:
-            workspace = np.empty(self.workspace_bytes, np.uint8)
-        try:
-            fresh = [np.empty(shape, dtype) for shape, dtype in self.fresh_arrays]
-            raised = self.driver.call((*reads, workspace, *fresh))
-        finally:
-            free.append(workspace)
-        return None if raised else fresh
 
 
 def _fresh_values(kernel: KernelCode) -> list:
