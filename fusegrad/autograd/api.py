@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from ..runtime import autograd as engine
-from ..tracer.creation import zeros_like
+from ..tracer.creation import ones_like, zeros_like
 from ..tracer.tensor import Tensor
 
 
@@ -31,7 +29,7 @@ def _make_grads(outputs, grad_outputs):
             if out.requires_grad:
                 if out.numel() != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                grad = Tensor._make(np.ones(out._data.shape, out._dtype.np), out._dtype)
+                grad = ones_like(out)
         elif isinstance(grad, Tensor):
             if grad.shape != out.shape:
                 raise RuntimeError(
