@@ -613,3 +613,13 @@ def test_detaching_costs_no_copy_in_a_compiled_program():
     y = fg.full((5, 3), 0.1, requires_grad=True)
     fg.tanh(x @ y).sum().backward()
     np.testing.assert_allclose(grad.numpy(), y.grad.numpy(), rtol=1e-6)
+
+
+def test_the_seed_of_a_traced_backward_is_a_constant_of_the_program():
+    """backward() of a scalar inside a trace seeds it with ones made by a
+    traced op, so the program folds them (x * 1 is x) instead of reading a
+    captured tensor on every call (a regression caught by call_overhead.py)."""
+    f = fg.jit(fg.value_and_grad(lambda x: (fg.tanh(x) * x).sum()))
+    x = fg.randn(16)
+    program = f.lower(x).program
+    assert len(program.forward.inputs) == 1 and not program.captured
