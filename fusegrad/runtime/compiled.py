@@ -213,9 +213,10 @@ class Program:
                 f"saved for the backward beyond the inputs: {self.saved_bytes} bytes ({arrays})"
             )
         if native:
-            for name, executor in [("forward", self.forward_executor)] + (
-                [("backward", self.backward_executor)] if self.backward is not None else []
-            ):
+            executors = {"forward": self.forward_executor}
+            if self.backward is not None:
+                executors["backward"] = self.backward_executor
+            for name, executor in executors.items():
                 parts += [
                     f"{name} run for {describe_layouts(key)}:\n{plan}"
                     for key, plan in executor.plans.items()
