@@ -14,6 +14,7 @@ returns the residuals the backward reads) and the backward program.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 
@@ -172,7 +173,7 @@ def _cheapest_to_save(eqns: list, inputs: list, free: set, needed: list, recompu
         edges.setdefault(b, []).append(a)
 
     def value_edge(v):
-        cost = 0 if v in free else int(np.prod(v.shape)) * v.dtype.np.itemsize
+        cost = 0 if v in free else prod(v.shape) * v.dtype.np.itemsize
         edge(("in", v), ("out", v), cost)
 
     for v in inputs:

@@ -32,6 +32,7 @@ what a code generator can lower.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import prod
 
 from .graph import Eqn, Graph, Var
 
@@ -180,13 +181,6 @@ def _split_of(reductions: list) -> int | None:
     return 0 if reductions else None
 
 
-def _size(shape: tuple) -> int:
-    size = 1
-    for s in shape:
-        size *= s
-    return size
-
-
 def _all_ones(shape: tuple) -> bool:
     return all(s == 1 for s in shape)
 
@@ -311,7 +305,7 @@ def partition(
             # apart: merging it saves no memory traffic and makes kernels
             # unique (60 layers' gradients in one kernel took LLVM 2.4 s; per
             # layer they are one kernel, compiled once).
-            operands = [v for v in eqn.inputs if isinstance(v, Var) and _size(v.shape) > 1]
+            operands = [v for v in eqn.inputs if isinstance(v, Var) and prod(v.shape) > 1]
             sharing = {g for v in operands for g in readers.get(v, ())}
             if not operands:
                 sharing = set(range(len(groups)))

@@ -12,6 +12,8 @@ values whose lifetimes do not overlap share bytes.
 
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from ..codegen.driver import Call, Driver, Fill
@@ -257,7 +259,7 @@ class Segment:
             fresh = _fresh_values(kernel)
             shapes, column_starts = kernel.fresh_arrays()
             fills = tuple(
-                Fill(place[fresh[k]], fresh[k].dtype, _count(shapes[k][0]), start)
+                Fill(place[fresh[k]], fresh[k].dtype, prod(shapes[k][0]), start)
                 for k, start in column_starts
             )
             operands = [place[v] for v in kernel.args + fresh]
@@ -319,11 +321,7 @@ def _layout(a) -> tuple:
 
 
 def _nbytes(shape: tuple, dtype) -> int:
-    return _count(shape) * np.dtype(dtype).itemsize
-
-
-def _count(shape: tuple) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return prod(shape) * np.dtype(dtype).itemsize
 
 
 def _aligned(size: int) -> int:

@@ -192,7 +192,7 @@ class JitFunction:
                 parts.append(("static", arg))
             elif type(arg) is Tensor:  # the common case, inline
                 tensors.append(arg)
-                parts.append(("tensor", arg._data.shape, arg._dtype.name, arg._requires_grad))
+                parts.append(_tensor_key(arg))
             else:
                 parts.append(_flatten_input(arg, tensors, f"argument {i}"))
         if kwargs:
@@ -240,10 +240,14 @@ class JitFunction:
             )
 
 
+def _tensor_key(t: Tensor) -> tuple:
+    return ("tensor", t._data.shape, t._dtype.name, t._requires_grad)
+
+
 def _flatten_input(value, tensors: list, where: str):
     if isinstance(value, Tensor):
         tensors.append(value)
-        return ("tensor", value._data.shape, value._dtype.name, value.requires_grad)
+        return _tensor_key(value)
     if isinstance(value, _SCALARS):
         return ("value", type(value).__name__, value)
     if isinstance(value, (tuple, list)):
