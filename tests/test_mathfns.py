@@ -11,11 +11,11 @@ import pytest
 
 import fusegrad as fg
 from fusegrad.codegen import mathfns
-from fusegrad.codegen.kernels import KernelCode
 from fusegrad.ir import primitives as P
 from fusegrad.ir.dtypes import from_numpy_dtype
 from fusegrad.ir.graph import Graph, GraphBuilder, Var, building
 from fusegrad.runtime.executor import Executor
+from fusegrad.runtime.launch import Launcher
 
 
 def _sigmoid(x):
@@ -189,7 +189,7 @@ def test_sin_and_cos_fast_path_up_to_its_limit(name, np_dtype, monkeypatch):
             np.array([limit, -limit, np.inf, -np.inf, np.nan]),
         ]
     ).astype(np_dtype)
-    monkeypatch.setattr(KernelCode, "_numpy", None)  # the fallback must not run
+    monkeypatch.setattr(Launcher, "in_numpy", None)  # the fallback must not run
     _check(name, getattr(np, name), xs)
 
 
@@ -197,11 +197,11 @@ def test_sin_and_cos_fast_path_up_to_its_limit(name, np_dtype, monkeypatch):
 @pytest.mark.parametrize("name", ["sin", "cos"])
 def test_sin_and_cos_beyond_the_fast_range_run_through_numpy(name, np_dtype, monkeypatch):
     fallbacks = []
-    numpy_steps = KernelCode._numpy
+    numpy_steps = Launcher.in_numpy
     monkeypatch.setattr(
-        KernelCode,
-        "_numpy",
-        lambda code, arrays: fallbacks.append(code) or numpy_steps(code, arrays),
+        Launcher,
+        "in_numpy",
+        lambda launcher, arrays: fallbacks.append(launcher.code) or numpy_steps(launcher, arrays),
     )
     rng = np.random.default_rng(3)
     top = 127 if np_dtype is np.float32 else 1023

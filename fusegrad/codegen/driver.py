@@ -1,61 +1,42 @@
-"""One native call for a run of kernels.
+"""One native call for a run of kernels: a driver.
 
-A driver is compiled for a run of consecutive kernel launches in a plan (a
-program's steps for one layout of its inputs): it fills the column
-accumulators, calls every kernel's loop for its recorded layout in order,
-and returns whether any kernel's range flag was raised. It is given a
-tuple of numpy arrays and reads their data addresses from the array
-objects, where ctypes would spend a microsecond and a half per array to ask
-numpy; every operand is a byte offset into one of those arrays (an
-argument, an output, or the plan's workspace).
+A driver calls a planned run's kernels in order. It is given a table of
+addresses (per call: the kernel's function, its shape and stride arrays and,
+bounds-checked, its extents; bounds-checked, the error array first) and a
+tuple of numpy arrays, whose data addresses it reads from the array objects
+themselves, where ctypes would spend a microsecond and a half per array to
+ask numpy. Every operand is a byte offset into one of those arrays. Before
+each kernel it fills that kernel's column accumulators; at the end it
+returns 1 if a range flag was raised, and bounds-checked, 2 as soon as a
+kernel reports an access outside its operands (with the call's number
+added to the kernel's error record).
 
-The layout of a tuple and of an ndarray object (where the item pointers
-and the data pointer sit) is found once by looking for known addresses in
-a probe's memory, not assumed.
+Where a tuple keeps its items and an array its data pointer is the caller's
+to say (``items_offset``, ``data_offset``): the runtime finds them.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
-import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 
-import numpy as np
 from llvmlite import ir
 
 from .. import timing
 from .lowering import llvm_type
-from .target import CompiledModule
+from .target import compile_function
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 BYTES = I8.as_pointer()
 POINTER_SIZE = ctypes.sizeof(ctypes.c_void_p)
-
-
-def _offset_of(address: int, obj) -> int:
-    """Where in ``obj``'s memory (its fixed part and, for a tuple, its
-    items) ``address`` is stored."""
-    size = type(obj).__basicsize__ + type(obj).__itemsize__ * len(obj)
-    words = (ctypes.c_size_t * (size // POINTER_SIZE)).from_address(id(obj))
-    for k, word in enumerate(words):
-        if word == address:
-            return k * POINTER_SIZE
-    raise RuntimeError("fusegrad: cannot find where this Python keeps tuple items or array data")
-
-
-_PROBE = np.empty(3)
-DATA_OFFSET = _offset_of(_PROBE.ctypes.data, _PROBE)  # PyArrayObject's data pointer
-ITEMS_OFFSET = _offset_of(id(_PROBE), (_PROBE,))  # PyTupleObject's first item
-del _PROBE
+PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.py_object)
 
 
 @dataclass(frozen=True)
 class Fill:
     """``count`` elements of ``dtype`` set to ``value`` at an operand."""
 
-    operand: tuple  # (array, byte offset)
+    operand: tuple  # (array index, byte offset)
     dtype: object  # the IR's DType
     count: int
     value: float
@@ -63,43 +44,33 @@ class Fill:
 
 @dataclass(frozen=True)
 class Call:
-    """One kernel launch: its compiled function, the addresses of the shape
-    and stride arrays of its layout, the end of its outermost loop, and its
-    operands as (array, byte offset) pairs."""
+    """One kernel launch: its operands as (array index, byte offset) pairs,
+    the end of its outermost loop, and the fills that come before it."""
 
-    function: object  # a ctypes function
-    head: tuple
-    end: int
     operands: tuple
+    end: int
     fills: tuple = ()
 
 
-class Driver:
-    """``driver.call(arrays)`` runs the calls and returns nonzero when a range
-    flag was raised."""
-
-    def __init__(self, calls: list, flags: list):
-        self.calls = calls
-        table = []
-        for call in calls:
-            table += [ctypes.cast(call.function, ctypes.c_void_p).value, *call.head]
-        self._table = (ctypes.c_void_p * len(table))(*table)
-        description = _describe(calls, flags)
-        function = _compile(description, lambda symbol: _generate(calls, flags, symbol))
-        # the table's address bound in: a call is one ctypes call
-        self.call = functools.partial(function, ctypes.c_void_p(ctypes.addressof(self._table)))
-
-
-def _describe(calls: list, flags: list) -> str:
-    lines = [f"driver {DATA_OFFSET} {ITEMS_OFFSET}"]
+def compile_driver(
+    calls: list, flags: list, checked: bool, items_offset: int, data_offset: int
+):
+    """The driver's function: ``(table address, arrays tuple) -> int32``.
+    ``flags`` are the (array index, byte offset) of the range flags."""
+    lines = [f"driver {items_offset} {data_offset} checked={checked}"]
     for call in calls:
         lines.append(f"call {call.end} {call.operands}")
         lines += [f"fill {f.operand} {f.dtype.name} {f.count} {f.value!r}" for f in call.fills]
     lines.append(f"flags {flags}")
-    return "\n".join(lines)
+
+    def build_ir(symbol):
+        with timing.phase("kernel IR"):
+            return _generate(calls, flags, checked, items_offset, data_offset, symbol)
+
+    return compile_function("\n".join(lines), build_ir, PROTOTYPE)
 
 
-def _generate(calls: list, flags: list, symbol: str) -> str:
+def _generate(calls, flags, checked, items_offset, data_offset, symbol) -> str:
     module = ir.Module(name="driver")
     function = ir.Function(module, ir.FunctionType(I32, [BYTES.as_pointer(), BYTES]), name=symbol)
     table, arrays = function.args
@@ -109,34 +80,40 @@ def _generate(calls: list, flags: list, symbol: str) -> str:
     def address(operand):
         item, offset = operand
         if item not in data:
-            slot = b.gep(arrays, [ir.Constant(I64, ITEMS_OFFSET + POINTER_SIZE * item)])
+            slot = b.gep(arrays, [ir.Constant(I64, items_offset + POINTER_SIZE * item)])
             array = b.load(b.bitcast(slot, BYTES.as_pointer()))
-            pointer = b.gep(array, [ir.Constant(I64, DATA_OFFSET)])
+            pointer = b.gep(array, [ir.Constant(I64, data_offset)])
             data[item] = b.load(b.bitcast(pointer, BYTES.as_pointer()))
         return b.gep(data[item], [ir.Constant(I64, offset)])
 
+    def entry(slot):
+        return b.load(b.gep(table, [ir.Constant(I64, slot)]))
+
     slot = 0
-    for call in calls:
+    if checked:
+        error = b.bitcast(entry(0), I64.as_pointer())
+        slot = 1
+    per_call = 4 if checked else 3
+    for number, call in enumerate(calls):
         for fill in call.fills:
             _emit_fill(b, function, address(fill.operand), fill)
-        pointer, shape, strides = (
-            b.load(b.gep(table, [ir.Constant(I64, slot + k)])) for k in range(3)
-        )
-        slot += 3
+        pointer, *tables = (entry(slot + k) for k in range(per_call))
+        slot += per_call
+        if checked:
+            tables.append(error)
+        tables = [b.bitcast(t, I64.as_pointer()) for t in tables]
         signature = ir.FunctionType(
-            ir.VoidType(), [I64.as_pointer()] * 2 + [I64] * 2 + [BYTES] * len(call.operands)
+            ir.VoidType(),
+            [I64.as_pointer()] * 2 + [I64] * 2 + [I64.as_pointer()] * (len(tables) - 2)
+            + [BYTES] * len(call.operands),
         )
+        arguments = [*tables[:2], ir.Constant(I64, 0), ir.Constant(I64, call.end), *tables[2:]]
         kernel = b.bitcast(pointer, signature.as_pointer())
-        b.call(
-            kernel,
-            [
-                b.bitcast(shape, I64.as_pointer()),
-                b.bitcast(strides, I64.as_pointer()),
-                ir.Constant(I64, 0),
-                ir.Constant(I64, call.end),
-            ]
-            + [address(operand) for operand in call.operands],
-        )
+        b.call(kernel, arguments + [address(operand) for operand in call.operands])
+        if checked:
+            with b.if_then(b.icmp_signed("!=", b.load(error), ir.Constant(I64, 0)), likely=False):
+                b.store(ir.Constant(I64, number), b.gep(error, [ir.Constant(I64, 3)]))
+                b.ret(ir.Constant(I32, 2))
     raised = ir.Constant(I8, 0)
     for flag in flags:
         raised = b.or_(raised, b.load(address(flag)))
@@ -160,25 +137,3 @@ def _emit_fill(b, function, start, fill: Fill) -> None:
     index.add_incoming(following, loop)
     b.cbranch(b.icmp_signed("<", following, ir.Constant(I64, fill.count)), loop, after)
     b.position_at_end(after)
-
-
-_compiled: dict = {}  # description -> ctypes function
-_SOURCE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.py_object)
-
-
-def _compile(description: str, build_ir):
-    key = f"{_SOURCE}\n{description}"
-    function = _compiled.get(key)
-    if function is None:
-        symbol = "driver_" + hashlib.sha256(key.encode()).hexdigest()[:24]
-
-        def build():
-            with timing.phase("kernel IR"):
-                return build_ir(symbol)
-
-        module = CompiledModule(build, key)
-        function = _PROTOTYPE(module.address(symbol))
-        function.module = module
-        _compiled[key] = function
-    return function

@@ -1,19 +1,19 @@
 """Fused elementwise kernels: LLVM IR for a loop nest over the iteration shape.
 
 Every operand is addressed through element strides, so broadcast (stride 0),
-transposed and sliced inputs are read in place. Before a launch the operands
-are checked (dtype, broadcastable shape, strides in whole elements) and
-adjacent dimensions that are contiguous for every operand are merged. A
-kernel is compiled per layout: the number of merged dimensions and, for each
-operand, whether its innermost stride is 0, 1 or something else; the
-innermost loop then has constant strides and vectorizes.
+transposed and sliced inputs are read in place. A kernel is compiled per
+*variant* of its operands' layout: the number of merged dimensions, each
+operand's innermost stride class (0, 1 or other), how many dimensions a row
+reduction keeps, and whether every access is bounds-checked. The innermost
+loop then has constant strides and vectorizes. What a kernel's pointer
+arguments hold is its ``operands``; the runtime owns their memory, works out
+the layouts and launches the compiled function.
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 from llvmlite import ir
@@ -22,10 +22,9 @@ from .. import timing
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.fusion import is_column_reduction, is_whole_reduction
-from ..ir.graph import Const, Eqn, Var, run_equation
-from . import parallel
+from ..ir.graph import Const, Eqn, Var
 from .lowering import APPROXIMATED, BOOL, FAST_RANGE, LOWERINGS, llvm_type
-from .target import CompiledModule
+from .target import compile_function
 
 I64 = ir.IntType(64)
 BYTE = ir.IntType(8)
@@ -35,54 +34,38 @@ def _memory_type(dtype):
     return BYTE if dtype.name == "bool" else llvm_type(dtype)
 
 
-def layout(shape: tuple, arrays: list, split: int | None = None) -> tuple:
-    """(merged shape, element strides per operand, stride classes, how many
-    merged dimensions come before ``split``) for a launch. Dimensions merge
-    when contiguous for every operand, never across ``split`` (the boundary
-    between a reduction's kept and reduced dimensions). Raises ValueError
-    when an operand does not fit the iteration shape."""
-    ndim = len(shape)
-    split = ndim if split is None else split
-    strides = []
-    for a in arrays:
-        if a.ndim > ndim or any(s not in (1, t) for s, t in zip(a.shape[::-1], shape[::-1])):
-            raise ValueError(f"operand of shape {a.shape} does not broadcast to {shape}")
-        padded = (0,) * (ndim - a.ndim) + tuple(
-            0 if s == 1 and t != 1 else st // a.itemsize
-            for s, t, st in zip(a.shape, shape[ndim - a.ndim :], a.strides)
-        )
-        strides.append(padded)
-    merged_shape, merged, before_split = [], [[] for _ in arrays], 0
-    for region_index, region in enumerate((range(split), range(split, ndim))):
-        start = len(merged_shape)
-        for d in region:
-            if shape[d] == 1:
-                continue
-            if len(merged_shape) > start and all(
-                m[-1] == s[d] * shape[d] for m, s in zip(merged, strides)
-            ):
-                merged_shape[-1] *= shape[d]
-                for m, s in zip(merged, strides):
-                    m[-1] = s[d]
-                continue
-            merged_shape.append(shape[d])
-            for m, s in zip(merged, strides):
-                m.append(s[d])
-        if region_index == 0:
-            before_split = len(merged_shape)
-    if (split < ndim and len(merged_shape) == before_split) or not merged_shape:
-        # an inner loop of one: all the dimensions to reduce (or all) were size 1
-        merged_shape.append(1)
-        for m in merged:
-            m.append(0)
-    classes = tuple(m[-1] if m[-1] in (0, 1) else "s" for m in merged)
-    return tuple(merged_shape), merged, classes, before_split
+@dataclass(frozen=True)
+class Operand:
+    """One pointer argument of a kernel: the value its array holds, the
+    array's shape, and how that shape sits in the kernel's iteration space
+    (``before`` and ``after`` unit dimensions around it, then broadcast).
+    Reductions and range flags say how they accumulate (``reduce``: sum,
+    max or min; ``extent``: per row, per column or over everything); a
+    column accumulator is filled with ``start`` before a launch."""
+
+    role: str  # input, row input, output, row output, reduction, flag, spill
+    value: object  # the Var or array Const the array holds
+    shape: tuple
+    before: int = 0
+    after: int = 0
+    reduce: str | None = None
+    extent: str | None = None
+    start: object = None
+
+    @property
+    def dtype(self):
+        return self.value.dtype
+
+    @property
+    def view(self) -> tuple:
+        """The array's shape in kernel coordinates (before broadcasting)."""
+        return (1,) * self.before + tuple(self.shape) + (1,) * self.after
 
 
 class KernelCode:
-    """One fused kernel, compiled for each operand layout it meets.
+    """One fused kernel and its machine code for each layout variant.
 
-    A launch's pointer arguments, in order: the inputs (in kernel
+    Its pointer arguments (``operands``), in order: the inputs (in kernel
     coordinates), the inputs read per row (in row coordinates), the
     elementwise outputs, the per-row outputs, the reductions' arrays (range
     flags last) and the spill rows (see ``_spills``)."""
@@ -125,11 +108,8 @@ class KernelCode:
         ]
         self.spills = self._spills()
         self.plans = [self._plan(p) for p in range(self.last_phase + 1)]
-        self.num_reductions = len(kernel.reductions)
-        self._arena = self._plan_arena()
-        self._layouts: list = []  # shape and stride arrays launches point into
-        self.variants: dict = {}  # (ndim, stride classes) -> compiled function
-        self.launches: dict = {}  # operand layouts -> how to launch
+        self.operands = self._operands()
+        self.variants: dict = {}  # (ndim, stride classes, first, checked) -> function
         self.modules: list = []
 
     @property
@@ -182,11 +162,43 @@ class KernelCode:
         return "\n".join(m.asm for m in self.modules)
 
     @property
+    def work_per_element(self) -> int:
+        """About how many instructions each element of the iteration shape
+        costs, all passes over a row counted."""
+        return (sum(_cost(e) for e in self.body) + 1) * (self.last_phase + 1)
+
+    @property
     def results(self) -> list:
         """The values a launch returns: elementwise outputs, per-row outputs,
         then reductions."""
         kernel = self.kernel
         return kernel.outputs + kernel.row_outputs + [r.out for r in kernel.reductions]
+
+    def _operands(self) -> list:
+        kernel, shape, split = self.kernel, self.kernel.shape, self.split
+        ndim, kept = len(shape), shape[:split]
+
+        def row(role, v):  # a value per row, in row coordinates
+            return Operand(role, v, v.shape, len(kept) - len(v.shape), ndim - len(kept))
+
+        operands = [Operand("input", v, v.shape) for v in self.args[: self.first_row_arg]]
+        operands += [row("row input", v) for v in self.args[self.first_row_arg :]]
+        operands += [Operand("output", v, shape) for v in kernel.outputs]
+        operands += [Operand("row output", v, v.shape, 0, ndim - len(v.shape)) for v in kernel.row_outputs]
+        for k, r in enumerate(self.reducers):
+            role = "reduction" if k < len(kernel.reductions) else "flag"
+            out = r.eqn.out
+            if r.column:
+                operand = Operand(role, out, shape[split:], split, 0, r.kind, "column", r.start)
+            elif r in self.wholes:
+                operand = Operand(role, out, (), 0, ndim, r.kind, "whole")
+            else:  # rows, or everything when that is the one row
+                operand = Operand(role, out, kept, 0, ndim - len(kept), r.kind, "row")
+            assert operand.shape == out.shape, (operand, out)
+            operands.append(operand)
+        # a row's worth of memory, the same for every row
+        operands += [Operand("spill", v, shape[split:], split) for v in self.spills]
+        return operands
 
     def _spills(self) -> list:
         """Values computed in one pass over a row and read in a later one
@@ -238,223 +250,18 @@ class KernelCode:
             spills,
         )
 
-    def _allocate(self, empty: bool = False):
-        """Output arrays, the reductions' arrays and the spill rows, and
-        their addresses. When they are small they share one allocation, so
-        one address is asked of numpy instead of one per array (a ctypes
-        address costs about a microsecond, as much as a small kernel). For a
-        launch over nothing (``empty``) the reductions' arrays hold their
-        starting values: nothing will store into them."""
-        kernel, shape = self.kernel, self.kernel.shape
-        if self._arena is not None and not empty:
-            total, places, fills = self._arena
-            buffer = np.empty(total, np.uint8)
-            base = buffer.ctypes.data
-            fresh = [np.ndarray(shape, dtype, buffer, offset) for shape, dtype, offset in places]
-            for k, value in fills:
-                fresh[k].fill(value)
-            addresses = [base + offset for _, _, offset in places]
-        else:
-            fresh = [np.empty(shape, v.dtype.np) for v in kernel.outputs]
-            fresh += [np.empty(v.shape, v.dtype.np) for v in kernel.row_outputs]
-            fresh += self._reduction_arrays() + self._spill_rows()
-            addresses = [a.ctypes.data for a in fresh]
-        outputs = len(kernel.outputs) + len(kernel.row_outputs)
-        sums = outputs + len(self.reducers)
-        return fresh[:outputs], fresh[outputs:sums], fresh[sums:], addresses
-
-    def fresh_arrays(self) -> tuple:
-        """(shape, dtype) of every array a launch writes, in operand order
-        (outputs, per-row outputs, the reductions' arrays, spill rows), and
-        (index, first value) of the column accumulators among them."""
-        kernel, shape, split = self.kernel, self.kernel.shape, self.split
-        wanted = [(shape, v.dtype.np) for v in kernel.outputs]
-        wanted += [(v.shape, v.dtype.np) for v in kernel.row_outputs]
-        fills = []
-        for r, (dims, dtype, start) in zip(self.reducers, self._reduction_specs()):
-            if r.column:
-                fills.append((len(wanted), start))
-            wanted.append((dims, dtype))
-        wanted += [(shape[split:], v.dtype.np) for v in self.spills]
-        return wanted, fills
-
-    def _plan_arena(self):
-        """(bytes, (shape, dtype, offset) per fresh array, (index, first
-        value) per column accumulator), or None when they are too big to share
-        one allocation usefully."""
-        wanted, fills = self.fresh_arrays()
-        places, total = [], 0
-        for dims, dtype in wanted:
-            places.append((dims, dtype, total))
-            total += -(-int(np.prod(dims)) * dtype.itemsize // 64) * 64  # whole cache lines
-        return (total, places, fills) if total <= ARENA_BYTES else None
-
-    def _reduction_specs(self) -> list:
-        """(shape, dtype, first value) of each reduction's array: results
-        for row and whole reductions; for column reductions accumulators
-        starting at the identity, which the kernel adds every row into."""
-        shape, split = self.kernel.shape, self.split
-        return [
-            (
-                shape[split:] if r.column else () if r.whole else shape[:split],
-                r.eqn.out.dtype.np,
-                r.start if r.column else 0,
-            )
-            for r in self.reducers
-        ]
-
-    def _reduction_arrays(self) -> list:
-        return [np.full(dims, start, dtype) for dims, dtype, start in self._reduction_specs()]
-
-    def _spill_rows(self) -> list:
-        return [np.empty(self.kernel.shape[self.split :], v.dtype.np) for v in self.spills]
-
-    def __call__(self, arrays: list) -> list:
-        key = tuple([(a.dtype.char, a.shape, a.strides) for a in arrays])
-        launch = self.launches.get(key)
-        if launch is None:
-            launch = self.launches[key] = self._prepare(arrays)
-        if launch is _SMALL:
-            return self._numpy(arrays)
-        outputs, sums, spills, addresses = self._allocate(empty=launch is _EMPTY)
-        if launch is not _EMPTY:
-            self._launch(launch, arrays, outputs, sums, spills, addresses)
-        reductions = sums[: self.num_reductions]
-        if self.guards and any(sums[self.num_reductions :]):
-            return self._numpy(arrays)  # an argument beyond a fast lowering's range
-        return outputs + reductions
-
-    def _launch(self, launch, arrays, outputs, sums, spills, addresses) -> None:
-        """Runs every chunk of the outermost loop, each on a core. Reductions
-        that chunks would share (columns, sums of everything) get fresh
-        arrays per chunk, combined afterwards; spill rows are per chunk."""
-        function, head, chunks, private = launch
-        inputs = [a.ctypes.data for a in arrays]
-        if len(chunks) == 1:
-            function(*head, *chunks[0], *inputs, *addresses)
-            return
-        shared = inputs + addresses[: len(outputs)]
-        calls, partials, buffers = [], [], []  # buffers: alive until the calls return
-        for n, (begin, end) in enumerate(chunks):
-            own = sums
-            if n:
-                fresh = self._reduction_arrays()
-                own = [f if p else a for f, a, p in zip(fresh, sums, private)]
-                partials.append(own)
-                spills = self._spill_rows()
-            buffers.append(spills)
-            mine = [a.ctypes.data for a in own + spills]
-            calls.append((*head, begin, end, *shared, *mine))
-        parallel.run(function, calls)
-        for own in partials:
-            for reducer, total, partial, p in zip(self.reducers, sums, own, private):
-                if p:
-                    reducer.merge(total, partial)
-        if partials and self.kernel.row_eqns and all(private):  # its one row was split
-            self._rows_from_totals(arrays + outputs, sums)
-
-    def _rows_from_totals(self, shared: list, sums: list) -> None:
-        """The row equations of a kernel whose one row was split into
-        chunks: each chunk computed them from its partial totals, so they
-        are computed again, in numpy, from the combined ones."""
-        kernel = self.kernel
-        env = {id(v): a for v, a in zip(self.args, shared)}
-        env.update((id(r.out), a) for r, a in zip(kernel.reductions, sums))
-        _run_in_numpy(kernel.row_eqns, env)
-        for v, a in zip(kernel.row_outputs, shared[len(self.args) + len(kernel.outputs) :]):
-            a[...] = env[id(v)]
-
-    def native_launch(self, arrays: list):
-        """(function, layout addresses, end of the outermost loop): how one
-        native call runs this layout, or None when it runs otherwise (in
-        numpy, over nothing, or in chunks on several cores)."""
-        launch = self.launches.get(tuple([(a.dtype.char, a.shape, a.strides) for a in arrays]))
-        if launch is None or launch is _SMALL or launch is _EMPTY:
-            return None
-        function, head, chunks, _ = launch
-        return (function, head, chunks[0][1]) if len(chunks) == 1 else None
-
-    def _prepare(self, arrays: list):
-        """Checks the operands once per layout and picks how to run it."""
-        kernel = self.kernel
-        for v, a in zip(self.args, arrays):
-            if a.dtype != v.dtype.np:
-                raise TypeError(
-                    f"{self.name}: operand of dtype {a.dtype} where {v.dtype.name} was compiled"
-                )
-            if any(s % a.itemsize for s in a.strides):
-                raise ValueError(f"{self.name}: operand strides {a.strides} are not whole elements")
-        outputs, sums, spills, _ = self._allocate()
-        kept, ndim = kernel.shape[: self.split], len(kernel.shape)
-
-        def per_row(a):  # row coordinates -> kernel coordinates
-            leading = len(kept) - a.ndim
-            if leading < 0:
-                raise ValueError(f"{self.name}: per-row operand of shape {a.shape} for rows {kept}")
-            return a.reshape((1,) * leading + a.shape + (1,) * (ndim - len(kept)))
-
-        arrays = arrays[: self.first_row_arg] + [per_row(a) for a in arrays[self.first_row_arg :]]
-        in_rows = kept + (1,) * (ndim - len(kept))  # a per-row value in kernel coordinates
-        outputs = outputs[: len(kernel.outputs)] + [
-            a.reshape(in_rows) for a in outputs[len(kernel.outputs) :]
-        ]
-        sums = [
-            a if r.column else a.reshape((1,) * ndim if r.whole else in_rows)
-            for a, r in zip(sums, self.reducers)
-        ]
-        shape, strides, classes, first = layout(
-            kernel.shape, arrays + outputs + sums + spills, self.split
-        )
-        if any(s == 0 for s in kernel.shape):
-            return _EMPTY
-        eqns = len(self.ordered)
-        if eqns <= SMALL_EQNS and int(np.prod(kernel.shape)) * (eqns + 1) < SMALL_WORK:
-            return _SMALL
-        variant = (len(shape), classes, first)
-        function = self.variants.get(variant)
-        if function is None:
-            function = self.variants[variant] = self._compile(*variant)
-        # Chunks split the outermost loop; rows kept there are each one
-        # chunk's, anything summed across it is per chunk and combined.
-        private = [r.column or r.whole or first == 0 for r in self.reducers]
-        per_element = sum(_cost(e) for e in self.body) + 1
-        work = int(np.prod(kernel.shape)) * per_element * (self.last_phase + 1)
-        chunks = [(0, shape[0])]
-        if work >= PARALLEL_WORK and not (first == 0 and self.last_phase):  # a pass needs all
-            count = min(parallel.thread_count(), shape[0])
-            step = -(-shape[0] // count)
-            if len(shape) == 1:  # whole cache lines and blocks per chunk
-                step = -(-step // BLOCK) * BLOCK
-            chunks = [(s, min(s + step, shape[0])) for s in range(0, shape[0], step)]
-        self._layouts.append((np.array(shape, np.int64), np.array(strides, np.int64)))
-        head = tuple(a.ctypes.data for a in self._layouts[-1])
-        return function, head, chunks, private
-
-    def _numpy(self, arrays: list) -> list:
-        """The kernel's equations one by one in numpy: cheaper than a launch
-        when there is this little to compute."""
-        env = {id(v): a for v, a in zip(self.args, arrays)}
-        _run_in_numpy(self.ordered, env)
-        return [env[id(v)] for v in self.results]
-
     # ------------------------------------------------------------------ codegen
 
-    def generate(self, ndim: int, classes: tuple, first: int, symbol: str = "kernel") -> str:
-        """The LLVM IR of this kernel for one operand layout: ``ndim`` merged
-        dimensions, each operand's innermost stride class, and how many
-        dimensions a row reduction keeps (``first``)."""
-        kernel = self.kernel
+    def generate(self, variant: tuple, symbol: str = "kernel") -> str:
+        """The LLVM IR of this kernel for one layout ``variant``: (merged
+        dimensions, each operand's innermost stride class, how many
+        dimensions a row reduction keeps, bounds-checked)."""
+        ndim, classes, first, checked = variant
         module = ir.Module(name=self.name)
-        operands = (
-            self.args
-            + kernel.outputs
-            + kernel.row_outputs
-            + [r.eqn.out for r in self.reducers]
-            + self.spills
-        )
-        pointer_types = [_memory_type(v.dtype).as_pointer() for v in operands]
+        pointer_types = [_memory_type(op.dtype).as_pointer() for op in self.operands]
+        checks = [I64.as_pointer()] * 2 if checked else []
         signature = ir.FunctionType(
-            ir.VoidType(), [I64.as_pointer(), I64.as_pointer(), I64, I64] + pointer_types
+            ir.VoidType(), [I64.as_pointer(), I64.as_pointer(), I64, I64, *checks, *pointer_types]
         )
         function = ir.Function(module, signature, name=symbol)
         for arg in function.args:
@@ -462,33 +269,48 @@ class KernelCode:
                 arg.add_attribute("noalias")
         shape_ptr, stride_ptr, begin, end, *pointers = function.args
         b = ir.IRBuilder(function.append_basic_block("entry"))
+        extents = error = None
+        if checked:
+            extents_ptr, error, *pointers = pointers
+            extents = [
+                [b.load(b.gep(extents_ptr, [ir.Constant(I64, 2 * k + j)])) for j in range(2)]
+                for k in range(len(pointers))
+            ]
         dims = [b.load(b.gep(shape_ptr, [ir.Constant(I64, d)])) for d in range(ndim)]
         stride = [
             [b.load(b.gep(stride_ptr, [ir.Constant(I64, k * ndim + d)])) for d in range(ndim)]
-            for k in range(len(operands))
+            for k in range(len(pointers))
         ]
         bounds = [(ir.Constant(I64, 0), d) for d in dims]
         bounds[0] = (begin, end)  # this launch's chunk of the outermost loop
         emitter = _Emitter(self, b, function, pointers, bounds, stride, classes, first)
+        emitter.extents, emitter.error = extents, error
         for reducer in self.wholes:
             b.store(reducer.total_identity, emitter.totals[id(reducer)])
-        emitter.nest(0, [ir.Constant(I64, 0)] * len(operands), None if self.rows else 0, {})
+        emitter.nest(0, [ir.Constant(I64, 0)] * len(pointers), None if self.rows else 0, {})
         for reducer in self.wholes:
             total = b.load(emitter.totals[id(reducer)])
-            b.store(reducer.result(b, total), pointers[emitter.position[id(reducer)]])
+            k = emitter.position[id(reducer)]
+            b.store(reducer.result(b, total), emitter.at(k, ir.Constant(I64, 0)))
         b.ret_void()
         return str(module)
 
-    def _compile(self, ndim: int, classes: tuple, first: int):
-        arity = len(self.args) + len(self.results) + len(self.guards) + len(self.spills)
+    def compile(self, variant: tuple):
+        """The native function for a layout variant (see ``generate``):
+        ``(shape, strides, begin, end[, extents, error], *operands)``."""
+        function = self.variants.get(variant)
+        if function is None:
 
-        def build_ir(symbol):
-            with timing.phase("kernel IR"):
-                return self.generate(ndim, classes, first, symbol)
+            def build_ir(symbol):
+                with timing.phase("kernel IR"):
+                    return self.generate(variant, symbol)
 
-        description = f"{self.description()}\nlayout {ndim} {classes} {first}"
-        function = compile_kernel(build_ir, description, arity)
-        self.modules.append(function.module)
+            pointers = 4 + len(self.operands) + (2 if variant[3] else 0)
+            prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * pointers)
+            description = f"kernel\n{self.description()}\nlayout {variant}"
+            function = compile_function(description, build_ir, prototype)
+            self.modules.append(function.module)
+            self.variants[variant] = function
         return function
 
 
@@ -536,6 +358,20 @@ class _Emitter:
             position = b.add(offsets[k], index)
         else:
             position = b.add(offsets[k], b.mul(index, self.stride[k][depth]))
+        return self.at(k, position)
+
+    def at(self, k, position):
+        """Operand ``k``'s element ``position``. Bounds-checked, a position
+        outside the operand's extent records (1, k, position) in the error
+        array and returns from the kernel instead of touching memory."""
+        b = self.b
+        if self.extents is not None:
+            low, high = self.extents[k]
+            outside = b.or_(b.icmp_signed("<", position, low), b.icmp_signed(">=", position, high))
+            with b.if_then(outside, likely=False):
+                for slot, value in enumerate((ir.Constant(I64, 1), ir.Constant(I64, k), position)):
+                    b.store(value, b.gep(self.error, [ir.Constant(I64, slot)]))
+                b.ret_void()
         return b.gep(self.pointers[k], [position])
 
     def nest(self, depth: int, offsets: list, phase, row_env: dict):
@@ -573,7 +409,7 @@ class _Emitter:
         code, b, kernel = self.code, self.b, self.code.kernel
         env = {}
         for k in code.read_per_row:
-            env[id(code.args[k])] = _load(b, b.gep(self.pointers[k], [offsets[k]]), code.args[k])
+            env[id(code.args[k])] = _load(b, self.at(k, offsets[k]), code.args[k])
         for phase in range(code.last_phase + 1):
             running = [r for r in code.rows if r.phase == phase]
             for reducer in running:
@@ -582,7 +418,7 @@ class _Emitter:
             for reducer in running:
                 total = b.load(self.totals[id(reducer)])
                 k = self.position[id(reducer)]
-                b.store(reducer.result(b, total), b.gep(self.pointers[k], [offsets[k]]))
+                b.store(reducer.result(b, total), self.at(k, offsets[k]))
                 env[id(reducer.eqn.out)] = reducer.value(b, total)
             for eqn in kernel.row_eqns:
                 if code.phase[eqn.out] == phase + 1:
@@ -590,7 +426,7 @@ class _Emitter:
             for k, v in enumerate(kernel.row_outputs):
                 if code.phase[v] == phase + 1:
                     j = self.first_row_output + k
-                    _store(b, env[id(v)], b.gep(self.pointers[j], [offsets[j]]), v)
+                    _store(b, env[id(v)], self.at(j, offsets[j]), v)
 
     def block(self, offsets, start, size, depth, phase, row_env):
         """One block of a reducing pass: vectorizable partial results in the
@@ -664,14 +500,6 @@ class _Emitter:
         return env
 
 
-def _run_in_numpy(eqns: list, env: dict) -> None:
-    """Each equation on the arrays in ``env`` (by id of value), adding its result."""
-    for eqn in eqns:
-        env[id(eqn.out)] = run_equation(
-            eqn, [env[id(v)] if id(v) in env else v.value for v in eqn.inputs]
-        )
-
-
 def _load(b, pointer, v):
     value = b.load(pointer)
     return b.icmp_signed("!=", value, ir.Constant(BYTE, 0)) if v.dtype.name == "bool" else value
@@ -701,19 +529,6 @@ SPILL_COST = 4  # recomputing more than about this many operations costs more th
 
 
 BLOCK = 1024  # elements per partial sum in a reducing kernel
-ARENA_BYTES = 1 << 20  # a launch's fresh arrays up to this size share one allocation
-# From this many element-operations on (see _cost), a launch is split across
-# the cores: handing a chunk to another thread costs some 50-60 us here, so
-# a split pays from about 0.3 ms of work on one core (measured: a tanh kernel
-# of 131k elements, 1.8M operations, was slower on two cores, one of 262k
-# faster; a multiply-add broke even at 524k elements, 1.5M operations).
-PARALLEL_WORK = 1 << 21
-# A launch costs about as much Python work as SMALL_EQNS numpy calls on small
-# arrays: a kernel with no more equations, below SMALL_WORK element-operations,
-# runs them in numpy.
-SMALL_EQNS = 4
-SMALL_WORK = 2048
-_EMPTY, _SMALL = object(), object()
 
 
 class Reducer:
@@ -769,15 +584,6 @@ class Reducer:
             return b.fadd(total, partial)
         return self.combine(b, total, partial)
 
-    def merge(self, total, partial) -> None:
-        """Combines another chunk's result into ``total`` (numpy arrays)."""
-        if self.kind == "sum":
-            np.add(total, partial, out=total)
-        elif self.kind == "max":
-            np.maximum(total, partial, out=total)
-        else:
-            np.minimum(total, partial, out=total)
-
     def value(self, b, total):
         """The total in the element type (as later passes read it)."""
         return b.fptrunc(total, self.type) if total.type != self.type else total
@@ -794,36 +600,6 @@ def _constant(c):
     if c.dtype.name in ("bool", "int64", "int32"):
         value = int(value)
     return ir.Constant(llvm_type(c.dtype), value)
-
-
-_compiled: dict = {}  # description -> function: identical kernels compile once
-# What machine code depends on beside a kernel's description: the generator.
-_GENERATOR = hashlib.sha256(
-    b"".join(
-        (Path(__file__).parent / name).read_bytes()
-        for name in ("kernels.py", "lowering.py", "mathfns.py")
-    )
-).hexdigest()
-
-
-def compile_kernel(build_ir, description: str, arity: int):
-    """The kernel's function: (shape, strides, chunk begin, chunk end, and
-    ``arity`` operand pointers). ``build_ir`` returns the kernel's LLVM IR,
-    which ``description`` determines: it is called only when neither this
-    process nor the disk cache has the machine code."""
-    key = f"{_GENERATOR}\n{description}"
-    function = _compiled.get(key)
-    if function is None:
-        symbol = "kernel_" + hashlib.sha256(key.encode()).hexdigest()[:24]
-        module = CompiledModule(lambda: build_ir(symbol), key)
-        chunk = [ctypes.c_int64] * 2
-        prototype = ctypes.CFUNCTYPE(
-            None, *([ctypes.c_void_p] * 2 + chunk + [ctypes.c_void_p] * arity)
-        )
-        function = prototype(module.address(symbol))
-        function.module = module  # keeps the machine code alive with the function
-        _compiled[key] = function
-    return function
 
 
 def _range_guards(kernel) -> tuple:

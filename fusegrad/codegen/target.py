@@ -146,6 +146,34 @@ class CompiledModule:
 _engine_lock = threading.Lock()  # threads compiling at once load one at a time
 
 
+# What machine code depends on beside its description: the code generator.
+_GENERATOR = hashlib.sha256(
+    b"".join(path.read_bytes() for path in sorted(Path(__file__).parent.glob("*.py")))
+).hexdigest()
+_functions: dict = {}  # description -> ctypes function: identical code compiles once
+_compile_lock = threading.RLock()
+
+
+def compile_function(description: str, build_ir, prototype):
+    """The native function ``build_ir(symbol)`` defines (LLVM IR), as a
+    ``prototype`` (a ctypes function type), compiled once per process.
+    ``description`` determines that IR: the machine code is looked up by it
+    in this process and on disk, and ``build_ir`` runs only when neither
+    has it."""
+    key = f"{_GENERATOR}\n{description}"
+    function = _functions.get(key)
+    if function is None:
+        with _compile_lock:  # one symbol per engine: two threads must not both load it
+            function = _functions.get(key)
+            if function is None:
+                symbol = "fn_" + hashlib.sha256(key.encode()).hexdigest()[:32]
+                module = CompiledModule(lambda: build_ir(symbol), key)
+                function = prototype(module.address(symbol))
+                function.module = module  # the machine code lives as long as the function
+                _functions[key] = function
+    return function
+
+
 @functools.cache
 def _engine():
     """The process's one JIT engine: loading an object into it takes a tenth

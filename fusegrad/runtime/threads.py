@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 _pools: dict = {}  # worker count -> pool
 
 
-def thread_count() -> int:
+def count() -> int:
     """FUSEGRAD_NUM_THREADS, else the cores this process may run on."""
     setting = os.environ.get("FUSEGRAD_NUM_THREADS")
     if setting:
