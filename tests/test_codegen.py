@@ -278,7 +278,8 @@ def test_row_passes_compute_layer_norm_then_softmax_in_one_kernel(shape, dtype):
         for got, want in zip(Executor(graph).run([xs, scale]), evaluate(graph, [xs, scale])):
             np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
     launcher([np.ascontiguousarray(xs), scale])
-    assert "<16 x float>" in launcher.code.llvm_ir or "<8 x double>" in launcher.code.llvm_ir
+    if not launch.CHECKED:  # bounds checks keep loops scalar
+        assert "<16 x float>" in launcher.code.llvm_ir or "<8 x double>" in launcher.code.llvm_ir
 
 
 def test_an_expensive_value_read_by_a_later_pass_is_spilled_not_computed_again():
@@ -781,6 +782,7 @@ def test_the_driver_finds_array_data_and_tuple_items_where_python_keeps_them():
         assert ctypes.c_size_t.from_address(id(pair) + ITEMS_OFFSET + 8).value == id(pair[1])
 
 
+@pytest.mark.skipif(launch.CHECKED, reason="bounds checks keep loops scalar")
 @pytest.mark.parametrize(
     "function",
     [lambda x: fg.tanh(x) * fg.sigmoid(x), lambda x: fg.nn.functional.gelu(x)],
@@ -828,3 +830,49 @@ def test_a_backward_seeded_by_one_number_is_one_kernel():
     z = fg.tensor(x.detach().numpy(), requires_grad=True)
     (fg.tanh(z * y) * fg.sin(y) + fg.exp(-z)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * z.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- memory safety
+
+
+def _one_short(monkeypatch):
+    """Bounds-checked launches whose operands' extents end one element early:
+    the kernel's last access is then outside."""
+    real = launch.extent
+    monkeypatch.setattr(launch, "CHECKED", True)
+    monkeypatch.setattr(launch, "extent", lambda s, e: (0, max(real(s, e)[1] - 1, 0)))
+
+
+def test_a_bounds_checked_kernel_raises_instead_of_touching_memory(monkeypatch):
+    _one_short(monkeypatch)
+    graph = _chain((40,), (40,))
+    code = _kernel_of(graph)
+    xs, ys = np.ones(40, np.float32), np.ones(40, np.float32)
+    message = r"kernel fused_\w+ reached element 39 of operand 0 \(input float32\[40\]\)"
+    with pytest.raises(launch.KernelBoundsError, match=message + r", outside its extent \[0, 39\)"):
+        code([xs, ys])
+
+
+def test_a_bounds_checked_driver_stops_at_the_kernel_that_reached_outside(monkeypatch):
+    graph = _two_kernels()
+    xs = np.random.default_rng(3).standard_normal((50, 30)).astype(np.float32)
+    monkeypatch.setattr(launch, "CHECKED", True)
+    executor = Executor(graph)
+    first = executor.run([xs])
+    for got, want in zip(executor.run([xs]), first):  # planned, checked, in bounds
+        np.testing.assert_array_equal(got, want)
+    (plan,) = executor.plans.values()
+    ((segment, *_),) = plan.items
+    extents = segment.launches[1].tables[2]  # the second kernel's (low, high) per operand
+    extents[1] -= 1  # its first operand ends an element early
+    with pytest.raises(launch.KernelBoundsError, match=r"kernel fused_\w+ reached element 1499 "):
+        executor.run([xs])
+
+
+def test_a_plan_that_would_overlap_live_values_is_refused(monkeypatch):
+    from fusegrad.runtime import plan as plan_module
+
+    monkeypatch.setattr(plan_module, "_pack", lambda wanted: ({k: 0 for k, *_ in wanted}, 1 << 20))
+    executor = Executor(_two_kernels())
+    with pytest.raises(plan_module.PlanError, match="share workspace bytes"):
+        executor.run([np.ones((50, 30), np.float32)])

@@ -124,6 +124,7 @@ class Launch:
 
     def __init__(self, function, shape, strides, extents, chunks, private):
         self.function = function
+        self.checked = extents is not None
         self.tables = [np.array(shape, np.int64), np.array(strides, np.int64).reshape(-1)]
         if extents is not None:
             self.tables.append(np.array(extents, np.int64).reshape(-1))
@@ -189,11 +190,13 @@ class Launcher:
 
     def _run(self, launch: Launch, chunk_operands: list) -> None:
         error = np.zeros(3, np.int64) if self.checked else None
+        shape, strides, *checks = launch.head  # the extents, when checked
+        if error is not None:
+            checks.append(error.ctypes.data)
         calls = []
         for (begin, end), operands in zip(launch.chunks, chunk_operands):
-            checks = (error.ctypes.data,) if error is not None else ()
             addresses = [a.ctypes.data for a in operands]
-            calls.append((*launch.head, begin, end, *checks, *addresses))
+            calls.append((shape, strides, begin, end, *checks, *addresses))
         threads.run(launch.function, calls)
         if error is not None and error[0]:
             raise self.bounds_error(int(error[1]), int(error[2]), launch)

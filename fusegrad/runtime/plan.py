@@ -22,7 +22,7 @@ import numpy as np
 
 from ..codegen.driver import Call, Fill, compile_driver
 from ..ir.graph import Const, Var, run_equation
-from .launch import CHECKED, KernelBoundsError, Launcher, contiguous, layout_of
+from .launch import KernelBoundsError, Launcher, contiguous, layout_of
 
 ALIGNMENT = 64  # bytes: a cache line, and a whole vector register
 WRITTEN = ("output", "row output", "reduction")  # roles whose arrays hold values
@@ -211,7 +211,9 @@ class Segment:
                     flags.append(where)
             calls.append(Call(tuple(operands), launch.end, tuple(fills)))
         self._verify(read_layouts)
-        self.checked = CHECKED
+        self.checked = self.launches[0].checked
+        if any(launch.checked != self.checked for launch in self.launches):
+            raise PlanError("bounds-checked and unchecked kernels in one driver")
         self.error = np.zeros(4, np.int64)
         table = [self.error.ctypes.data] if self.checked else []
         for launch in self.launches:
