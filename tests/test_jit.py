@@ -337,14 +337,29 @@ def test_disable_jit_and_eager_run_the_python_function(monkeypatch, capsys):
 
 def test_dump_writes_the_ir_of_every_compilation(tmp_path, monkeypatch):
     monkeypatch.setenv("FUSEGRAD_DUMP", str(tmp_path))
-    f = fg.jit(lambda x: (x * 3).sum())
-    f(fg.ones(2, requires_grad=True))
-    f(fg.ones(5, requires_grad=True))
+    f = fg.jit(lambda x: fg.exp(x * 3).sum())
+    f(fg.ones(20000, requires_grad=True))
+    f(fg.ones(50000, requires_grad=True))
     texts = sorted(p.read_text() for p in tmp_path.iterdir())
     assert len(texts) == 2 and all("forward(" in t and "backward(" in t for t in texts)
     assert all(
         "kernels:" in t and "; LLVM IR of fused_" in t and "# assembly of" in t for t in texts
     )
+
+
+def test_the_printed_program_is_for_people_and_its_code_on_demand():
+    @fg.jit
+    def loss(x, w):
+        return (fg.tanh(x @ w) * 3).mean()
+
+    lowered = loss.lower(fg.ones(2, 3), fg.full((3, 4), 0.1, requires_grad=True))
+    text = str(lowered)
+    assert len(text.splitlines()) < 50 and "LLVM IR" not in text
+    kernels = text[text.index("kernels:") :].splitlines()[1:]
+    assert any(line.endswith("numpy (too little work for a native call)") for line in kernels)
+    assert any(line.endswith("native (1 compiled layout)") for line in kernels)
+    verbose = lowered.describe(verbose=True)
+    assert verbose.count("; LLVM IR of") == 1 and verbose.count("# assembly of") == 1
 
 
 def test_static_arguments_and_bad_arguments():

@@ -23,6 +23,7 @@ from ..tracer.tensor import Tensor, constant_array
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
 from .executor import Executor, describe_layouts
+from .launch import Launcher
 
 
 class Program:
@@ -204,26 +205,31 @@ class Program:
     def saved_bytes(self) -> int:
         return sum(int(np.prod(v.shape)) * v.dtype.np.itemsize for v in self.saved)
 
-    def describe(self, native: bool = True) -> str:
+    def describe(self, verbose: bool = False) -> str:
+        """The programs, what the forward saves, each run's calls and each
+        kernel with how it ran; ``verbose`` adds every kernel's optimized
+        LLVM IR and assembly."""
         parts = [format_graph(self.forward, "forward")]
+        executors = {"forward": self.forward_executor}
         if self.backward is not None:
             parts.append(format_graph(self.backward, "backward"))
             arrays = ", ".join(map(type_string, self.saved)) or "nothing"
             parts.append(
                 f"saved for the backward beyond the inputs: {self.saved_bytes} bytes ({arrays})"
             )
-        if native:
-            executors = {"forward": self.forward_executor}
-            if self.backward is not None:
-                executors["backward"] = self.backward_executor
-            for name, executor in executors.items():
-                parts += [
-                    f"{name} run for {describe_layouts(key)}:\n{plan}"
-                    for key, plan in executor.plans.items()
-                ]
-            parts.append("kernels:\n" + "\n".join(f"  {k!r}" for k in self.kernels))
-            parts.extend(f"; LLVM IR of {k.name}\n{k.llvm_ir}" for k in self.kernels)
-            parts.extend(f"# assembly of {k.name}\n{k.asm}" for k in self.kernels)
+            executors["backward"] = self.backward_executor
+        for name, executor in executors.items():
+            parts += [
+                f"{name} run for {describe_layouts(key)}:\n{plan}"
+                for key, plan in executor.plans.items()
+            ]
+        launchers = [s for e in executors.values() for s in e.steps if isinstance(s, Launcher)]
+        if launchers:
+            parts.append("kernels:\n" + "\n".join(f"  {k!r}: {k.how_it_ran()}" for k in launchers))
+        if verbose:
+            for kernel in (k.code for k in launchers if k.code.modules):
+                parts += [f"; LLVM IR of {kernel.name}\n{kernel.llvm_ir}"]
+                parts += [f"# assembly of {kernel.name}\n{kernel.asm}"]
         return "\n\n".join(parts)
 
 

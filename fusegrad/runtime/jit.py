@@ -56,8 +56,9 @@ class Lowered:
     """A compiled program, for reading: ``forward_ir`` and ``backward_ir`` (the
     graphs), ``saved_bytes`` (what the forward keeps for the backward beyond
     the inputs), ``kernels`` (each fused kernel, with its name and IR
-    equations), ``llvm_ir`` and ``asm`` (of the kernels); ``str()`` shows it
-    all."""
+    equations), ``llvm_ir`` and ``asm`` (of the kernels). ``str()`` shows the
+    programs, each run's calls and how each kernel ran; ``describe(verbose=True)``
+    adds the LLVM IR and assembly."""
 
     def __init__(self, program: Program):
         self.program = program
@@ -78,6 +79,10 @@ class Lowered:
 
     def __str__(self) -> str:
         return self.program.describe()
+
+    def describe(self, verbose: bool = False) -> str:
+        """``str()``, and with ``verbose`` the kernels' LLVM IR and assembly."""
+        return self.program.describe(verbose)
 
 
 class JitFunction:
@@ -236,7 +241,7 @@ class JitFunction:
             path = Path(directory)
             path.mkdir(parents=True, exist_ok=True)
             (path / f"{self.__name__}.{self._compilations}.txt").write_text(
-                program.describe() + "\n"
+                program.describe(verbose=True) + "\n"
             )
 
 

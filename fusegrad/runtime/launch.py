@@ -152,6 +152,25 @@ class Launcher:
     def name(self) -> str:
         return self.code.name
 
+    def __repr__(self) -> str:
+        return repr(self.code)
+
+    def how_it_ran(self) -> str:
+        """Native (in how many compiled variants, on how many cores) or in numpy."""
+        ways = []
+        native = [launch for launch in self.launches.values() if launch is not IN_NUMPY]
+        if native:
+            variants = len({id(launch.function) for launch in native})
+            cores = max(len(launch.chunks) for launch in native)
+            ways.append(
+                f"native ({variants} compiled layout{'s' * (variants > 1)}"
+                + (f", split over {cores} cores" if cores > 1 else "")
+                + ")"
+            )
+        if len(native) < len(self.launches):
+            ways.append("numpy (too little work for a native call)")
+        return " and ".join(ways) or "not run"
+
     def prepared(self, layouts: tuple):
         launch = self.launches.get(layouts)
         if launch is None:
