@@ -13,6 +13,7 @@ import fusegrad.nn as nn
 import fusegrad.nn.functional as F
 from fusegrad.ir.graph import verify
 
+from test_autograd import NUMPY_OPERANDS
 from test_ops import JIT_CASES, _tensors
 
 
@@ -363,6 +364,39 @@ def test_static_arguments_and_bad_arguments():
         f(fg.ones(2), [1])
     with pytest.raises(TypeError, match="cannot be traced"):
         fg.jit(lambda x, obj: x)(fg.ones(2), object())
+
+
+@pytest.mark.parametrize(
+    "with_numpy", [pytest.param(case.values[0], id=case.id) for case in NUMPY_OPERANDS]
+)
+def test_numpy_operands_compile_to_what_they_compute_eagerly(with_numpy):
+    compiled = fg.jit(with_numpy)
+    for _call in range(3):
+        x = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        eager_x = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        got, want = compiled(x), with_numpy(eager_x)
+        assert got.dtype is want.dtype
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        got.sum().backward()
+        want.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), eager_x.grad.numpy(), rtol=1e-6)
+    assert compiled.cache_info().misses == 1 and compiled.cache_info().hits == 2
+
+
+def test_numpy_scalar_arguments_are_numbers_of_their_type():
+    f = fg.jit(lambda x, k: x * k)
+    x = fg.ones(2, dtype=fg.int64)
+    for k, dtype in [
+        (np.float32(2.5), fg.float32),
+        (np.float64(2.5), fg.float32),
+        (np.int64(3), fg.int64),
+        (np.bool_(True), fg.int64),
+        (True, fg.int64),
+    ]:
+        for _call in range(2):
+            out = f(x, k)
+            assert out.dtype is dtype and out.tolist() == [k * 1] * 2
+    assert f.cache_info().entries == 5
 
 
 def test_random_sampling_inside_jit_is_a_clear_error():

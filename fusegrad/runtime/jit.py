@@ -17,6 +17,8 @@ import warnings
 from collections import Counter, namedtuple
 from pathlib import Path
 
+import numpy as np
+
 from .. import timing
 from ..ir.graph import format_graph
 from ..tracer.tensor import Tensor, recording
@@ -26,7 +28,9 @@ from .compiled import Program
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
 MAX_VARIANTS = 8
-_SCALARS = (bool, int, float, str, type(None))
+# numpy's scalars too: the traced function gets them as they are (a numpy
+# scalar is an operand as a Python number is)
+_SCALARS = (bool, int, float, str, type(None), np.bool_, np.integer, np.floating)
 
 
 def jit(fn=None, *, static_argnums=(), eager: bool = False):
@@ -249,7 +253,7 @@ def _flatten_input(value, tensors: list, where: str):
         tensors.append(value)
         return _tensor_key(value)
     if isinstance(value, _SCALARS):
-        return ("value", type(value).__name__, value)
+        return ("value", type(value), value)  # the type: np.bool_ and bool share a name
     if isinstance(value, (tuple, list)):
         return (
             type(value).__name__,
