@@ -3,6 +3,7 @@ closed-over tensors, higher-order gradients, training steps, inspection."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -397,6 +398,21 @@ def test_numpy_scalar_arguments_are_numbers_of_their_type():
             out = f(x, k)
             assert out.dtype is dtype and out.tolist() == [k * 1] * 2
     assert f.cache_info().entries == 5
+
+
+@pytest.mark.parametrize(
+    "apply",
+    [
+        lambda value: fg.jit(value),
+        lambda value: fg.jit(static_argnums=0)(value),
+        lambda value: fg.jit(value, eager=True),
+    ],
+    ids=["call", "decorator", "eager"],
+)
+@pytest.mark.parametrize("value", [3, "f", [len]], ids=repr)
+def test_jit_of_a_non_callable_is_a_type_error_at_once(apply, value):
+    with pytest.raises(TypeError, match=re.escape(f"expected a callable value, got {value!r}")):
+        apply(value)
 
 
 def test_random_sampling_inside_jit_is_a_clear_error():

@@ -86,6 +86,8 @@ class Lowered:
 
 class JitFunction:
     def __init__(self, fn, static_argnums: tuple, eager: bool):
+        if not callable(fn):  # said where jit is applied, not at the first call
+            raise TypeError(f"fusegrad.jit: expected a callable value, got {fn!r}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.static_argnums = static_argnums
