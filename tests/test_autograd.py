@@ -265,6 +265,88 @@ def test_type_promotion_follows_pytorch():
     assert (i64 / 2).dtype is fg.float32
 
 
+@pytest.mark.parametrize(
+    "tensor_dtype,operand,expected",
+    [
+        # numpy scalars promote as Python numbers of their category
+        (fg.float32, np.float64(2.5), fg.float32),
+        (fg.float64, np.float32(2.5), fg.float64),
+        (fg.int64, np.float64(2.5), fg.float32),
+        (fg.int32, np.int64(2), fg.int32),
+        (fg.bool, np.int64(2), fg.int64),
+        (fg.int64, np.bool_(True), fg.int64),
+        (fg.bool, np.bool_(True), fg.bool),
+        # a 0-d array as the 0-d tensor it holds
+        (fg.float32, np.array(2.5), fg.float32),
+        (fg.int64, np.array(2.5), fg.float64),
+        (fg.int64, np.array(2.5, dtype=np.float32), fg.float32),
+    ],
+    ids=repr,
+)
+def test_numpy_operands_promote_as_in_pytorch(tensor_dtype, operand, expected):
+    x = fg.tensor([1, 0], dtype=tensor_dtype)
+    product = x * operand
+    assert product.dtype is expected
+    np.testing.assert_array_equal(product.numpy(), x.numpy() * operand)
+    assert (x == operand).dtype is fg.bool
+    if not isinstance(operand, np.ndarray):  # PyTorch takes an array only right of an operator
+        assert (operand * x).dtype is expected
+
+
+# an expression with numpy operands, the same with Python numbers (or tensors)
+NUMPY_OPERANDS = [
+    pytest.param(lambda x: x * np.float64(2.5), lambda x: x * 2.5, id="mul"),
+    pytest.param(lambda x: np.float32(2) + x, lambda x: 2.0 + x, id="radd"),
+    pytest.param(lambda x: np.float64(3) - x, lambda x: 3.0 - x, id="rsub"),
+    pytest.param(lambda x: x / np.int64(2), lambda x: x / 2, id="div"),
+    pytest.param(lambda x: x ** np.int64(2), lambda x: x**2, id="pow"),
+    pytest.param(lambda x: np.float32(2) ** x, lambda x: 2.0**x, id="rpow"),
+    pytest.param(
+        lambda x: fg.where(x > 1, x, np.float32(0)), lambda x: fg.where(x > 1, x, 0.0), id="where"
+    ),
+    pytest.param(lambda x: (x < np.float64(1.5)) * x, lambda x: (x < 1.5) * x, id="lt"),
+    pytest.param(lambda x: x.clamp(min=np.float64(1.5)), lambda x: x.clamp(min=1.5), id="clamp"),
+    pytest.param(lambda x: x.clone().add_(np.float64(1)), lambda x: x.clone().add_(1.0), id="add_"),
+    pytest.param(
+        lambda x: x.clone().mul_(np.bool_(True)), lambda x: x.clone().mul_(True), id="mul_-bool"
+    ),
+    pytest.param(
+        lambda x: x * np.array(2.5), lambda x: x * fg.tensor(2.5, dtype=fg.float64), id="mul-0d"
+    ),
+    pytest.param(lambda x: x - np.array(1), lambda x: x - fg.tensor(1), id="sub-0d"),
+]
+
+
+@pytest.mark.parametrize("with_numpy,with_python", NUMPY_OPERANDS)
+def test_numpy_operands_act_as_numbers_and_gradients_reach_the_tensor(with_numpy, with_python):
+    x = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    twin = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    got, want = with_numpy(x), with_python(twin)
+    assert got.dtype is want.dtype is fg.float32
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), twin.grad.numpy())
+
+
+def test_where_with_two_numbers_takes_their_promoted_type():
+    condition = fg.tensor([True, False])
+    assert fg.where(condition, 1.0, 0.0).tolist() == [1.0, 0.0]
+    assert fg.where(condition, np.float64(1), np.bool_(False)).dtype is fg.float32
+    assert fg.where(condition, 2, 0).dtype is fg.int64
+
+
+def test_numpy_arrays_as_operands_where_pytorch_refuses_them_stay_type_errors():
+    x = fg.ones(2)
+    for refused in (
+        lambda: np.array(2.0) * x,  # PyTorch takes an array only right of an operator
+        lambda: fg.mul(x, np.array(2.0)),
+        lambda: x.add_(np.array(1.0)),
+    ):
+        with pytest.raises(TypeError):
+            refused()
+
+
 def test_mixed_dtype_gradients_come_back_in_each_inputs_dtype():
     a = fg.ones(2, requires_grad=True)
     b = fg.ones(2, dtype=fg.float64, requires_grad=True)

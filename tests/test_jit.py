@@ -3,6 +3,9 @@ closed-over tensors, higher-order gradients, training steps, inspection."""
 
 from __future__ import annotations
 
+import re
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -12,7 +15,9 @@ import fusegrad as fg
 import fusegrad.nn as nn
 import fusegrad.nn.functional as F
 from fusegrad.ir.graph import verify
+from fusegrad.runtime import jit as jit_module
 
+from test_autograd import NUMPY_OPERANDS
 from test_ops import JIT_CASES, _tensors
 
 
@@ -380,6 +385,54 @@ def test_static_arguments_and_bad_arguments():
         fg.jit(lambda x, obj: x)(fg.ones(2), object())
 
 
+@pytest.mark.parametrize(
+    "with_numpy", [pytest.param(case.values[0], id=case.id) for case in NUMPY_OPERANDS]
+)
+def test_numpy_operands_compile_to_what_they_compute_eagerly(with_numpy):
+    compiled = fg.jit(with_numpy)
+    for _call in range(3):
+        x = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        eager_x = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        got, want = compiled(x), with_numpy(eager_x)
+        assert got.dtype is want.dtype
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        got.sum().backward()
+        want.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), eager_x.grad.numpy(), rtol=1e-6)
+    assert compiled.cache_info().misses == 1 and compiled.cache_info().hits == 2
+
+
+def test_numpy_scalar_arguments_are_numbers_of_their_type():
+    f = fg.jit(lambda x, k: x * k)
+    x = fg.ones(2, dtype=fg.int64)
+    for k, dtype in [
+        (np.float32(2.5), fg.float32),
+        (np.float64(2.5), fg.float32),
+        (np.int64(3), fg.int64),
+        (np.bool_(True), fg.int64),
+        (True, fg.int64),
+    ]:
+        for _call in range(2):
+            out = f(x, k)
+            assert out.dtype is dtype and out.tolist() == [k * 1] * 2
+    assert f.cache_info().entries == 5
+
+
+@pytest.mark.parametrize(
+    "apply",
+    [
+        lambda value: fg.jit(value),
+        lambda value: fg.jit(static_argnums=0)(value),
+        lambda value: fg.jit(value, eager=True),
+    ],
+    ids=["call", "decorator", "eager"],
+)
+@pytest.mark.parametrize("value", [3, "f", [len]], ids=repr)
+def test_jit_of_a_non_callable_is_a_type_error_at_once(apply, value):
+    with pytest.raises(TypeError, match=re.escape(f"expected a callable value, got {value!r}")):
+        apply(value)
+
+
 def test_random_sampling_inside_jit_is_a_clear_error():
     with pytest.raises(fg.TracingError, match="random sampling"):
         fg.jit(lambda x: x + fg.randn(2))(fg.ones(2))
@@ -480,6 +533,91 @@ def test_tracing_in_one_thread_does_not_record_another_threads_ops():
     assert noise.tolist() == [2.0, 2.0, 2.0]
     program = compiled.lower(fg.ones(2)).program
     assert [e.prim.name for e in program.forward.eqns] == ["mul"]
+
+
+def _call_at_once(function, arguments: list) -> list:
+    """``function(*a)`` for each ``a`` of ``arguments``, each in a thread of its
+    own, released together; the results, or the exceptions raised."""
+    start = threading.Barrier(len(arguments))
+    results: list = [None] * len(arguments)
+
+    def call(i):
+        start.wait()
+        try:
+            results[i] = function(*arguments[i])
+        except Exception as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(arguments))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_concurrent_first_calls_of_one_signature_compile_once():
+    traces = []
+
+    def slow(x, k):
+        traces.append(k)
+        time.sleep(0.2)  # the other threads call meanwhile
+        return (x * k).sum()
+
+    f = fg.jit(slow)
+    results = _call_at_once(f, [(fg.ones(3), 2.0) for _ in range(12)])
+    assert [r.item() for r in results] == [6.0] * 12
+    assert traces == [2.0]
+    assert f.cache_info()[:3] == (11, 1, 1)
+
+
+def test_concurrent_first_calls_of_different_signatures_trace_at_the_same_time():
+    tracing = {2: threading.Event(), 3: threading.Event()}
+
+    def meet(x):
+        n = x.shape[0]
+        tracing[n].set()
+        assert tracing[5 - n].wait(10), "the other signature's trace did not run meanwhile"
+        return x * 2
+
+    results = _call_at_once(fg.jit(meet), [(fg.ones(2),), (fg.ones(3),)])
+    assert [r.tolist() for r in results] == [[2.0] * 2, [2.0] * 3]
+
+
+def test_a_failed_trace_raises_in_its_caller_and_the_waiting_calls_trace_again():
+    traces = []
+
+    def fails_first(x):
+        traces.append(None)
+        time.sleep(0.2)
+        if len(traces) == 1:
+            raise ValueError("the first trace fails")
+        return x + 1
+
+    f = fg.jit(fails_first)
+    results = _call_at_once(f, [(fg.ones(2),) for _ in range(6)])
+    errors = [r for r in results if isinstance(r, ValueError)]
+    assert len(errors) == 1 and len(traces) == 2
+    assert all(r.tolist() == [2.0, 2.0] for r in results if r not in errors)
+    assert f.cache_info()[:3] == (4, 2, 1)
+
+
+def test_a_trace_waiting_for_a_thread_calling_the_same_signature_does_not_deadlock(
+    monkeypatch,
+):
+    monkeypatch.setattr(jit_module, "TRACE_PATIENCE", 0.2)
+
+    def joins_a_caller(x):
+        if threading.current_thread() is threading.main_thread():
+            helper = threading.Thread(target=lambda: inner.append(f(fg.ones(2))))
+            helper.start()
+            helper.join()
+        return x * 3
+
+    inner: list = []
+    f = fg.jit(joins_a_caller)
+    assert f(fg.ones(2)).tolist() == [3.0, 3.0]
+    assert inner[0].tolist() == [3.0, 3.0]
 
 
 def test_an_output_whose_graph_the_function_consumed_refuses_a_second_backward():

@@ -8,22 +8,14 @@ Machine code is kept on disk, in FUSEGRAD_CACHE_DIR (default: fusegrad/ in
 the user's cache directory; empty: no disk cache), keyed by a hash of the
 LLVM IR (or of a description that determines it), the CPU and its features,
 the fusegrad and LLVM versions and this file (which defines the pipeline),
-so a second process skips LLVM. An entry carries its length and hash: a
-truncated or corrupt one is ignored and written again. Entries are written
-to a temporary file and renamed into place, so concurrent writers never
-leave half an entry, and the least recently used go when the directory
-outgrows FUSEGRAD_CACHE_MB (default 256).
+so a second process skips LLVM (disk_cache.py keeps the entries).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import os
-import struct
-import tempfile
 import threading
-import time
 from pathlib import Path
 
 import llvmlite
@@ -31,6 +23,7 @@ import llvmlite.binding as llvm
 
 from .. import timing
 from ..version import __version__
+from . import disk_cache
 
 
 class CompileError(RuntimeError):
@@ -93,7 +86,7 @@ class CompiledModule:
         self._source = source
         key = _cache_key(key if key is not None else self.llvm_ir)
         with timing.phase("disk cache"):
-            code = _read_entry(key)
+            code = disk_cache.read(key)
         if code is None:
             module = self._parse()
             with timing.phase("LLVM optimization"):
@@ -101,7 +94,7 @@ class CompiledModule:
             with timing.phase("machine code"):
                 code = target_machine().emit_object(module)
             with timing.phase("disk cache"):
-                _write_entry(key, code)
+                disk_cache.write(key, code)
             timing.counts["modules compiled"] += 1
         else:
             timing.counts["modules from the disk cache"] += 1
@@ -183,10 +176,7 @@ def _engine():
     return llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_target_machine())
 
 
-# ---------------------------------------------------------------- disk cache
-
-_MAGIC = b"fusegrad-object-1\n"
-_HEADER = struct.Struct("<Q32s")  # payload length, its sha256
+# ---------------------------------------------------------------- disk cache keys
 
 
 @functools.cache
@@ -204,78 +194,3 @@ def _target_identity() -> bytes:
 
 def _cache_key(description: str) -> str:
     return hashlib.sha256(_target_identity() + description.encode()).hexdigest()
-
-
-def cache_directory() -> Path | None:
-    setting = os.environ.get("FUSEGRAD_CACHE_DIR")
-    if setting is not None:
-        return Path(setting) if setting else None
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "fusegrad"
-
-
-def _read_entry(key: str) -> bytes | None:
-    directory = cache_directory()
-    if directory is None:
-        return None
-    path = directory / f"{key}.o"
-    try:
-        data = path.read_bytes()
-        os.utime(path)  # recently used: the last to go when the cache is bounded
-    except OSError:
-        return None
-    start = len(_MAGIC) + _HEADER.size
-    if not data.startswith(_MAGIC) or len(data) < start:
-        return None
-    length, digest = _HEADER.unpack_from(data, len(_MAGIC))
-    payload = data[start:]
-    if len(payload) != length or hashlib.sha256(payload).digest() != digest:
-        return None  # truncated or corrupt: compiled again and rewritten
-    return payload
-
-
-def _write_entry(key: str, code: bytes) -> None:
-    directory = cache_directory()
-    if directory is None:
-        return
-    entry = _MAGIC + _HEADER.pack(len(code), hashlib.sha256(code).digest()) + code
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".writing-")
-        with os.fdopen(handle, "wb") as file:
-            file.write(entry)
-        os.replace(temporary, directory / f"{key}.o")
-    except OSError:
-        return  # a read-only or full disk costs the cache, not the compile
-    _bound(directory)
-
-
-def _bound(directory: Path) -> None:
-    """Removes the least recently used entries beyond the size limit, and
-    what writers that died left behind."""
-    setting = os.environ.get("FUSEGRAD_CACHE_MB", "256")
-    try:
-        limit = int(float(setting) * 2**20)
-    except ValueError:
-        raise ValueError(
-            f"FUSEGRAD_CACHE_MB must be a number of megabytes, got {setting!r}"
-        ) from None
-    entries = []
-    for path in directory.iterdir():
-        try:
-            stat = path.stat()
-            if path.name.startswith(".writing-") and time.time() - stat.st_mtime > 3600:
-                path.unlink()
-        except OSError:
-            continue
-        if path.suffix == ".o":
-            entries.append((stat.st_mtime, stat.st_size, path))
-    total = sum(size for _, size, _ in entries)
-    for _, size, path in sorted(entries, key=lambda e: e[0]):
-        if total <= limit:
-            break
-        try:
-            path.unlink()
-        except OSError:
-            continue
-        total -= size

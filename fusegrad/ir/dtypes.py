@@ -94,14 +94,16 @@ def scalar_category(value) -> int:
 
 def result_type(*operands) -> DType:
     """PyTorch's promotion: dimensioned tensors outrank 0-d tensors, which
-    outrank Python scalars; a lower-priority operand only matters when it is of
+    outrank scalars; a lower-priority operand only matters when it is of
     a higher category (so ``float32_tensor * 2.0`` stays float32 while
-    ``int_tensor * 2.5`` becomes the default float)."""
+    ``int_tensor * 2.5`` becomes the default float). Numpy scalars count as
+    Python scalars of their category, as in PyTorch (``float32_tensor *
+    np.float64(2.0)`` stays float32), though they carry a dtype of their own."""
     dimensioned = zero_dim = None
     scalar_cat = -1
     for op in operands:
         dtype = getattr(op, "dtype", None)
-        if dtype is None:
+        if not isinstance(dtype, DType):
             scalar_cat = max(scalar_cat, scalar_category(op))
         elif op.ndim:
             dimensioned = dtype if dimensioned is None else promote(dimensioned, dtype)

@@ -5,6 +5,8 @@ tensor's shape, dtype and requires_grad flag, static arguments by value,
 Python numbers by value, and grad mode. A key can hold a few variants, one
 per path the function's Python control flow took on tensor values (guards);
 past ``MAX_VARIANTS`` the key runs eagerly, with a warning naming the line.
+Threads calling with one key at once trace it once: the others wait for
+that trace and run its program (other keys trace meanwhile).
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 import time
 import warnings
 from collections import Counter, namedtuple
 from pathlib import Path
+
+import numpy as np
 
 from .. import timing
 from ..ir.graph import format_graph
@@ -26,7 +31,15 @@ from .compiled import Program
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
 MAX_VARIANTS = 8
-_SCALARS = (bool, int, float, str, type(None))
+# A trace runs the user's code, which may wait for a thread calling the
+# function with the same signature (one it started and joins): a call waits
+# this long for another thread's trace of its key, then traces the key too,
+# so such code is slowed down, never deadlocked.
+TRACE_PATIENCE = 10.0  # seconds
+_EAGERLY = object()  # _turn_to_trace: run the Python function
+# numpy's scalars too: the traced function gets them as they are (a numpy
+# scalar is an operand as a Python number is)
+_SCALARS = (bool, int, float, str, type(None), np.bool_, np.integer, np.floating)
 
 
 def jit(fn=None, *, static_argnums=(), eager: bool = False):
@@ -87,6 +100,8 @@ class Lowered:
 
 class JitFunction:
     def __init__(self, fn, static_argnums: tuple, eager: bool):
+        if not callable(fn):  # said where jit is applied, not at the first call
+            raise TypeError(f"fusegrad.jit: expected a callable value, got {fn!r}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.static_argnums = static_argnums
@@ -95,6 +110,8 @@ class JitFunction:
         self.eager = eager or os.environ.get("FUSEGRAD_DISABLE_JIT") == "1"
         self._cache: dict = {}  # key -> [Program, ...]
         self._eager_keys: set = set()
+        self._tracing: dict = {}  # key -> Event set when the thread tracing it ends
+        self._lock = threading.Lock()  # for the above and the counters, never held in user code
         self._hits = self._misses = 0
         self._compile_seconds = 0.0
         self._compilations = 0
@@ -106,43 +123,87 @@ class JitFunction:
         return self if instance is None else functools.partial(self, instance)
 
     def cache_info(self) -> CacheInfo:
-        return CacheInfo(
-            self._hits,
-            self._misses,
-            sum(len(v) for v in self._cache.values()),
-            self._compile_seconds,
-        )
+        with self._lock:
+            return CacheInfo(
+                self._hits,
+                self._misses,
+                sum(len(v) for v in self._cache.values()),
+                self._compile_seconds,
+            )
 
     def __call__(self, *args, **kwargs):
         if self.eager or recording.trace is not None:  # inside another trace: traced inline
             return self.fn(*args, **kwargs)
         tensors, key = self._signature(args, kwargs)
-        variants = self._cache.get(key)
-        if variants is None:
+        tried = 0  # how many of the key's variants these arguments failed the guards of
+        while True:
+            variants = self._cache.get(key, ())
+            for program in variants[tried:]:
+                outputs = program.run(tensors)
+                if outputs is not None:
+                    with self._lock:
+                        self._hits += 1
+                    return program.unflatten(outputs)
+            tried = len(variants)
+            turn = self._turn_to_trace(key, tried)
+            if turn is not None:
+                break
+        if turn is _EAGERLY:
+            return self.fn(*args, **kwargs)
+        variants, done = turn
+        try:
+            program, result = self._trace(tensors, args, kwargs)
+            variants.append(program)
+        finally:
+            with self._lock:
+                if self._tracing.get(key) is done:
+                    del self._tracing[key]
+            done.set()
+        return result
+
+    def _turn_to_trace(self, key, tried: int):
+        """What a call does after failing the guards of ``tried`` variants of
+        its key: None to look at the variants again (another thread added one),
+        _EAGERLY, or (the key's variants, an event to set when this thread's
+        trace ends) to trace. While another thread traces the key, the call
+        waits for that trace rather than compiling the same program again."""
+        too_many = False
+        with self._lock:
             if key in self._eager_keys:
-                return self.fn(*args, **kwargs)
-            variants = self._cache[key] = []
-        for program in variants:
-            outputs = program.run(tensors)
-            if outputs is not None:
-                self._hits += 1
-                return program.unflatten(outputs)
-        self._misses += 1
-        if len(variants) >= MAX_VARIANTS:
-            where = "; ".join(sorted({reason for p in variants for reason in p.guard_reasons()}))
+                return _EAGERLY
+            variants = self._cache.setdefault(key, [])
+            if len(variants) > tried:
+                return None
+            pending = self._tracing.get(key)
+            if pending is None:
+                self._misses += 1
+                too_many = len(variants) >= MAX_VARIANTS
+                if not too_many:
+                    return self._start_trace(key, variants)
+                where = "; ".join(sorted({r for p in variants for r in p.guard_reasons()}))
+                del self._cache[key]  # its programs are no longer tried
+                self._eager_keys.add(key)
+        if too_many:
             warnings.warn(
                 f"fusegrad.jit: {self.__name__} took {MAX_VARIANTS} different paths "
                 f"through Python control flow on tensor values ({where}); running it "
                 "eagerly from now on for these argument types",
-                stacklevel=2,
+                stacklevel=3,
             )
-            del self._cache[key]  # its programs are no longer tried
-            self._eager_keys.add(key)
-            return self.fn(*args, **kwargs)
+            return _EAGERLY
+        if pending.wait(TRACE_PATIENCE):
+            return None
+        with self._lock:  # that trace may be waiting for this thread: trace here as well
+            if self._tracing.get(key) is not pending:
+                return None
+            self._misses += 1
+            return self._start_trace(key, self._cache.setdefault(key, []))
+
+    def _start_trace(self, key, variants: list):
+        """Marks the key as traced by this thread (the caller holds the lock)."""
         self._log_recompile(key, variants)
-        program, result = self._trace(tensors, args, kwargs)
-        variants.append(program)
-        return result
+        done = self._tracing[key] = threading.Event()
+        return variants, done
 
     def lower(self, *args, **kwargs) -> Lowered:
         """Traces for these arguments and returns the program, leaving the
@@ -175,10 +236,12 @@ class JitFunction:
         with timing.phase("first run"):
             program.warm_up(tensors)
         elapsed = time.perf_counter() - start
-        self._compile_seconds += elapsed
-        self._compilations += 1
+        with self._lock:
+            self._compile_seconds += elapsed
+            self._compilations += 1
+            number = self._compilations
         self._log_compile(elapsed, timing.seconds - seconds, timing.counts - counts)
-        self._dump(program)
+        self._dump(program, number)
         return program, result
 
     def _signature(self, args, kwargs):
@@ -235,12 +298,12 @@ class JitFunction:
             f"{counts['modules from the disk cache']} from the disk cache (kernels and drivers)\n"
         )
 
-    def _dump(self, program) -> None:
+    def _dump(self, program, number: int) -> None:
         directory = os.environ.get("FUSEGRAD_DUMP")
         if directory:
             path = Path(directory)
             path.mkdir(parents=True, exist_ok=True)
-            (path / f"{self.__name__}.{self._compilations}.txt").write_text(
+            (path / f"{self.__name__}.{number}.txt").write_text(
                 program.describe(verbose=True) + "\n"
             )
 
@@ -254,7 +317,7 @@ def _flatten_input(value, tensors: list, where: str):
         tensors.append(value)
         return _tensor_key(value)
     if isinstance(value, _SCALARS):
-        return ("value", type(value).__name__, value)
+        return ("value", type(value), value)  # the type: np.bool_ and bool share a name
     if isinstance(value, (tuple, list)):
         return (
             type(value).__name__,

@@ -26,6 +26,17 @@ def _operator(prim, floating=False):
     return lambda self, other: ops.binary_operator(prim, self, other, floating)
 
 
+def _forward(op):
+    """``self <op> other`` as ``op(self, other)``, NotImplemented for an
+    operand the operators do not take."""
+
+    def method(self, other):
+        other = ops.operator_operand(other)
+        return NotImplemented if other is None else op(self, other)
+
+    return method
+
+
 def _reflected(prim, floating=False):
     def method(self, other):
         if not isinstance(other, (Tensor, *ops._NUMBERS)):
@@ -50,9 +61,7 @@ def _logical(op):
 
 Tensor.__add__ = _operator(P.add)
 Tensor.__radd__ = _reflected(P.add)
-Tensor.__sub__ = lambda self, other: (
-    ops.sub(self, other) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
-)
+Tensor.__sub__ = _forward(ops.sub)
 Tensor.__rsub__ = lambda self, other: (
     ops.rsub(self, other) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
 )
@@ -60,9 +69,7 @@ Tensor.__mul__ = _operator(P.mul)
 Tensor.__rmul__ = _reflected(P.mul)
 Tensor.__truediv__ = _operator(P.div, floating=True)
 Tensor.__rtruediv__ = _reflected(P.div, floating=True)
-Tensor.__pow__ = lambda self, other: (
-    ops.pow(self, other) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
-)
+Tensor.__pow__ = _forward(ops.pow)
 Tensor.__rpow__ = lambda self, other: (
     ops.pow(other, self) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
 )
@@ -127,10 +134,10 @@ for _name in (
 ):
     setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 
-Tensor.__iadd__ = Tensor.add_
-Tensor.__isub__ = Tensor.sub_
-Tensor.__imul__ = Tensor.mul_
-Tensor.__itruediv__ = Tensor.div_
+Tensor.__iadd__ = _forward(Tensor.add_)
+Tensor.__isub__ = _forward(Tensor.sub_)
+Tensor.__imul__ = _forward(Tensor.mul_)
+Tensor.__itruediv__ = _forward(Tensor.div_)
 
 
 def fill_(self, value):

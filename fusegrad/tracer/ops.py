@@ -52,8 +52,12 @@ def as_tensor_arg(value, name: str = "input") -> Tensor:
     raise TypeError(f"{name} must be a Tensor, not {type(value).__name__}")
 
 
+# Python and numpy scalars: operands that promote by their category alone
+_NUMBERS = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
 def _check_operand(value):
-    if isinstance(value, Tensor) or isinstance(value, (bool, int, float, np.number, np.bool_)):
+    if isinstance(value, (Tensor, *_NUMBERS)):
         return value
     raise TypeError(
         f"unsupported operand type: {type(value).__name__} (expected a Tensor or a Python number)"
@@ -61,7 +65,10 @@ def _check_operand(value):
 
 
 def _cast(value, dtype):
-    if isinstance(value, Tensor) and value._dtype is not dtype:
+    """A tensor converted to ``dtype``; a scalar as a constant of ``dtype``."""
+    if not isinstance(value, Tensor):
+        return constant(value, dtype)
+    if value._dtype is not dtype:
         return P.convert(value, dtype=dtype)
     return value
 
@@ -70,14 +77,26 @@ def _to_float(x: Tensor) -> Tensor:
     return x if x._dtype.is_floating_point else P.convert(x, dtype=dtypes.float32)
 
 
-_NUMBERS = (bool, int, float, np.number, np.bool_)
+def operator_operand(value):
+    """The right operand of ``tensor <op> value``, or None for one the operators
+    do not take. PyTorch takes a 0-d numpy array there too, by handing the
+    operation to numpy (numpy's promotion, no gradient); here it is the 0-d
+    tensor holding the array (``as_tensor(array)``): PyTorch's promotion,
+    and the tensor operand gets its gradient."""
+    if isinstance(value, (Tensor, *_NUMBERS)):
+        return value
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return constant_array(value, dtypes.from_numpy_dtype(value.dtype))
+    return None
 
 
 def binary_operator(prim, a, b, floating=False):
     """``a <op> b`` as Python operators see it: NotImplemented for a foreign
     operand, so Python raises its usual "unsupported operand type(s)" error."""
-    if b.__class__ is not Tensor and not isinstance(b, (Tensor,) + _NUMBERS):
-        return NotImplemented
+    if b.__class__ is not Tensor:
+        b = operator_operand(b)
+        if b is None:
+            return NotImplemented
     return _binary(prim, a, b, floating)
 
 
