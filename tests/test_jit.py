@@ -325,6 +325,22 @@ def test_lower_leaves_no_side_effects():
     assert "sub" in lowered.forward_ir
 
 
+def test_lower_inside_a_traced_function_is_a_clear_error_and_the_trace_survives():
+    inner = fg.jit(lambda x: x * 2)
+
+    @fg.jit
+    def outer(x):
+        try:
+            inner.lower(x)
+        except RuntimeError as error:
+            assert "inside a traced function" in str(error)
+        return inner(x) + 1
+
+    x = fg.ones(3)
+    for _ in range(3):
+        assert outer(x).tolist() == [3.0, 3.0, 3.0]
+
+
 def test_disable_jit_and_eager_run_the_python_function(monkeypatch, capsys):
     def f(x):
         print("running", x.shape)

@@ -208,6 +208,9 @@ class JitFunction:
     def lower(self, *args, **kwargs) -> Lowered:
         """Traces for these arguments and returns the program, leaving the
         arguments, captured tensors and ``.grad`` as they were."""
+        if recording.trace is not None:
+            # the operations lower() runs would be missing from the outer trace
+            raise RuntimeError("fusegrad.jit: lower() cannot be called inside a traced function")
         tensors, _ = self._signature(args, kwargs)
         program, _ = self._trace(tensors, args, kwargs, restore=True)
         return Lowered(program)

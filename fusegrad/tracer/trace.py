@@ -236,9 +236,10 @@ class active:
         self.trace = trace
 
     def __enter__(self):
+        self.outer = recording.trace
         recording.trace = self.trace
         return self.trace
 
     def __exit__(self, *exc):
-        recording.trace = None
+        recording.trace = self.outer
         return False
