@@ -186,6 +186,16 @@ OPS = [
     OpInfo("eq", lambda a, b: a == b, np.equal, [S(r(3), r(3))], differentiable=False),
     OpInfo("ne", lambda a, b: a != b, np.not_equal, [S(r(3), r(3))], differentiable=False),
     OpInfo("sign", fg.sign, np.sign, UNARY_SAMPLES, differentiable=False),
+    OpInfo("floor", fg.floor, np.floor, UNARY_SAMPLES, differentiable=False),
+    OpInfo("ceil", fg.ceil, np.ceil, UNARY_SAMPLES, differentiable=False),
+    OpInfo("trunc", fg.trunc, np.trunc, UNARY_SAMPLES, differentiable=False),
+    OpInfo(
+        "round",
+        fg.round,
+        np.round,
+        [*UNARY_SAMPLES, S(np.arange(-3, 3) + 0.5)],
+        differentiable=False,
+    ),
     # reductions
     _reduction(
         "sum",

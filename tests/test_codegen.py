@@ -9,7 +9,7 @@ import pytest
 
 import fusegrad as fg
 from fusegrad.codegen.kernels import KernelCode
-from fusegrad.codegen.lowering import LOWERINGS, can_lower
+from fusegrad.codegen.lowering import FUSED_REDUCTIONS, IN_NUMPY, LOWERINGS, can_lower
 from fusegrad.ir import primitives as P
 from fusegrad.ir.fusion import Kernel, partition
 from fusegrad.ir.graph import Const, Graph, GraphBuilder, Var, building, evaluate
@@ -161,8 +161,16 @@ def _step_by_step_then_planned(graph, values) -> list:
     return first
 
 
-def test_every_lowering_is_keyed_by_a_primitive():
+def test_every_primitive_is_lowered_fused_as_a_reduction_or_declared_to_run_in_numpy():
+    """Adding a primitive without saying how kernels treat it fails here."""
+    ways = [set(LOWERINGS), set(FUSED_REDUCTIONS), set(IN_NUMPY)]
+    assert set(P.PRIMITIVES.values()) == set.union(*ways)
+    assert sum(len(w) for w in ways) == len(P.PRIMITIVES)  # each in one way only
     assert all(isinstance(prim, P.Primitive) for prim in LOWERINGS)
+
+
+def test_every_elementwise_primitive_is_lowered():
+    assert {p for p in P.PRIMITIVES.values() if p.elementwise} <= set(LOWERINGS)
 
 
 def _reducing_kernel(shape, dtype):
@@ -713,6 +721,7 @@ def test_a_numpy_step_result_in_another_layout_than_planned_leaves_the_plan(monk
     xs = np.random.default_rng(5).standard_normal((20, 20)) * 0.3
     executor.run([xs])
     original = executor_module.run_equation
+
     def fortran(eqn, args):
         return np.asfortranarray(original(eqn, args))
 

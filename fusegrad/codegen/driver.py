@@ -52,9 +52,7 @@ class Call:
     fills: tuple = ()
 
 
-def compile_driver(
-    calls: list, flags: list, checked: bool, items_offset: int, data_offset: int
-):
+def compile_driver(calls: list, flags: list, checked: bool, items_offset: int, data_offset: int):
     """The driver's function: ``(table address, arrays tuple) -> int32``.
     ``flags`` are the (array index, byte offset) of the range flags."""
     lines = [f"driver {items_offset} {data_offset} checked={checked}"]
@@ -104,7 +102,9 @@ def _generate(calls, flags, checked, items_offset, data_offset, symbol) -> str:
         tables = [b.bitcast(t, I64.as_pointer()) for t in tables]
         signature = ir.FunctionType(
             ir.VoidType(),
-            [I64.as_pointer()] * 2 + [I64] * 2 + [I64.as_pointer()] * (len(tables) - 2)
+            [I64.as_pointer()] * 2
+            + [I64] * 2
+            + [I64.as_pointer()] * (len(tables) - 2)
             + [BYTES] * len(call.operands),
         )
         arguments = [*tables[:2], ir.Constant(I64, 0), ir.Constant(I64, call.end), *tables[2:]]

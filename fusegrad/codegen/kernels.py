@@ -23,7 +23,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.fusion import is_column_reduction, is_whole_reduction
 from ..ir.graph import Const, Eqn, Var
-from .lowering import APPROXIMATED, BOOL, FAST_RANGE, LOWERINGS, llvm_type
+from .lowering import BOOL, LOWERINGS, llvm_type
 from .target import compile_function
 
 I64 = ir.IntType(64)
@@ -184,7 +184,9 @@ class KernelCode:
         operands = [Operand("input", v, v.shape) for v in self.args[: self.first_row_arg]]
         operands += [row("row input", v) for v in self.args[self.first_row_arg :]]
         operands += [Operand("output", v, shape) for v in kernel.outputs]
-        operands += [Operand("row output", v, v.shape, 0, ndim - len(v.shape)) for v in kernel.row_outputs]
+        operands += [
+            Operand("row output", v, v.shape, 0, ndim - len(v.shape)) for v in kernel.row_outputs
+        ]
         for k, r in enumerate(self.reducers):
             role = "reduction" if k < len(kernel.reductions) else "flag"
             out = r.eqn.out
@@ -513,7 +515,7 @@ def _lower(b, eqn, env):
     """An equation on values already computed (0-d constants inline); a
     reshape between a row value's shapes changes nothing per row."""
     operands = [env[id(v)] if id(v) in env else _constant(v) for v in eqn.inputs]
-    return operands[0] if eqn.prim is P.reshape else LOWERINGS[eqn.prim](b, operands, eqn)
+    return operands[0] if eqn.prim is P.reshape else LOWERINGS[eqn.prim].emit(b, operands, eqn)
 
 
 def _is_scalar_constant(v) -> bool:
@@ -522,7 +524,8 @@ def _is_scalar_constant(v) -> bool:
 
 def _cost(eqn) -> int:
     """About how many arithmetic instructions an equation's lowering takes."""
-    return 10 if eqn.prim in APPROXIMATED else 1
+    lowering = LOWERINGS.get(eqn.prim)
+    return 10 if lowering is not None and lowering.approximated else 1
 
 
 SPILL_COST = 4  # recomputing more than about this many operations costs more than a spill
@@ -608,7 +611,7 @@ def _range_guards(kernel) -> tuple:
     reductions over the whole kernel (a flag per launch)."""
     eqns, reductions = [], []
     for eqn in kernel.eqns:
-        limit = FAST_RANGE.get(eqn.prim)
+        limit = LOWERINGS[eqn.prim].accurate_within
         if limit is None:
             continue
         (argument,) = eqn.inputs

@@ -1,13 +1,18 @@
 """How each primitive becomes LLVM instructions: one entry per primitive.
 
-An entry takes the IR builder, the operands (LLVM values, booleans as i1)
-and the equation, and returns the result value. The operations here are
-exact in IEEE arithmetic (or integer/boolean), so a kernel computes bit for
-bit what numpy computes; they mirror numpy's NaN and signed-zero behaviour
-where LLVM's defaults differ (maximum, minimum, sign).
+An entry's ``emit`` takes the IR builder, the operands (LLVM values,
+booleans as i1) and the equation, and returns the result value. Exact
+entries compute bit for bit what numpy computes (they mirror numpy's NaN
+and signed-zero behaviour where LLVM's defaults differ: maximum, minimum,
+sign). Transcendental ones are approximations (mathfns.py), tens of
+instructions each, some accurate only within a range of arguments. Which
+primitives run in numpy instead, and why, is ``IN_NUMPY``; the reductions
+kernels accumulate are ``FUSED_REDUCTIONS``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from llvmlite import ir
 
@@ -108,12 +113,33 @@ def _abs(b, args, eqn):
     return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
 
 
+def _rounding(intrinsic):
+    def lower(b, args, eqn):
+        return _intrinsic(b, intrinsic, args[0]) if _floating(eqn) else args[0]
+
+    return lower
+
+
 def _relu(b, args, eqn):
     (x,) = args
     return _max(b, x, ir.Constant(x.type, 0.0 if _floating(eqn) else 0), eqn, ">=")
 
 
-LOWERINGS = {
+@dataclass(frozen=True)
+class Lowering:
+    """``emit(builder, operands, eqn)``; ``approximated``: tens of
+    instructions (a range reduction and a polynomial), not a few;
+    ``accurate_within``: beyond this |argument| a kernel reports it and runs
+    again through numpy; ``applies``: which equations of the primitive it
+    lowers (all by default)."""
+
+    emit: object
+    approximated: bool = False
+    accurate_within: float | None = None
+    applies: object = None
+
+
+_EXACT = {
     P.add: _arith(lambda b, x, y: b.fadd(x, y), lambda b, x, y: b.add(x, y)),
     P.sub: _arith(lambda b, x, y: b.fsub(x, y), lambda b, x, y: b.sub(x, y)),
     P.mul: _arith(lambda b, x, y: b.fmul(x, y), lambda b, x, y: b.mul(x, y)),
@@ -122,6 +148,10 @@ LOWERINGS = {
     P.abs_: _abs,
     P.sign: _sign,
     P.relu: _relu,
+    P.floor: _rounding("llvm.floor"),
+    P.ceil: _rounding("llvm.ceil"),
+    P.trunc: _rounding("llvm.trunc"),
+    P.round_: _rounding("llvm.roundeven"),
     P.sqrt: lambda b, args, eqn: _intrinsic(b, "llvm.sqrt", args[0]),
     P.maximum: lambda b, args, eqn: _max(b, *args, eqn, ">="),
     P.minimum: lambda b, args, eqn: _max(b, *args, eqn, "<="),
@@ -148,20 +178,6 @@ def _math(function):
     return lower
 
 
-LOWERINGS.update(
-    {
-        P.exp: _math(mathfns.exp),
-        P.log: _math(mathfns.log),
-        P.log1p: _math(mathfns.log1p),
-        P.expm1: _math(mathfns.expm1),
-        P.tanh: _math(mathfns.tanh),
-        P.sigmoid: _math(mathfns.sigmoid),
-        P.softplus: _math(mathfns.softplus),
-        P.erf: _math(mathfns.erf),
-    }
-)
-
-
 def _pow(b, args, eqn):
     """A constant small integer exponent is arithmetic (x*x is the correctly
     rounded square, 1/x the correctly rounded reciprocal); anything else goes
@@ -185,29 +201,52 @@ def _pow(b, args, eqn):
     return general(b, x, y)
 
 
-LOWERINGS[P.pow_] = _pow
-LOWERINGS[P.sin] = lambda b, args, eqn: mathfns.sin_cos(b, args[0], cosine=False)
-LOWERINGS[P.cos] = lambda b, args, eqn: mathfns.sin_cos(b, args[0], cosine=True)
+_APPROXIMATED = {
+    P.exp: _math(mathfns.exp),
+    P.log: _math(mathfns.log),
+    P.log1p: _math(mathfns.log1p),
+    P.expm1: _math(mathfns.expm1),
+    P.tanh: _math(mathfns.tanh),
+    P.sigmoid: _math(mathfns.sigmoid),
+    P.softplus: _math(mathfns.softplus),
+    P.erf: _math(mathfns.erf),
+}
 
-# Lowerings accurate only while |argument| <= the limit: a kernel holding
-# them reports whether some finite argument was beyond it, and is then run
-# again through numpy.
-FAST_RANGE = {P.sin: mathfns.SIN_COS_FAST_LIMIT, P.cos: mathfns.SIN_COS_FAST_LIMIT}
-CONDITIONS = {P.pow_: lambda eqn: eqn.out.dtype.is_floating_point}
-
-
-# Lowered as range reduction plus a polynomial: tens of instructions each,
-# where the other entries are one or a few.
-APPROXIMATED = frozenset(
-    [P.exp, P.log, P.log1p, P.expm1, P.tanh, P.sigmoid, P.softplus, P.erf, P.pow_, P.sin, P.cos]
+LOWERINGS = {prim: Lowering(emit) for prim, emit in _EXACT.items()}
+LOWERINGS.update((prim, Lowering(emit, approximated=True)) for prim, emit in _APPROXIMATED.items())
+LOWERINGS[P.pow_] = Lowering(
+    _pow, approximated=True, applies=lambda eqn: eqn.out.dtype.is_floating_point
 )
+for _prim, _cosine in ((P.sin, False), (P.cos, True)):
+    LOWERINGS[_prim] = Lowering(
+        lambda b, args, eqn, cosine=_cosine: mathfns.sin_cos(b, args[0], cosine=cosine),
+        approximated=True,
+        accurate_within=mathfns.SIN_COS_FAST_LIMIT,
+    )
+
+# Kernels accumulate these as they walk their operand (see ir/fusion.py).
+FUSED_REDUCTIONS = frozenset([P.reduce_sum, P.reduce_max, P.reduce_min])
+# Primitives that run through their numpy implementation, and why.
+IN_NUMPY = {
+    P.matmul: "BLAS",
+    P.reduce_prod: "rare; its gradient divides by each element",
+    P.argmax: "an index, not a value to fuse",
+    P.argmin: "an index, not a value to fuse",
+    P.reshape: "a view (inside a kernel, a reshape of a row value is free)",
+    P.transpose: "a view: kernels read it through strides",
+    P.index: "gathers and views",
+    P.scatter_add: "scatters",
+    P.index_put: "scatters",
+    P.concatenate: "a copy numpy makes at memory speed",
+}
 
 
 def can_lower(eqn) -> bool:
-    return eqn.prim in LOWERINGS and CONDITIONS.get(eqn.prim, lambda eqn: True)(eqn)
+    lowering = LOWERINGS.get(eqn.prim)
+    return lowering is not None and (lowering.applies is None or lowering.applies(eqn))
 
 
 def can_lower_per_row(eqn) -> bool:
     """Equations on one value per row run between a kernel's passes, where no
-    range guard watches them: fast-range lowerings stay out."""
-    return can_lower(eqn) and eqn.prim not in FAST_RANGE
+    range guard watches them: lowerings accurate only within a range stay out."""
+    return can_lower(eqn) and LOWERINGS[eqn.prim].accurate_within is None

@@ -523,7 +523,7 @@ def pow_float64(b, x, y):
 # then Taylor polynomials for sin(r) and cos(r) picked and signed by k mod 4.
 # This holds while |x| <= SIN_COS_FAST_LIMIT (k below 2**20). A kernel holding
 # sin or cos also computes whether any finite argument went beyond it, and if
-# so is run again through numpy (see FAST_RANGE in lowering.py): huge
+# so is run again through numpy (see ``accurate_within`` in lowering.py): huge
 # arguments need a long table of 2/pi (Payne-Hanek), which is slow in vector
 # code and rare in practice.
 

@@ -36,12 +36,6 @@ from math import prod
 
 from .graph import Eqn, Graph, Var
 
-ELEMENTWISE = frozenset(
-    "neg exp log log1p expm1 sqrt sin cos tanh sigmoid softplus erf abs sign relu convert "
-    "stop_gradient logical_not add sub mul div pow maximum minimum eq ne lt le gt ge "
-    "logical_and logical_or where broadcast_to".split()
-)
-
 
 @dataclass
 class Kernel:
@@ -134,7 +128,7 @@ class Single:
 
 
 def is_elementwise(eqn: Eqn) -> bool:
-    return eqn.prim.name in ELEMENTWISE
+    return eqn.prim.elementwise
 
 
 def is_fusible_reduction(eqn: Eqn) -> bool:

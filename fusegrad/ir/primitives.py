@@ -31,14 +31,35 @@ from .shapes import broadcast_shapes, reduced_shape
 
 
 class Primitive:
-    def __init__(self, name, impl, shape_rule, inputs=("x",), backward_name=None, view=False):
+    """An operation of the IR. Besides its implementation, shape rule and VJP
+    rules (``defvjp``): ``view``, its numpy implementation may return a view
+    of its input; ``elementwise``, each output element depends on the
+    elements of its operands at the same (broadcast) index only, so it
+    fuses, is computed again rather than saved, and simplifies as such;
+    ``public``, it is also the op ``fusegrad.<name>`` and ``Tensor.<name>``,
+    its operands promoted to one dtype (``"same"``) or to a floating one
+    (``"float"``)."""
+
+    def __init__(
+        self,
+        name,
+        impl,
+        shape_rule,
+        inputs=("x",),
+        backward_name=None,
+        view=False,
+        elementwise=False,
+        public=None,
+    ):
         self.name = name
         self.impl = impl
         self.shape_rule = shape_rule
         self.inputs = inputs
         self.variadic = inputs[-1].startswith("*")
         self.backward_name = backward_name or _camel(name) + "Backward0"
-        self.view = view  # the numpy impl may return a view sharing the input's memory
+        self.view = view
+        self.elementwise = elementwise
+        self.public = public
         self.vjp_rules: dict = {}
         self.rule_args: dict = {}
 
@@ -206,31 +227,38 @@ def _share_extremum(g, x, out, axes):
 
 # ------------------------------------------------------------ elementwise unary
 
-neg = Primitive("neg", np.negative, _float_unary_rule("neg"))
+neg = Primitive("neg", np.negative, _float_unary_rule("neg"), elementwise=True)
 neg.defvjp(x=lambda g: -g)
 
-exp = Primitive("exp", np.exp, _float_unary_rule("exp"))
+exp = Primitive("exp", np.exp, _float_unary_rule("exp"), elementwise=True, public="float")
 exp.defvjp(x=lambda g, out: g * out)
 
-log = Primitive("log", np.log, _float_unary_rule("log"))
+log = Primitive("log", np.log, _float_unary_rule("log"), elementwise=True, public="float")
 log.defvjp(x=lambda g, x: g / x)
 
-log1p = Primitive("log1p", np.log1p, _float_unary_rule("log1p"), backward_name="Log1PBackward0")
+log1p = Primitive(
+    "log1p",
+    np.log1p,
+    _float_unary_rule("log1p"),
+    backward_name="Log1PBackward0",
+    elementwise=True,
+    public="float",
+)
 log1p.defvjp(x=lambda g, x: g / (x + 1.0))
 
-expm1 = Primitive("expm1", np.expm1, _float_unary_rule("expm1"))
+expm1 = Primitive("expm1", np.expm1, _float_unary_rule("expm1"), elementwise=True, public="float")
 expm1.defvjp(x=lambda g, out: g * (out + 1.0))
 
-sqrt = Primitive("sqrt", np.sqrt, _float_unary_rule("sqrt"))
+sqrt = Primitive("sqrt", np.sqrt, _float_unary_rule("sqrt"), elementwise=True, public="float")
 sqrt.defvjp(x=lambda g, out: g / (out * 2.0))
 
-sin = Primitive("sin", np.sin, _float_unary_rule("sin"))
+sin = Primitive("sin", np.sin, _float_unary_rule("sin"), elementwise=True, public="float")
 sin.defvjp(x=lambda g, x: g * cos(x))
 
-cos = Primitive("cos", np.cos, _float_unary_rule("cos"))
+cos = Primitive("cos", np.cos, _float_unary_rule("cos"), elementwise=True, public="float")
 cos.defvjp(x=lambda g, x: -(g * sin(x)))
 
-tanh = Primitive("tanh", np.tanh, _float_unary_rule("tanh"))
+tanh = Primitive("tanh", np.tanh, _float_unary_rule("tanh"), elementwise=True, public="float")
 tanh.defvjp(x=lambda g, out: g * (1.0 - out * out))
 
 
@@ -242,7 +270,9 @@ def _sigmoid_impl(x):
 
 # A primitive rather than 1/(1+exp(-x)): that composition's gradient is
 # inf/inf = nan once exp(-x) overflows (x < -88 in float32); this rule reuses out.
-sigmoid = Primitive("sigmoid", _sigmoid_impl, _float_unary_rule("sigmoid"))
+sigmoid = Primitive(
+    "sigmoid", _sigmoid_impl, _float_unary_rule("sigmoid"), elementwise=True, public="float"
+)
 sigmoid.defvjp(x=lambda g, out: g * (out * (1.0 - out)))
 
 # A primitive for the same reason: log1p(exp(x)) overflows, and the stable
@@ -251,13 +281,17 @@ softplus = Primitive(
     "softplus",
     lambda x: np.logaddexp(x, 0).astype(x.dtype, copy=False),
     _float_unary_rule("softplus"),
+    elementwise=True,
 )
 softplus.defvjp(x=lambda g, x: g * sigmoid(x))
 
 # A primitive rather than where(x > 0, x, 0): one op instead of two on the
 # hottest activation. The gradient at 0 is 0, as in PyTorch.
 relu = Primitive(
-    "relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False), lambda x: (x.shape, x.dtype)
+    "relu",
+    lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
+    lambda x: (x.shape, x.dtype),
+    elementwise=True,
 )
 relu.defvjp(x=lambda g, out: where(out > 0.0, g, 0.0))
 
@@ -266,13 +300,33 @@ erf = Primitive(
     "erf",
     lambda x: np.asarray(_erf_scalar(x), np.float64).astype(x.dtype),
     _float_unary_rule("erf"),
+    elementwise=True,
+    public="float",
 )
 erf.defvjp(x=lambda g, x: g * (exp(-(x * x)) * (2.0 / math.sqrt(math.pi))))
 
-abs_ = Primitive("abs", np.abs, lambda x: (x.shape, x.dtype))
+abs_ = Primitive("abs", np.abs, lambda x: (x.shape, x.dtype), elementwise=True)
 abs_.defvjp(x=lambda g, x: g * sign(x))
 
-sign = Primitive("sign", np.sign, lambda x: (x.shape, x.dtype))  # zero derivative: no rule
+sign = Primitive(
+    "sign", np.sign, lambda x: (x.shape, x.dtype), elementwise=True
+)  # zero derivative: no rule
+
+
+def _rounding(name, to_integer):
+    """A primitive rounding floats to integral values (integers stay as they
+    are). Piecewise constant: a zero derivative, so no rule, as sign."""
+
+    def impl(x):
+        return to_integer(x) if x.dtype.kind == "f" else x
+
+    return Primitive(name, impl, lambda x: (x.shape, x.dtype), elementwise=True, public="same")
+
+
+floor = _rounding("floor", np.floor)
+ceil = _rounding("ceil", np.ceil)
+trunc = _rounding("trunc", np.trunc)
+round_ = _rounding("round", np.round)  # halves to even, as PyTorch
 
 # The cotangent's cast back to the input dtype is unbroadcast's job, so the rule is g.
 convert = Primitive(
@@ -280,61 +334,126 @@ convert = Primitive(
     lambda x, dtype: np.array(x, dtype=dtype.np, order="C"),
     lambda x, dtype: (x.shape, dtype),
     backward_name="ToCopyBackward0",
+    elementwise=True,
 )
 convert.defvjp(x=lambda g: g)
 
 # Identity with no derivative: detach() and .data inside a traced function.
-stop_gradient = Primitive("stop_gradient", lambda x: x, lambda x: (x.shape, x.dtype), view=True)
+stop_gradient = Primitive(
+    "stop_gradient", lambda x: x, lambda x: (x.shape, x.dtype), view=True, elementwise=True
+)
 
-logical_not = Primitive("logical_not", np.logical_not, lambda x: (x.shape, dtypes.bool_))
+logical_not = Primitive(
+    "logical_not", np.logical_not, lambda x: (x.shape, dtypes.bool_), elementwise=True
+)
 
 # ----------------------------------------------------------- elementwise binary
 
-add = Primitive("add", np.add, _binary_rule("add"), inputs=("x", "y"))
+add = Primitive("add", np.add, _binary_rule("add"), inputs=("x", "y"), elementwise=True)
 add.defvjp(x=lambda g: g, y=lambda g: g)
 
-sub = Primitive("sub", np.subtract, _binary_rule("sub"), inputs=("x", "y"))
+sub = Primitive("sub", np.subtract, _binary_rule("sub"), inputs=("x", "y"), elementwise=True)
 sub.defvjp(x=lambda g: g, y=lambda g: -g)
 
-mul = Primitive("mul", np.multiply, _binary_rule("mul"), inputs=("x", "y"))
+mul = Primitive(
+    "mul", np.multiply, _binary_rule("mul"), inputs=("x", "y"), elementwise=True, public="same"
+)
 mul.defvjp(x=lambda g, y: g * y, y=lambda g, x: g * x)
 
 div = Primitive(
-    "div", np.true_divide, _binary_rule("div", require=(dtypes.FLOATING,)), inputs=("x", "y")
+    "div",
+    np.true_divide,
+    _binary_rule("div", require=(dtypes.FLOATING,)),
+    inputs=("x", "y"),
+    elementwise=True,
 )
 div.defvjp(x=lambda g, y: g / y, y=lambda g, x, y: -(g * x) / (y * y))
 
 # The where() masks give PyTorch's values at 0**0 and at log(0) * 0.
-pow_ = Primitive("pow", np.power, _binary_rule("pow"), inputs=("x", "y"))
+pow_ = Primitive("pow", np.power, _binary_rule("pow"), inputs=("x", "y"), elementwise=True)
 pow_.defvjp(
     x=lambda g, x, y: where(y == 0.0, 0.0, g * y * pow_(x, y - 1.0)),
     y=lambda g, x, y, out: where((x == 0.0) & (y >= 0.0), 0.0, g * out * log(x)),
 )
 
 # Ties split the gradient evenly, as PyTorch does.
-maximum = Primitive("maximum", np.maximum, _binary_rule("maximum"), inputs=("x", "y"))
+maximum = Primitive(
+    "maximum", np.maximum, _binary_rule("maximum"), inputs=("x", "y"), elementwise=True
+)
 maximum.defvjp(
     x=lambda g, x, y: where(x > y, g, where(x == y, g * 0.5, 0.0)),
     y=lambda g, x, y: where(y > x, g, where(x == y, g * 0.5, 0.0)),
 )
 
-minimum = Primitive("minimum", np.minimum, _binary_rule("minimum"), inputs=("x", "y"))
+minimum = Primitive(
+    "minimum", np.minimum, _binary_rule("minimum"), inputs=("x", "y"), elementwise=True
+)
 minimum.defvjp(
     x=lambda g, x, y: where(x < y, g, where(x == y, g * 0.5, 0.0)),
     y=lambda g, x, y: where(y < x, g, where(x == y, g * 0.5, 0.0)),
 )
 
-eq = Primitive("eq", np.equal, _binary_rule("eq", dtypes.bool_), inputs=("x", "y"))
-ne = Primitive("ne", np.not_equal, _binary_rule("ne", dtypes.bool_), inputs=("x", "y"))
-lt = Primitive("lt", np.less, _binary_rule("lt", dtypes.bool_), inputs=("x", "y"))
-le = Primitive("le", np.less_equal, _binary_rule("le", dtypes.bool_), inputs=("x", "y"))
-gt = Primitive("gt", np.greater, _binary_rule("gt", dtypes.bool_), inputs=("x", "y"))
-ge = Primitive("ge", np.greater_equal, _binary_rule("ge", dtypes.bool_), inputs=("x", "y"))
+eq = Primitive(
+    "eq",
+    np.equal,
+    _binary_rule("eq", dtypes.bool_),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="same",
+)
+ne = Primitive(
+    "ne",
+    np.not_equal,
+    _binary_rule("ne", dtypes.bool_),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="same",
+)
+lt = Primitive(
+    "lt",
+    np.less,
+    _binary_rule("lt", dtypes.bool_),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="same",
+)
+le = Primitive(
+    "le",
+    np.less_equal,
+    _binary_rule("le", dtypes.bool_),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="same",
+)
+gt = Primitive(
+    "gt",
+    np.greater,
+    _binary_rule("gt", dtypes.bool_),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="same",
+)
+ge = Primitive(
+    "ge",
+    np.greater_equal,
+    _binary_rule("ge", dtypes.bool_),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="same",
+)
 logical_and = Primitive(
-    "logical_and", np.logical_and, _binary_rule("logical_and", dtypes.bool_), inputs=("x", "y")
+    "logical_and",
+    np.logical_and,
+    _binary_rule("logical_and", dtypes.bool_),
+    inputs=("x", "y"),
+    elementwise=True,
 )
 logical_or = Primitive(
-    "logical_or", np.logical_or, _binary_rule("logical_or", dtypes.bool_), inputs=("x", "y")
+    "logical_or",
+    np.logical_or,
+    _binary_rule("logical_or", dtypes.bool_),
+    inputs=("x", "y"),
+    elementwise=True,
 )
 
 
@@ -347,7 +466,7 @@ def _where_rule(cond, x, y):
     return broadcast_shapes(cond.shape, x.shape, y.shape), _same_dtype("where", x, y)
 
 
-where = Primitive("where", np.where, _where_rule, inputs=("cond", "x", "y"))
+where = Primitive("where", np.where, _where_rule, inputs=("cond", "x", "y"), elementwise=True)
 where.defvjp(x=lambda g, cond: where(cond, g, 0.0), y=lambda g, cond: where(cond, 0.0, g))
 
 # ------------------------------------------------------------------ reductions
@@ -453,6 +572,7 @@ broadcast_to = Primitive(
     _broadcast_to_rule,
     backward_name="ExpandBackward0",
     view=True,
+    elementwise=True,
 )
 broadcast_to.defvjp(x=lambda g: g)
 

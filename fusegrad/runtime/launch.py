@@ -86,8 +86,10 @@ def merge_dimensions(shape: tuple, views: list, split: int) -> tuple:
         lead = ndim - len(view_shape)
         strides.append(
             (0,) * lead
-            + tuple(0 if n == 1 and t != 1 else s
-                    for n, t, s in zip(view_shape, shape[lead:], view_strides))
+            + tuple(
+                0 if n == 1 and t != 1 else s
+                for n, t, s in zip(view_shape, shape[lead:], view_strides)
+            )
         )
     merged_shape, merged, before_split = [], [[] for _ in views], 0
     for region_index, region in enumerate((range(split), range(split, ndim))):
@@ -203,7 +205,9 @@ class Launcher:
         """New arrays for every operand a launch writes; column accumulators
         hold their starting value."""
         return [
-            np.empty(op.shape, op.dtype.np) if op.start is None else np.full(op.shape, op.start, op.dtype.np)
+            np.empty(op.shape, op.dtype.np)
+            if op.start is None
+            else np.full(op.shape, op.start, op.dtype.np)
             for op in self.code.operands[len(self.args) :]
         ]
 
@@ -229,7 +233,10 @@ class Launcher:
             extra = self.fresh()
             first = len(self.args)
             fresh.append(
-                [extra[k - first] if p else a for k, (a, p) in enumerate(zip(operands, launch.private))]
+                [
+                    extra[k - first] if p else a
+                    for k, (a, p) in enumerate(zip(operands, launch.private))
+                ]
             )
         self._run(launch, fresh)
         for k, op in enumerate(self.code.operands):
@@ -317,9 +324,7 @@ class Launcher:
             if len(merged) == 1:  # whole cache lines and blocks per chunk
                 step = -(-step // BLOCK) * BLOCK
             chunks = [(s, min(s + step, merged[0])) for s in range(0, merged[0], step)]
-        return Launch(
-            function, merged, strides, extents if self.checked else None, chunks, private
-        )
+        return Launch(function, merged, strides, extents if self.checked else None, chunks, private)
 
 
 def _combine(kind: str, total: np.ndarray, partial: np.ndarray) -> None:

@@ -187,9 +187,7 @@ class Segment:
             if isinstance(v, Var) and v not in known
         ]
         self.fresh = [
-            v
-            for v in written
-            if v in executor.outputs or executor.last_reader.get(v, last) > last
+            v for v in written if v in executor.outputs or executor.last_reader.get(v, last) > last
         ]
         self.fresh_arrays = [(written[v].shape, written[v].dtype.np) for v in self.fresh]
         workspace = len(self.reads)
@@ -254,7 +252,9 @@ class Segment:
                 if key in sizes:
                     room = _aligned(sizes[key])
                     if offset % ALIGNMENT or offset + room > self.workspace_bytes:
-                        raise PlanError(f"{launcher.name}: operand {k} placed outside the workspace")
+                        raise PlanError(
+                            f"{launcher.name}: operand {k} placed outside the workspace"
+                        )
                 elif item < len(self.reads):
                     dtype, shape, _ = read_layouts[key]
                     room = prod(shape) * dtype.itemsize

@@ -8,18 +8,8 @@ from ..ir import primitives as P
 from . import indexing, ops
 from .tensor import Tensor
 
-_METHODS = (
-    "add sub mul div true_divide pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos tan "
-    "tanh sigmoid relu erf clamp clip maximum minimum eq ne lt le gt ge logical_and "
-    "logical_or logical_xor logical_not isnan isinf isfinite sum mean prod max min amax amin "
-    "argmax argmin all any var std norm logsumexp softmax log_softmax matmul mm mv bmm dot "
-    "outer reshape view flatten unflatten permute transpose swapaxes t unsqueeze squeeze "
-    "expand expand_as broadcast_to split chunk unbind narrow index_select gather clone "
-    "contiguous to allclose equal"
-).split()
-
-for _name in _METHODS:
-    setattr(Tensor, _name, getattr(ops, _name))
+for _name, _op in ops.METHODS.items():
+    setattr(Tensor, _name, _op)
 
 
 def _operator(prim, floating=False):

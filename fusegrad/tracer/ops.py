@@ -25,6 +25,24 @@ from .tensor import Tensor, constant, constant_array
 
 # ------------------------------------------------------------------ plumbing
 
+FUNCTIONS: dict = {}  # name -> op: what ``fusegrad.<name>`` is
+METHODS: dict = {}  # name -> op: what ``Tensor.<name>`` is
+
+
+def public(op=None, *, name=None, function=True, method=True):
+    """Makes an op ``fusegrad.<name>`` and ``Tensor.<name>`` (or one of the
+    two), under its own name unless ``name`` is given: the one place either
+    list is written."""
+
+    def register(op):
+        if function:
+            FUNCTIONS[name or op.__name__] = op
+        if method:
+            METHODS[name or op.__name__] = op
+        return op
+
+    return register if op is None else register(op)
+
 
 def _named(backward_name):
     """Gives the node an op ends in the PyTorch name of the op (for grad_fn's repr)."""
@@ -116,21 +134,35 @@ def _binary(prim, a, b, floating=False):
     return prim(_cast(a, dtype), _cast(b, dtype))
 
 
-def _unary_float(prim):
-    def op(input):
-        return prim(_to_float(as_tensor_arg(input)))
+def op_of(prim: P.Primitive):
+    """The public op of a primitive declared ``public``: its operands
+    promoted to one dtype, floating for ``public="float"``."""
+    floating = prim.public == "float"
+    if len(prim.inputs) == 1:
 
-    op.__name__ = prim.name
+        def op(input):
+            input = as_tensor_arg(input)
+            return prim(_to_float(input) if floating else input)
+
+    else:
+
+        def op(input, other):
+            return _binary(prim, input, other, floating)
+
+    op.__name__ = op.__qualname__ = prim.name
+    op.__doc__ = f"The primitive ``{prim.name}``, its operands promoted to one dtype."
     return op
 
 
 # ---------------------------------------------------------------- arithmetic
 
 
+@public
 def add(input, other, *, alpha=1):
     return _binary(P.add, input, other if alpha == 1 else other * alpha)
 
 
+@public
 def sub(input, other, *, alpha=1):
     if (
         isinstance(input, Tensor)
@@ -150,17 +182,15 @@ def rsub(input, other):
     return _binary(P.sub, other, input)
 
 
-def mul(input, other):
-    return _binary(P.mul, input, other)
-
-
+@public
 def div(input, other):
     return _binary(P.div, input, other, floating=True)
 
 
-true_divide = div
+true_divide = public(div, name="true_divide")
 
 
+@public
 @_named(
     lambda input, exponent: (
         "PowBackward0"
@@ -172,6 +202,7 @@ def pow(input, exponent):
     return _binary(P.pow_, input, exponent)
 
 
+@public
 def neg(input):
     input = as_tensor_arg(input)
     if input._dtype is dtypes.bool_:
@@ -183,41 +214,35 @@ def neg(input):
     return P.neg(input)
 
 
+@public
 def abs(input):
     return P.abs_(as_tensor_arg(input))
 
 
-exp = _unary_float(P.exp)
-log = _unary_float(P.log)
-log1p = _unary_float(P.log1p)
-expm1 = _unary_float(P.expm1)
-sqrt = _unary_float(P.sqrt)
-sin = _unary_float(P.sin)
-cos = _unary_float(P.cos)
-tanh = _unary_float(P.tanh)
-sigmoid = _unary_float(P.sigmoid)
-erf = _unary_float(P.erf)
-
-
+@public
 def sign(input):
     return P.sign(as_tensor_arg(input))
 
 
+@public
 @_named("RsqrtBackward0")
 def rsqrt(input):
-    return 1.0 / sqrt(input)
+    return 1.0 / P.sqrt(_to_float(as_tensor_arg(input)))
 
 
+@public
 @_named("TanBackward0")
 def tan(input):
     input = _to_float(as_tensor_arg(input))
     return P.sin(input) / P.cos(input)
 
 
+@public
 def relu(input):
     return P.relu(as_tensor_arg(input))
 
 
+@public(method=False)
 @_named("GeluBackward0")
 def gelu(input, approximate: str = "none"):
     x = _to_float(as_tensor_arg(input))
@@ -229,6 +254,7 @@ def gelu(input, approximate: str = "none"):
     raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
 
 
+@public(method=False)
 @_named("SoftplusBackward0")
 def softplus(input, beta=1.0, threshold=20.0):
     x = _to_float(as_tensor_arg(input))
@@ -239,6 +265,7 @@ def softplus(input, beta=1.0, threshold=20.0):
     return P.where(scaled > threshold, x, smooth)
 
 
+@public
 @_named("ClampBackward1")
 def clamp(input, min=None, max=None):
     input = as_tensor_arg(input)
@@ -252,17 +279,20 @@ def clamp(input, min=None, max=None):
     return out
 
 
-clip = clamp
+clip = public(clamp, name="clip")
 
 
+@public
 def maximum(input, other):
     return _binary(P.maximum, as_tensor_arg(input), as_tensor_arg(other, "other"))
 
 
+@public
 def minimum(input, other):
     return _binary(P.minimum, as_tensor_arg(input), as_tensor_arg(other, "other"))
 
 
+@public(method=False)
 def where(condition, input, other):
     condition = as_tensor_arg(condition, "condition")
     if condition._dtype is not dtypes.bool_:
@@ -278,30 +308,6 @@ def where(condition, input, other):
 # ---------------------------------------------------------------- comparisons
 
 
-def eq(input, other):
-    return _binary(P.eq, input, other)
-
-
-def ne(input, other):
-    return _binary(P.ne, input, other)
-
-
-def lt(input, other):
-    return _binary(P.lt, input, other)
-
-
-def le(input, other):
-    return _binary(P.le, input, other)
-
-
-def gt(input, other):
-    return _binary(P.gt, input, other)
-
-
-def ge(input, other):
-    return _binary(P.ge, input, other)
-
-
 def _logical(prim, a, b):
     return prim(
         _cast(a, dtypes.bool_) if isinstance(a, Tensor) else bool(a),
@@ -309,41 +315,50 @@ def _logical(prim, a, b):
     )
 
 
+@public
 def logical_and(input, other):
     return _logical(P.logical_and, input, other)
 
 
+@public
 def logical_or(input, other):
     return _logical(P.logical_or, input, other)
 
 
+@public
 def logical_xor(input, other):
     return _logical(P.ne, input, other)
 
 
+@public
 def logical_not(input):
     return P.logical_not(as_tensor_arg(input))
 
 
+@public
 def isnan(input):
     input = as_tensor_arg(input)
     return input != input
 
 
+@public
 def isinf(input):
     input = as_tensor_arg(input)
     return abs(input) == math.inf
 
 
+@public
 def isfinite(input):
     input = as_tensor_arg(input)
     return logical_not(isnan(input) | isinf(input))
 
 
+@public
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+@public
 def equal(input, other) -> bool:
     return input.shape == other.shape and bool(np.array_equal(input._data, other._data))
 
@@ -357,6 +372,7 @@ def _keep(out, input, axes, keepdim):
     return out
 
 
+@public
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     input = as_tensor_arg(input)
     axes = normalize_axes(dim, input.ndim)
@@ -370,6 +386,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return out
 
 
+@public
 @_named(
     lambda input, dim=None, keepdim=False, **kw: "MeanBackward0" if dim is None else "MeanBackward1"
 )
@@ -398,6 +415,7 @@ def _short(dtype) -> str:
     }[dtype.name]
 
 
+@public
 @_named(
     lambda input, dim=None, keepdim=False, **kw: "ProdBackward0" if dim is None else "ProdBackward1"
 )
@@ -419,6 +437,7 @@ def _require_nonempty(input, axes, name):
         )
 
 
+@public
 @_named("AmaxBackward0")
 def amax(input, dim=(), keepdim=False):
     input = as_tensor_arg(input)
@@ -427,6 +446,7 @@ def amax(input, dim=(), keepdim=False):
     return _keep(P.reduce_max(input, axes=axes), input, axes, keepdim)
 
 
+@public
 @_named("AminBackward0")
 def amin(input, dim=(), keepdim=False):
     input = as_tensor_arg(input)
@@ -494,12 +514,14 @@ def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, bac
     return result_type(values, indices)
 
 
+@public
 def max(input, dim=None, keepdim=False, *, other=None):
     return _extremum(
         input, dim, keepdim, other, P.reduce_max, P.argmax, MaxResult, "MaxBackward0", "max"
     )
 
 
+@public
 def min(input, dim=None, keepdim=False, *, other=None):
     return _extremum(
         input, dim, keepdim, other, P.reduce_min, P.argmin, MinResult, "MinBackward0", "min"
@@ -519,14 +541,17 @@ def _arg(prim, input, dim, keepdim):
     return unsqueeze(out, axis) if keepdim else out
 
 
+@public
 def argmax(input, dim=None, keepdim=False):
     return _arg(P.argmax, input, dim, keepdim)
 
 
+@public
 def argmin(input, dim=None, keepdim=False):
     return _arg(P.argmin, input, dim, keepdim)
 
 
+@public
 def all(input, dim=None, keepdim=False):
     input = as_tensor_arg(input)
     axes = normalize_axes(dim, input.ndim)
@@ -537,6 +562,7 @@ def all(input, dim=None, keepdim=False):
     )
 
 
+@public
 def any(input, dim=None, keepdim=False):
     input = as_tensor_arg(input)
     axes = normalize_axes(dim, input.ndim)
@@ -566,6 +592,7 @@ def _correction(unbiased, correction):
     return 1 if unbiased is None or unbiased else 0
 
 
+@public
 @_named("VarBackward0")
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):  # var(x, False): the legacy `unbiased` positional
@@ -573,13 +600,15 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _var(input, dim, _correction(unbiased, correction), keepdim)
 
 
+@public
 @_named("StdBackward0")
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    return sqrt(_var(input, dim, _correction(unbiased, correction), keepdim))
+    return P.sqrt(_var(input, dim, _correction(unbiased, correction), keepdim))
 
 
+@public
 @_named("LinalgVectorNormBackward0")
 def norm(input, p="fro", dim=None, keepdim=False):
     x = _to_float(as_tensor_arg(input))
@@ -605,6 +634,7 @@ def norm(input, p="fro", dim=None, keepdim=False):
     return _keep(out, x, axes, keepdim)
 
 
+@public
 @_named("LogsumexpBackward0")
 def logsumexp(input, dim, keepdim=False):
     x = _to_float(as_tensor_arg(input))
@@ -637,15 +667,17 @@ def _softmax_dim(input, dim):
     return dim
 
 
+@public
 @_named("SoftmaxBackward0")
 def softmax(input, dim=None, dtype=None):
     x = as_tensor_arg(input)
     x = _to_float(x if dtype is None else _cast(x, dtypes.as_dtype(dtype)))
     dim = _softmax_dim(x, dim)
-    e = exp(x - amax(x, dim, keepdim=True).detach())
+    e = P.exp(x - amax(x, dim, keepdim=True).detach())
     return e / sum(e, dim, keepdim=True)
 
 
+@public
 @_named("LogSoftmaxBackward0")
 def log_softmax(input, dim=None, dtype=None):
     x = as_tensor_arg(input)
@@ -672,6 +704,7 @@ def _check_same_dtype(a, b, what):
         )
 
 
+@public
 @_named("DotBackward0")
 def dot(input, other):
     input, other = as_tensor_arg(input), as_tensor_arg(other, "other")
@@ -687,6 +720,7 @@ def dot(input, other):
     return P.reduce_sum(P.mul(input, other), axes=(0,))
 
 
+@public
 @_named("MmBackward0")
 def mm(input, mat2):
     input, mat2 = as_tensor_arg(input), as_tensor_arg(mat2, "mat2")
@@ -696,6 +730,7 @@ def mm(input, mat2):
     return P.matmul(input, mat2)
 
 
+@public
 @_named("MvBackward0")
 def mv(input, vec):
     input, vec = as_tensor_arg(input), as_tensor_arg(vec, "vec")
@@ -706,6 +741,7 @@ def mv(input, vec):
     return P.reshape(out, shape=(input.shape[0],))
 
 
+@public
 @_named("BmmBackward0")
 def bmm(input, mat2):
     input, mat2 = as_tensor_arg(input), as_tensor_arg(mat2, "mat2")
@@ -720,6 +756,7 @@ def bmm(input, mat2):
     return P.matmul(input, mat2)
 
 
+@public
 def matmul(input, other):
     input, other = as_tensor_arg(input), as_tensor_arg(other, "other")
     if input.ndim == 0 or other.ndim == 0:
@@ -751,6 +788,7 @@ def _batched_matmul(input, other):
     return out
 
 
+@public
 def outer(input, vec2):
     return unsqueeze(input, 1) * unsqueeze(vec2, 0)
 
@@ -774,11 +812,13 @@ def _shape_arg(shape, input) -> tuple:
     return infer_reshape(shape, input.numel())
 
 
+@public
 def reshape(input, *shape):
     input = as_tensor_arg(input)
     return P.reshape(input, shape=_shape_arg(shape, input))
 
 
+@public(function=False)
 def view(input, *shape):
     input = as_tensor_arg(input)
     target = _shape_arg(shape, input)
@@ -794,6 +834,7 @@ def view(input, *shape):
     return reshape(input, target)
 
 
+@public
 def flatten(input, start_dim=0, end_dim=-1):
     input = as_tensor_arg(input)
     if input.ndim == 0:
@@ -807,6 +848,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return P.reshape(input, shape=shape)
 
 
+@public
 def unflatten(input, dim, sizes):
     input = as_tensor_arg(input)
     d = normalize_dim(dim, input.ndim)
@@ -814,6 +856,7 @@ def unflatten(input, dim, sizes):
     return reshape(input, input.shape[:d] + inner + input.shape[d + 1 :])
 
 
+@public
 @_named("PermuteBackward0")
 def permute(input, *dims):
     input = as_tensor_arg(input)
@@ -830,6 +873,7 @@ def permute(input, *dims):
     return P.transpose(input, perm=perm)
 
 
+@public
 @_named("TransposeBackward0")
 def transpose(input, dim0, dim1):
     input = as_tensor_arg(input)
@@ -841,9 +885,10 @@ def transpose(input, dim0, dim1):
     return P.transpose(input, perm=tuple(perm))
 
 
-swapaxes = transpose
+swapaxes = public(transpose, name="swapaxes")
 
 
+@public
 @_named("TBackward0")
 def t(input):
     input = as_tensor_arg(input)
@@ -852,6 +897,7 @@ def t(input):
     return P.transpose(input, perm=tuple(reversed(range(input.ndim))))
 
 
+@public
 @_named("UnsqueezeBackward0")
 def unsqueeze(input, dim):
     input = as_tensor_arg(input)
@@ -859,6 +905,7 @@ def unsqueeze(input, dim):
     return P.reshape(input, shape=input.shape[:d] + (1,) + input.shape[d:])
 
 
+@public
 @_named(lambda input, dim=None: "SqueezeBackward0" if dim is None else "SqueezeBackward1")
 def squeeze(input, dim=None):
     input = as_tensor_arg(input)
@@ -870,6 +917,7 @@ def squeeze(input, dim=None):
     return P.reshape(input, shape=tuple(s for i, s in enumerate(input.shape) if i not in axes))
 
 
+@public(function=False)
 @_named("ExpandBackward0")
 def expand(input, *sizes):
     input = as_tensor_arg(input)
@@ -895,14 +943,17 @@ def expand(input, *sizes):
     return P.broadcast_to(input, shape=tuple(target))
 
 
+@public(function=False)
 def expand_as(input, other):
     return expand(input, other.shape)
 
 
+@public
 def broadcast_to(input, size):
     return expand(input, tuple(size))
 
 
+@public(method=False)
 def broadcast_tensors(*tensors):
     from ..ir.shapes import broadcast_shapes
 
@@ -929,6 +980,7 @@ def _promote_all(tensors, what):
     return [_cast(t, dtype) for t in tensors]
 
 
+@public(method=False)
 @_named("CatBackward0")
 def cat(tensors, dim=0):
     tensors = _promote_all(tensors, "cat")
@@ -943,9 +995,11 @@ def cat(tensors, dim=0):
     return P.concatenate(*tensors, axis=axis)
 
 
-concat = concatenate = cat
+concat = public(cat, name="concat", method=False)
+concatenate = public(cat, name="concatenate", method=False)
 
 
+@public(method=False)
 @_named("StackBackward0")
 def stack(tensors, dim=0):
     tensors = _promote_all(tensors, "stack")
@@ -965,6 +1019,7 @@ def _narrow_spec(ndim, axis, start, stop):
     return (("slice", None, None, None),) * axis + (("slice", start, stop, None),)
 
 
+@public
 def split(tensor, split_size_or_sections, dim=0):
     tensor = as_tensor_arg(tensor, "tensor")
     axis = normalize_dim(dim, tensor.ndim)
@@ -997,6 +1052,7 @@ def split(tensor, split_size_or_sections, dim=0):
     return tuple(parts)
 
 
+@public
 def chunk(input, chunks, dim=0):
     input = as_tensor_arg(input)
     if not isinstance(chunks, int):
@@ -1008,6 +1064,7 @@ def chunk(input, chunks, dim=0):
     return split(input, builtins.max(1, -(-size // chunks)), axis)
 
 
+@public
 def unbind(input, dim=0):
     input = as_tensor_arg(input)
     axis = normalize_dim(dim, input.ndim)
@@ -1015,6 +1072,7 @@ def unbind(input, dim=0):
     return tuple(P.index(input, spec=spec + (("int", i),)) for i in range(input.shape[axis]))
 
 
+@public
 def narrow(input, dim, start, length):
     input = as_tensor_arg(input)
     axis = normalize_dim(dim, input.ndim)
@@ -1041,6 +1099,7 @@ def _as_index_tensor(index, name="index"):
     return index
 
 
+@public
 @_named("IndexSelectBackward0")
 def index_select(input, dim, index):
     input = as_tensor_arg(input)
@@ -1061,6 +1120,7 @@ def _check_bounds(index, size, axis, what):
         )
 
 
+@public
 @_named("GatherBackward0")
 def gather(input, dim, index):
     input = as_tensor_arg(input)
@@ -1087,6 +1147,7 @@ def gather(input, dim, index):
     return index_with_arrays(input, grids)
 
 
+@public(method=False)
 def take_along_dim(input, indices, dim):
     return gather(input, dim, indices)
 
@@ -1094,17 +1155,20 @@ def take_along_dim(input, indices, dim):
 # ------------------------------------------------------------ copies and casts
 
 
+@public
 @_named("CloneBackward0")
 def clone(input):
     input = as_tensor_arg(input)
     return P.convert(input, dtype=input._dtype)
 
 
+@public(function=False)
 def contiguous(input):
     input = as_tensor_arg(input)
     return input if input._data.flags.c_contiguous else clone(input)
 
 
+@public(function=False)
 def to(input, *args, **kwargs):
     """``to(dtype)``, ``to("cpu")``, ``to(other_tensor)``; there is only the CPU."""
     dtype = kwargs.get("dtype")
@@ -1123,17 +1187,34 @@ def to(input, *args, **kwargs):
     return input if dtype is input._dtype else P.convert(input, dtype=dtype)
 
 
+@public(method=False)
 def detach(input):
     return input.detach()
 
 
+@public(method=False)
 def numel(input) -> int:
     return input.numel()
 
 
+@public(method=False)
 def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
+@public(method=False)
 def is_floating_point(input) -> bool:
     return input.is_floating_point()
+
+
+for _prim in P.PRIMITIVES.values():
+    if _prim.public:
+        globals()[_prim.name] = public(op_of(_prim))
+
+for _alias, _name in (
+    ("multiply", "mul"),
+    ("subtract", "sub"),
+    ("divide", "div"),
+    ("negative", "neg"),
+):
+    public(FUNCTIONS[_name], name=_alias)
