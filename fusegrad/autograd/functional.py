@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..runtime import grad_mode
+from ..runtime.autograd import grad
 from ..tracer import ops
 from ..tracer.creation import zeros_like
 from ..tracer.tensor import Tensor
-from .api import grad
 
 
 def _prepare(inputs, create_graph):

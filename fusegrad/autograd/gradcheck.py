@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 
 from ..runtime import grad_mode
+from ..runtime.autograd import grad
 from ..tracer.creation import randn
 from ..tracer.tensor import Tensor
-from .api import grad
 
 
 class GradcheckError(RuntimeError):

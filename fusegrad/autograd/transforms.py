@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 
 from ..runtime import grad_mode
+from ..runtime.autograd import grad as autograd_grad
 from ..tracer.creation import zeros_like
 from ..tracer.tensor import Tensor
-from .api import grad as autograd_grad
 
 
 def value_and_grad(fn, argnums=0, has_aux: bool = False):

@@ -1,12 +1,16 @@
-"""The eager autograd engine: backward nodes, saved tensors and the executor.
+"""The eager autograd engine: recording backward nodes, saved tensors,
+running the backward pass, and ``backward``/``grad`` (their arguments
+checked, the roots seeded).
 
 A node is one recorded operation. ``next_functions`` points at the nodes that
 produced its inputs (an ``AccumulateGrad`` for a leaf), so the recorded graph
 is walked backward from the outputs, each node run once all its consumers
 have sent their cotangents, exactly as PyTorch's engine does.
 
-The engine works on whatever values the rules produce; it never builds a
-tensor itself (``Tensor`` hands it the root cotangents and a zeros factory).
+The engine sits below the eager ``Tensor``, which registers itself
+(``register_tensor_type``): the engine makes seeds and rebuilds saved
+outputs with it, and adds gradients into leaves through
+``Tensor._accumulate_grad`` (which knows about tracing).
 """
 
 from __future__ import annotations
@@ -14,12 +18,27 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
+import warnings
 import weakref
+
+import numpy as np
 
 from ..ir.primitives import unbroadcast
 from . import grad_mode
 
 _sequence = itertools.count()
+_tensor = None  # the eager Tensor class
+
+
+def register_tensor_type(cls) -> None:
+    """Makes ``cls`` the engine's tensor type (the eager Tensor registers itself)."""
+    global _tensor
+    _tensor = cls
+
+
+def sequence_mark() -> int:
+    """A number below the sequence number of every node recorded from now on."""
+    return next(_sequence)
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -167,16 +186,9 @@ class PrimitiveBackward(Node):
     def unpack_output(self):
         data, counter, version = self.saved_out
         if counter[0] != version:
-            from ..tracer.tensor import tensor_type_name
-
-            raise RuntimeError(
-                modified_message(
-                    data.shape, tensor_type_name(data.dtype), self, counter[0], version
-                )
-            )
-        from ..tracer.tensor import Tensor
-
-        return Tensor._from_saved_output(data, counter, self, 0)
+            type_name = _tensor._make(data).type()
+            raise RuntimeError(modified_message(data.shape, type_name, self, counter[0], version))
+        return _tensor._from_saved_output(data, counter, self, 0)
 
     def release(self) -> None:
         if self.saved is not None or self.saved_out is not None:
@@ -309,6 +321,22 @@ def accumulate_into(tensor, grad) -> None:
 _NO_EDGE = (None, 0)
 
 
+def record(prim, params, inputs, output, requires_grad: tuple) -> None:
+    """Gives ``output`` (``prim`` applied to ``inputs`` now) its backward
+    node, when one of the inputs that ``requires_grad`` gets a gradient."""
+    plan = recording_plan(prim, requires_grad)
+    if plan is None:
+        return
+    for t in inputs:
+        if t._base is not None and t._requires_grad and t._version_counter[0] != t._view_version:
+            raise RuntimeError(
+                "a view of a tensor that was since modified in-place is used in a computation "
+                "that requires grad; take the view again after the in-place operation"
+            )
+    output.grad_fn = PrimitiveBackward(prim, params, inputs, output, plan)
+    output._requires_grad = True
+
+
 def gradient_edge(tensor):
     """The (node, output_nr) where ``tensor``'s gradient arrives."""
     if tensor.grad_fn is not None:
@@ -435,3 +463,152 @@ def _walk(roots, targets):
         if any(n in needed for n, _ in node.next_functions):
             needed.add(node)
     return dependencies, needed
+
+
+# ------------------------------------------------------- backward() and grad()
+
+
+def _as_tuple(value, name):
+    if value is None:
+        return None
+    if isinstance(value, _tensor):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    raise TypeError(f"{name} must be a Tensor or a sequence of Tensors, not {type(value).__name__}")
+
+
+def _make_grads(outputs, grad_outputs):
+    grads = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, _tensor):
+            raise TypeError(f"element {i} of tensors is a {type(out).__name__}, not a Tensor")
+        grad = grad_outputs[i] if grad_outputs is not None else None
+        if grad is None:
+            if out.requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                grad = _tensor._new(np.ones(out.shape, out.dtype.np), out.dtype)
+        elif isinstance(grad, _tensor):
+            if grad.shape != out.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of "
+                    f"{grad.shape} and output[{i}] has a shape of {out.shape}."
+                )
+            if grad.dtype is not out.dtype:
+                grad = grad.to(out.dtype)
+        else:
+            raise TypeError(
+                f"gradients can be either Tensors or None, but got {type(grad).__name__}"
+            )
+        grads.append(grad)
+    return grads
+
+
+def _roots(outputs, grads):
+    edges, seeds = [], []
+    for i, (out, grad) in enumerate(zip(outputs, grads)):
+        if not out.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+        edges.append(gradient_edge(out))
+        seeds.append(grad)
+    return edges, seeds
+
+
+def backward(
+    tensors,
+    grad_tensors=None,
+    retain_graph=None,
+    create_graph=False,
+    grad_variables=None,
+    inputs=None,
+):
+    """Accumulates the gradients of ``tensors`` into the leaves' ``.grad``."""
+    outputs = _as_tuple(tensors, "tensors")
+    grad_outputs = _as_tuple(
+        grad_tensors if grad_tensors is not None else grad_variables, "grad_tensors"
+    )
+    if grad_outputs is not None and len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"got {len(grad_outputs)} gradients for {len(outputs)} outputs")
+    inputs = _as_tuple(inputs, "inputs")
+    if inputs is not None and not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    for t in inputs or ():
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    edges, seeds = _roots(outputs, _make_grads(outputs, grad_outputs))
+    execute(
+        edges, seeds, retain_graph=retain_graph, create_graph=create_graph, accumulate_only=inputs
+    )
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    only_inputs=True,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+):
+    """Returns the gradients of ``outputs`` with respect to ``inputs`` (nothing is
+    accumulated into ``.grad``).
+
+    >>> import fusegrad
+    >>> x = fusegrad.tensor(3.0, requires_grad=True)
+    >>> fusegrad.autograd.grad(x * x, x)
+    (tensor(6.),)
+    """
+    if not only_inputs:
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to "
+            "True). To accumulate gradient for other parts of the graph, please use "
+            "fusegrad.autograd.backward.",
+            stacklevel=2,
+        )
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported by fusegrad")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs, "outputs")
+    inputs = _as_tuple(inputs, "inputs")
+    grad_outputs = _as_tuple(grad_outputs, "grad_outputs")
+    if grad_outputs is not None and len(grad_outputs) != len(outputs):
+        raise RuntimeError(
+            f"grad requires one grad_output per output: got "
+            f"{len(grad_outputs)} for {len(outputs)} outputs"
+        )
+    for t in inputs:
+        if not isinstance(t, _tensor):
+            raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    edges, seeds = _roots(outputs, _make_grads(outputs, grad_outputs))
+    captured = execute(
+        edges,
+        seeds,
+        retain_graph=retain_graph,
+        create_graph=create_graph,
+        capture=[gradient_edge(t) for t in inputs],
+    )
+    result = []
+    for index, (t, g) in enumerate(zip(inputs, captured)):
+        if g is None:
+            if materialize_grads:
+                g = _tensor._new(np.zeros(t.shape, t.dtype.np), t.dtype)
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {index} appears to not "
+                    "have been used in the graph. Set allow_unused=True if this is "
+                    "the desired behavior."
+                )
+        result.append(g)
+    return tuple(result)

@@ -27,7 +27,11 @@ from .launch import Launcher
 
 
 class Program:
-    def __init__(self, trace, args: list, output_tensors: list):
+    """``jit``: how the backward is compiled for create_graph (the jit the
+    program came from, passed in: this module is below jit.py)."""
+
+    def __init__(self, trace, args: list, output_tensors: list, jit):
+        self.jit = jit
         self.num_args = len(trace.inputs)
         self.captured = trace.captured
         self.guards = trace.guards
@@ -175,15 +179,13 @@ class Program:
     def backward_function(self):
         """The backward as a jit function of (inputs, cotangents), for create_graph."""
         if self._backward_function is None:
-            from .jit import jit  # jit builds Programs: imported when first needed
-
             joint = self.joint
 
             def backward(*values):
                 return tuple(apply_graph(joint, list(values), constant_array))
 
             backward.__name__ = "compiled_backward"
-            self._backward_function = jit(backward)
+            self._backward_function = self.jit(backward)
         return self._backward_function
 
     @property

@@ -232,7 +232,7 @@ class JitFunction:
         out_tensors: list = []
         tree = _flatten_output(result, out_tensors)
         with timing.phase("adjoint and passes"):
-            program = Program(trace, tensors, out_tensors)
+            program = Program(trace, tensors, out_tensors, jit)
         program.unflatten = _unflattener(tree)
         if restore:
             trace.restore()

@@ -24,9 +24,7 @@ def manual_seed(seed: int):
 
 
 def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
-    t = Tensor._make(data, dtype)
-    if recording.trace is not None:  # inside a traced function: a constant of the graph
-        recording.trace.created_tensor(t)
+    t = Tensor._new(data, dtype)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -311,3 +309,6 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
     elif requires_grad:
         t.requires_grad = True
     return t
+
+
+Tensor._legacy_constructor = staticmethod(legacy_tensor)

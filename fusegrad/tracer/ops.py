@@ -50,7 +50,7 @@ def _named(backward_name):
     def decorate(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            mark = next(autograd._sequence)
+            mark = autograd.sequence_mark()
             out = fn(*args, **kwargs)
             node = getattr(out, "grad_fn", None)
             if node is not None and node.sequence_nr > mark:

@@ -85,9 +85,7 @@ class Tensor:
     __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * t
 
     def __new__(cls, *args, **kwargs):
-        from .creation import legacy_tensor
-
-        return legacy_tensor(cls, args, kwargs)
+        return cls._legacy_constructor(cls, args, kwargs)  # creation.py sets it
 
     @classmethod
     def _make(cls, data: np.ndarray, dtype=None) -> Tensor:
@@ -99,6 +97,15 @@ class Tensor:
         t._output_nr = 0
         t._version_counter = [0]
         t._base = None
+        return t
+
+    @classmethod
+    def _new(cls, data: np.ndarray, dtype) -> Tensor:
+        """A tensor made from nothing a trace knows: inside a traced function,
+        a constant of the graph."""
+        t = cls._make(data, dtype)
+        if recording.trace is not None:
+            recording.trace.created_tensor(t)
         return t
 
     @classmethod
@@ -345,9 +352,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulates the gradient of this tensor into the leaves' ``.grad``."""
-        from ..autograd.api import backward
-
-        backward(
+        autograd.backward(
             (self,),
             None if gradient is None else (gradient,),
             retain_graph,
@@ -545,13 +550,11 @@ def eager_bind(prim, args, params):
         out._version_counter = first._version_counter
         out._base = first._base if first._base is not None else first
         out._view_version = first._version_counter[0]
+    volatile = _any_volatile(args)
     if True in pattern and dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
-        plan = autograd.recording_plan(prim, pattern)
-        if plan is not None and not _any_volatile(args):
-            _check_views_current(args)
-            out.grad_fn = autograd.PrimitiveBackward(prim, params, args, out, plan)
-            out._requires_grad = True
-    if _any_volatile(args):
+        if not volatile:
+            autograd.record(prim, params, args, out, pattern)
+    if volatile:
         out._volatile = True
     if recording.trace is not None:
         recording.trace.record(prim, args, params, out)
@@ -565,13 +568,5 @@ def _any_volatile(args) -> bool:
     return False
 
 
-def _check_views_current(args) -> None:
-    for t in args:
-        if t._base is not None and t._requires_grad and t._version_counter[0] != t._view_version:
-            raise RuntimeError(
-                "a view of a tensor that was since modified in-place is used in a computation "
-                "that requires grad; take the view again after the in-place operation"
-            )
-
-
 P.register_value_type(Tensor, eager_bind)
+autograd.register_tensor_type(Tensor)
