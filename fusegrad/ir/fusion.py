@@ -195,48 +195,119 @@ def partition(
     """The graph's equations as an ordered list of ``Kernel``s and ``Single``s.
     ``per_row`` says which equations may compute on per-row values (by default
     those that may fuse)."""
-    per_row = fusible if per_row is None else per_row
-    groups: list = []  # Kernel or Single, in creation order
-    group_of: dict = {}  # Var -> index of the group that defines it
-    uses: dict = {}  # index -> indices of groups it reads from
-    readers: dict = {}  # Var -> indices of the kernels that read it
+    grouping = _Grouping(fusible, reducible, fusible if per_row is None else per_row)
+    for eqn in graph.eqns:
+        grouping.place(eqn)
+    _fill_boundaries(graph, grouping.groups, grouping.group_of)
+    return [grouping.groups[g] for g in _topological(grouping.uses)]
 
-    def depends_on(start: int, target: int) -> bool:
-        stack, seen = [start], set()
-        while stack:
-            g = stack.pop()
-            if g == target:
-                return True
-            if g not in seen:
-                seen.add(g)
-                stack.extend(uses[g])
+
+class _Grouping:
+    """Groups (kernels and single equations) as equations are placed in
+    program order, with what each group reads from the others, so that a
+    join that would make the groups cyclic is refused."""
+
+    def __init__(self, fusible, reducible, per_row):
+        self.fusible, self.reducible, self.per_row = fusible, reducible, per_row
+        self.groups: list = []  # Kernel or Single, in creation order
+        self.group_of: dict = {}  # Var -> index of the group that defines it
+        self.uses: dict = {}  # index -> indices of groups it reads from
+        self.readers: dict = {}  # Var -> indices of the kernels that read it
+
+    def place(self, eqn: Eqn) -> None:
+        """As a reduction of a kernel's values, a row equation, an
+        elementwise equation of a kernel, or on its own."""
+        sources = {
+            self.group_of[v] for v in eqn.inputs if isinstance(v, Var) and v in self.group_of
+        }
+        if self.reducible(eqn) and self._place_reduction(eqn, sources):
+            return
+        rows = next(
+            (g for g in sorted(sources, reverse=True) if self._can_join_rows(g, eqn, sources)),
+            None,
+        )
+        if rows is not None:
+            self._join(rows, eqn, sources, self._operand_phase(rows, eqn), "row")
+            return
+        home = self._kernel_for(eqn, sources) if self.fusible(eqn) else None
+        if home is None:
+            home = self._new_group(
+                Kernel(shape=eqn.out.shape) if self.fusible(eqn) else Single(eqn)
+            )
+        if isinstance(self.groups[home], Kernel):
+            self._join(home, eqn, sources, self._operand_phase(home, eqn), "elementwise")
+        else:
+            self.uses[home] |= sources - {home}
+            self.group_of[eqn.out] = home
+
+    def _place_reduction(self, eqn: Eqn, sources: set) -> bool:
+        """Into the kernel producing its operand; or, when no kernel produces
+        the operand at its shape (an input, a matrix product), into a new
+        kernel that reads it. False for a reduction of a 0-d value."""
+        operand = eqn.inputs[0]
+        producer = self.group_of.get(operand) if isinstance(operand, Var) else None
+        if (
+            producer is not None
+            and isinstance(self.groups[producer], Kernel)
+            and self.groups[producer].is_elementwise_value(operand)
+            and _may_join_reductions(self.groups[producer], eqn)
+        ):
+            phase = self.groups[producer].phase[operand] + 1
+            self._join(producer, eqn, sources, phase, "reduction")
+            return True
+        if isinstance(operand, Var) and operand.shape:
+            home = self._new_group(Kernel(shape=operand.shape))
+            self._join(home, eqn, sources, 1, "reduction")
+            return True
         return False
 
-    def acyclic(g: int, sources: set) -> bool:
-        return not any(depends_on(other, g) for other in sources if other != g)
+    def _kernel_for(self, eqn: Eqn, sources: set) -> int | None:
+        """An operand's producer first (the most recent), then a kernel
+        reading one of its operands, which it then reads once for both; a
+        value made of constants and single numbers alone (a gradient's seed)
+        goes with any kernel. Unrelated work stays apart: merging it saves
+        no memory traffic and makes kernels unique (60 layers' gradients in
+        one kernel took LLVM 2.4 s; per layer they are one kernel, compiled
+        once)."""
+        operands = [v for v in eqn.inputs if isinstance(v, Var) and prod(v.shape) > 1]
+        sharing = {g for v in operands for g in self.readers.get(v, ())}
+        if not operands:
+            sharing = set(range(len(self.groups)))
+        candidates = sorted(sources, reverse=True) + sorted(sharing - sources, reverse=True)
+        return next((g for g in candidates if self._can_join(g, eqn, sources)), None)
 
-    def own(g: int, eqn: Eqn) -> list:
-        return [v for v in eqn.inputs if isinstance(v, Var) and group_of.get(v) == g]
+    def _new_group(self, group) -> int:
+        self.groups.append(group)
+        self.uses[len(self.groups) - 1] = set()
+        return len(self.groups) - 1
 
-    def can_join(g: int, eqn: Eqn, sources: set) -> bool:
+    def _join(self, g: int, eqn: Eqn, sources: set, phase: int, role: str) -> None:
+        self.groups[g].add(eqn, phase, role)
+        self.uses[g] |= sources - {g}
+        self.group_of[eqn.out] = g
+        for v in eqn.inputs:
+            if isinstance(v, Var):
+                self.readers.setdefault(v, set()).add(g)
+
+    def _can_join(self, g: int, eqn: Eqn, sources: set) -> bool:
         """As an elementwise equation over the kernel's shape: it reads the
         kernel's elementwise values, and row values with the reduced
         dimensions kept (so they broadcast along the row)."""
-        kernel = groups[g]
+        kernel = self.groups[g]
         if not isinstance(kernel, Kernel) or kernel.shape != eqn.out.shape:
             return False
-        for v in own(g, eqn):
+        for v in self._own(g, eqn):
             if kernel.is_elementwise_value(v):
                 continue
             if not kernel.is_row_value(v) or not (
                 len(v.shape) == len(kernel.shape) or _all_ones(v.shape)
             ):
                 return False
-        return acyclic(g, sources)
+        return self._acyclic(g, sources)
 
-    def can_join_rows(g: int, eqn: Eqn, sources: set) -> bool:
+    def _can_join_rows(self, g: int, eqn: Eqn, sources: set) -> bool:
         """As a row equation: it reads the kernel's row values and defines one."""
-        kernel = groups[g]
+        kernel = self.groups[g]
         if not isinstance(kernel, Kernel) or kernel.split is None:
             return False
         if eqn.out.shape not in kernel.row_shapes():
@@ -246,76 +317,37 @@ def partition(
         if eqn.prim.name == "reshape":
             ok = eqn.inputs[0].shape in kernel.row_shapes()
         else:
-            ok = per_row(eqn)
-        mine = own(g, eqn)
+            ok = self.per_row(eqn)
+        mine = self._own(g, eqn)
         return (
-            ok and bool(mine) and all(kernel.is_row_value(v) for v in mine) and acyclic(g, sources)
+            ok
+            and bool(mine)
+            and all(kernel.is_row_value(v) for v in mine)
+            and self._acyclic(g, sources)
         )
 
-    def join(g: int, eqn: Eqn, sources: set, phase: int, role: str) -> None:
-        groups[g].add(eqn, phase, role)
-        uses[g] |= sources - {g}
-        group_of[eqn.out] = g
-        for v in eqn.inputs:
-            if isinstance(v, Var):
-                readers.setdefault(v, set()).add(g)
+    def _own(self, g: int, eqn: Eqn) -> list:
+        return [v for v in eqn.inputs if isinstance(v, Var) and self.group_of.get(v) == g]
 
-    def operand_phase(g: int, eqn: Eqn) -> int:
-        return max([groups[g].phase[v] for v in own(g, eqn)] + [0])
+    def _operand_phase(self, g: int, eqn: Eqn) -> int:
+        return max([self.groups[g].phase[v] for v in self._own(g, eqn)] + [0])
 
-    for eqn in graph.eqns:
-        sources = {group_of[v] for v in eqn.inputs if isinstance(v, Var) and v in group_of}
-        operand = eqn.inputs[0] if eqn.inputs else None
-        producer = group_of.get(operand) if isinstance(operand, Var) else None
-        if (
-            reducible(eqn)
-            and producer is not None
-            and isinstance(groups[producer], Kernel)
-            and groups[producer].is_elementwise_value(operand)
-            and _may_join_reductions(groups[producer], eqn)
-        ):
-            join(producer, eqn, sources, groups[producer].phase[operand] + 1, "reduction")
-            continue
-        if reducible(eqn) and isinstance(operand, Var) and operand.shape:
-            # no kernel produces the operand at its shape (an input, a matrix
-            # product): the reduction starts a kernel that reads it
-            home = len(groups)
-            groups.append(Kernel(shape=operand.shape))
-            uses[home] = set()
-            join(home, eqn, sources, 1, "reduction")
-            continue
-        rows = next(
-            (g for g in sorted(sources, reverse=True) if can_join_rows(g, eqn, sources)), None
-        )
-        if rows is not None:
-            join(rows, eqn, sources, operand_phase(rows, eqn), "row")
-            continue
-        home = None
-        if fusible(eqn):
-            # An operand's producer first (the most recent), then a kernel
-            # reading one of its operands, which it then reads once for both;
-            # a value made of constants and single numbers alone (a
-            # gradient's seed) goes with any kernel. Unrelated work stays
-            # apart: merging it saves no memory traffic and makes kernels
-            # unique (60 layers' gradients in one kernel took LLVM 2.4 s; per
-            # layer they are one kernel, compiled once).
-            operands = [v for v in eqn.inputs if isinstance(v, Var) and prod(v.shape) > 1]
-            sharing = {g for v in operands for g in readers.get(v, ())}
-            if not operands:
-                sharing = set(range(len(groups)))
-            candidates = sorted(sources, reverse=True) + sorted(sharing - sources, reverse=True)
-            home = next((g for g in candidates if can_join(g, eqn, sources)), None)
-        if home is None:
-            home = len(groups)
-            groups.append(Kernel(shape=eqn.out.shape) if fusible(eqn) else Single(eqn))
-            uses[home] = set()
-        if isinstance(groups[home], Kernel):
-            join(home, eqn, sources, operand_phase(home, eqn), "elementwise")
-        else:
-            uses[home] |= sources - {home}
-            group_of[eqn.out] = home
-    _fill_boundaries(graph, groups, group_of)
-    return [groups[g] for g in _topological(uses)]
+    def _acyclic(self, g: int, sources: set) -> bool:
+        """Whether ``g`` may take an equation reading ``sources``: no other
+        source depends on ``g`` (the equation would read a value made after
+        it, through a group in between)."""
+        return not any(self._depends_on(other, g) for other in sources if other != g)
+
+    def _depends_on(self, start: int, target: int) -> bool:
+        stack, seen = [start], set()
+        while stack:
+            g = stack.pop()
+            if g == target:
+                return True
+            if g not in seen:
+                seen.add(g)
+                stack.extend(self.uses[g])
+        return False
 
 
 def _fill_boundaries(graph: Graph, groups: list, group_of: dict) -> None:
