@@ -101,68 +101,124 @@ def _all_equal_to(v, value, negative_zero=False) -> bool:
     )
 
 
+class _Match:
+    """An equation being rewritten, and what rules ask of it."""
+
+    def __init__(self, eqn: Eqn, producer: dict):
+        self.eqn, self.producer = eqn, producer
+        self.ins, self.out = eqn.inputs, eqn.out
+
+    def same(self, v):
+        """``v``, if it may stand for the output: only with its exact type."""
+        return v if v.shape == self.out.shape and v.dtype is self.out.dtype else None
+
+    def producer_of(self, v, prim) -> Eqn | None:
+        """The equation defining ``v``, if it applies ``prim``."""
+        eqn = self.producer.get(v) if isinstance(v, Var) else None
+        return eqn if eqn is not None and eqn.prim is prim else None
+
+    def constant(self, k: int):
+        """Operand ``k``, or what it is a broadcast or reshape of (a
+        gradient's seed: ones broadcast to the output's shape)."""
+        v = self.ins[k]
+        inner = self.producer_of(v, P.broadcast_to) or self.producer_of(v, P.reshape)
+        return inner.inputs[0] if inner is not None else v
+
+    def is_identity(self, k: int, value: float, negative_zero: bool = False) -> bool:
+        return _all_equal_to(self.constant(k), value, negative_zero)
+
+
+def _neg_of_neg(m: _Match):
+    inner = m.producer_of(m.ins[0], P.neg)
+    return m.same(inner.inputs[0]) if inner is not None else None
+
+
+def _copy_of_copy(m: _Match):
+    fresh = m.ins[0].dtype is m.out.dtype and m.producer_of(m.ins[0], P.convert)
+    return m.same(m.ins[0]) if fresh else None
+
+
+def _broadcast_of_leading_ones(m: _Match):
+    """A broadcast of a reshape that only added leading ones, which
+    broadcasting adds itself, broadcasts the original."""
+    reshaped = m.producer_of(m.ins[0], P.reshape)
+    if reshaped is None:
+        return None
+    inner = reshaped.inputs[0]
+    padding = len(m.ins[0].shape) - len(inner.shape)
+    if padding < 0 or m.ins[0].shape != (1,) * padding + tuple(inner.shape):
+        return None
+    return Eqn(P.broadcast_to, (inner,), m.eqn.params, m.out)
+
+
+def _reshape_of_reshape(m: _Match):
+    inner = m.producer_of(m.ins[0], P.reshape)
+    return Eqn(P.reshape, inner.inputs, m.eqn.params, m.out) if inner is not None else None
+
+
+def _transpose_of_transpose(m: _Match):
+    inner = m.producer_of(m.ins[0], P.transpose)
+    if inner is None:
+        return None
+    perm = tuple(inner.params["perm"][p] for p in m.eqn.params["perm"])
+    return Eqn(P.transpose, inner.inputs, {"perm": perm}, m.out)
+
+
+def _uniform_constants_as_numbers(m: _Match):
+    """A constant array of one repeated value, where the other operands set
+    the shape anyway, becomes that value: no array to read."""
+    uniform = [k for k, v in enumerate(m.ins) if _is_uniform_array(v)]
+    if not uniform or not is_elementwise(m.eqn):
+        return None
+    others = [v.shape for k, v in enumerate(m.ins) if k not in uniform]
+    if not (
+        m.eqn.prim is P.broadcast_to or (others and np.broadcast_shapes(*others) == m.out.shape)
+    ):
+        return None
+    numbers = tuple(
+        Const(v.value.reshape(-1)[:1].reshape(()).copy(), v.dtype) if k in uniform else v
+        for k, v in enumerate(m.ins)
+    )
+    return Eqn(m.eqn.prim, numbers, m.eqn.params, m.out)
+
+
+# (primitives, rule): a rule returns a value to use instead of the output, an
+# equation to use instead of the equation, or None. Read top to bottom; the
+# first rule that returns something wins.
+RULES = [
+    ((P.mul,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 1.0) else None),
+    ((P.mul,), lambda m: m.same(m.ins[1]) if m.is_identity(0, 1.0) else None),
+    ((P.div,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 1.0) else None),
+    ((P.sub,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 0.0) else None),
+    ((P.add,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 0.0, negative_zero=True) else None),
+    ((P.add,), lambda m: m.same(m.ins[1]) if m.is_identity(0, 0.0, negative_zero=True) else None),
+    ((P.neg,), _neg_of_neg),
+    (
+        (P.reshape, P.broadcast_to),
+        lambda m: m.same(m.ins[0]) if m.ins[0].shape == m.out.shape else None,
+    ),
+    ((P.convert,), _copy_of_copy),
+    (
+        (P.transpose,),
+        lambda m: (
+            m.same(m.ins[0]) if m.eqn.params["perm"] == tuple(range(len(m.out.shape))) else None
+        ),
+    ),
+    ((P.broadcast_to,), _broadcast_of_leading_ones),
+    ((P.reshape,), _reshape_of_reshape),
+    ((P.transpose,), _transpose_of_transpose),
+    (None, _uniform_constants_as_numbers),  # any primitive
+]
+
+
 def _rewrite(eqn: Eqn, producer: dict):
-    """Returns (value replacing eqn.out, None), (None, equation replacing eqn) or (None, None)."""
-    prim, ins, out = eqn.prim, eqn.inputs, eqn.out
-
-    def same(v):  # v may stand for out only if it has out's exact type
-        return (v, None) if v.shape == out.shape and v.dtype is out.dtype else (None, None)
-
-    def produced_by(v, p):
-        return isinstance(v, Var) and v in producer and producer[v].prim is p
-
-    def constant(v):
-        """The constant ``v`` is, or is a broadcast or reshape of (a
-        gradient's seed, ones broadcast to the output's shape)."""
-        if produced_by(v, P.broadcast_to) or produced_by(v, P.reshape):
-            return producer[v].inputs[0]
-        return v
-
-    first, second = (constant(v) for v in ins[:2]) if len(ins) == 2 else (None, None)
-    if prim is P.mul and _all_equal_to(second, 1.0):
-        return same(ins[0])
-    if prim is P.mul and _all_equal_to(first, 1.0):
-        return same(ins[1])
-    if prim is P.div and _all_equal_to(second, 1.0):
-        return same(ins[0])
-    if prim is P.sub and _all_equal_to(second, 0.0):
-        return same(ins[0])
-    if prim is P.add and _all_equal_to(second, 0.0, negative_zero=True):
-        return same(ins[0])
-    if prim is P.add and _all_equal_to(first, 0.0, negative_zero=True):
-        return same(ins[1])
-    if prim is P.neg and produced_by(ins[0], P.neg):
-        return same(producer[ins[0]].inputs[0])
-    if prim in (P.reshape, P.broadcast_to) and ins[0].shape == out.shape:
-        return same(ins[0])
-    if prim is P.convert and ins[0].dtype is out.dtype and produced_by(ins[0], P.convert):
-        return same(ins[0])  # a copy of a fresh copy
-    if prim is P.transpose and eqn.params["perm"] == tuple(range(len(out.shape))):
-        return same(ins[0])
-    if prim is P.broadcast_to and produced_by(ins[0], P.reshape):
-        inner = producer[ins[0]].inputs[0]
-        padding = len(ins[0].shape) - len(inner.shape)
-        if padding >= 0 and ins[0].shape == (1,) * padding + tuple(inner.shape):
-            # the reshape only added leading ones, which broadcasting adds itself
-            return None, Eqn(P.broadcast_to, (inner,), eqn.params, out)
-    if prim is P.reshape and produced_by(ins[0], P.reshape):
-        return None, Eqn(P.reshape, producer[ins[0]].inputs, eqn.params, out)
-    if prim is P.transpose and produced_by(ins[0], P.transpose):
-        inner = producer[ins[0]]
-        perm = tuple(inner.params["perm"][p] for p in eqn.params["perm"])
-        return None, Eqn(P.transpose, inner.inputs, {"perm": perm}, out)
-    uniform = [k for k, v in enumerate(ins) if _is_uniform_array(v)]
-    if uniform and is_elementwise(eqn):
-        # a constant array of one repeated value, where the other operands
-        # set the shape anyway, becomes that value (no array to read)
-        others = [v.shape for k, v in enumerate(ins) if k not in uniform]
-        if prim is P.broadcast_to or (others and np.broadcast_shapes(*others) == out.shape):
-            scalars = tuple(
-                Const(v.value.reshape(-1)[:1].reshape(()).copy(), v.dtype) if k in uniform else v
-                for k, v in enumerate(ins)
-            )
-            return None, Eqn(prim, scalars, eqn.params, out)
-    return None, None
+    m = _Match(eqn, producer)
+    for prims, rule in RULES:
+        if prims is None or eqn.prim in prims:
+            found = rule(m)
+            if found is not None:
+                return found
+    return None
 
 
 def _is_uniform_array(v) -> bool:
@@ -183,11 +239,11 @@ def algebraic(graph: Graph) -> Graph:
 
     for eqn in graph.eqns:
         eqn = Eqn(eqn.prim, tuple(read(v) for v in eqn.inputs), eqn.params, eqn.out)
-        value, replacement = _rewrite(eqn, producer)
-        if value is not None:
-            renamed[eqn.out] = value
+        found = _rewrite(eqn, producer)
+        if isinstance(found, (Var, Const)):
+            renamed[eqn.out] = found
             continue
-        eqn = replacement or eqn
+        eqn = found or eqn
         producer[eqn.out] = eqn
         eqns.append(eqn)
     return Graph(graph.inputs, eqns, [read(v) for v in graph.outputs])
