@@ -162,55 +162,75 @@ def _cheapest_to_save(eqns: list, inputs: list, free: set, needed: list, recompu
     a non-recomputable equation makes (and the inputs) hang from the source,
     the needed values from the sink, and every use is an edge no cut may
     take. The saved values are the cut's value edges."""
-    infinite = float("inf")
-    capacity: dict = {}  # (node, node) -> remaining capacity
-    edges: dict = {}  # node -> nodes it has an edge to (either way, for residual flow)
-
-    def edge(a, b, c):
-        capacity[(a, b)] = capacity.get((a, b), 0) + c
-        capacity.setdefault((b, a), 0)
-        edges.setdefault(a, []).append(b)
-        edges.setdefault(b, []).append(a)
+    network = _FlowNetwork()
 
     def value_edge(v):
         cost = 0 if v in free else prod(v.shape) * v.dtype.np.itemsize
-        edge(("in", v), ("out", v), cost)
+        network.edge(("in", v), ("out", v), cost)
 
     for v in inputs:
         value_edge(v)
-        edge("source", ("in", v), infinite)
+        network.edge("source", ("in", v), INFINITE)
     for eqn in eqns:
         value_edge(eqn.out)
         if not recomputable(eqn):
-            edge("source", ("in", eqn.out), infinite)
+            network.edge("source", ("in", eqn.out), INFINITE)
         for u in eqn.inputs:
-            if isinstance(u, Var) and ("out", u) in edges:
-                edge(("out", u), ("in", eqn.out), infinite)
+            if isinstance(u, Var) and ("out", u) in network.edges:
+                network.edge(("out", u), ("in", eqn.out), INFINITE)
     for v in dict.fromkeys(needed):
-        edge(("out", v), "sink", infinite)
-    while True:  # Edmonds-Karp: shortest augmenting paths
-        parent = {"source": None}
-        queue = ["source"]
-        for node in queue:
-            for nxt in edges.get(node, ()):
-                if nxt not in parent and capacity[(node, nxt)] > 0:
-                    parent[nxt] = node
-                    queue.append(nxt)
-            if "sink" in parent:
-                break
-        if "sink" not in parent:
-            break
-        path, node = [], "sink"
-        while parent[node] is not None:
-            path.append((parent[node], node))
-            node = parent[node]
-        pushed = min(capacity[e] for e in path)
-        for a, b in path:
-            capacity[(a, b)] -= pushed
-            capacity[(b, a)] += pushed
-    reached = set(parent)
+        network.edge(("out", v), "sink", INFINITE)
+    reached = network.source_side_of_min_cut()
     return {
         node[1]
         for node in reached
         if isinstance(node, tuple) and node[0] == "in" and ("out", node[1]) not in reached
     }
+
+
+INFINITE = float("inf")
+
+
+class _FlowNetwork:
+    """Directed edges with capacities between hashable nodes, among them
+    "source" and "sink"."""
+
+    def __init__(self):
+        self.capacity: dict = {}  # (node, node) -> remaining capacity
+        self.edges: dict = {}  # node -> nodes it has an edge to (either way, for residual flow)
+
+    def edge(self, a, b, capacity) -> None:
+        self.capacity[(a, b)] = self.capacity.get((a, b), 0) + capacity
+        self.capacity.setdefault((b, a), 0)
+        self.edges.setdefault(a, []).append(b)
+        self.edges.setdefault(b, []).append(a)
+
+    def source_side_of_min_cut(self) -> set:
+        """The nodes the source still reaches once a maximum flow runs
+        (Edmonds-Karp: shortest augmenting paths first)."""
+        while True:
+            parent = self._shortest_path()
+            if "sink" not in parent:
+                return set(parent)
+            path, node = [], "sink"
+            while parent[node] is not None:
+                path.append((parent[node], node))
+                node = parent[node]
+            pushed = min(self.capacity[e] for e in path)
+            for a, b in path:
+                self.capacity[(a, b)] -= pushed
+                self.capacity[(b, a)] += pushed
+
+    def _shortest_path(self) -> dict:
+        """Breadth first from the source over edges with capacity left:
+        each reached node's predecessor."""
+        parent = {"source": None}
+        queue = ["source"]
+        for node in queue:
+            for following in self.edges.get(node, ()):
+                if following not in parent and self.capacity[(node, following)] > 0:
+                    parent[following] = node
+                    queue.append(following)
+            if "sink" in parent:
+                break
+        return parent
