@@ -40,6 +40,7 @@ def sequence_mark() -> int:
     """A number below the sequence number of every node recorded from now on."""
     return next(_sequence)
 
+
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
     "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -357,32 +358,20 @@ def execute(
     accumulate_edges = None
     if accumulate_only is not None:
         accumulate_edges = [(gradient_edge(t), t) for t in accumulate_only]
-    targets = (
-        capture
-        if capture is not None
-        else ([edge for edge, _ in accumulate_edges] if accumulate_edges is not None else None)
-    )
+        targets = [edge for edge, _ in accumulate_edges]
+    else:
+        targets = capture
     dependencies, needed = _walk(roots, targets)
     captured = [None] * len(capture) if capture is not None else None
-    arrivals: dict = {}  # node -> [(output_nr, callback)]
-    for k, edge in enumerate(capture or ()):
-        arrivals.setdefault(edge[0], []).append((edge[1], k))
-    for edge, tensor in accumulate_edges or ():
-        if not isinstance(edge[0], AccumulateGrad):  # a non-leaf asked for its .grad
-            arrivals.setdefault(edge[0], []).append((edge[1], tensor))
+    arrivals = _arrivals(capture, accumulate_edges)
     accumulate_nodes = (
         None if accumulate_edges is None else {edge[0] for edge, _ in accumulate_edges}
     )
-
-    buffers: dict = {}
-    ready: list = []
-    for (node, nr), grad in zip(roots, root_grads):
-        slot = buffers.setdefault(node, [None] * node.num_outputs)
-        slot[nr] = grad if slot[nr] is None else slot[nr] + grad
-    for node in buffers:
-        if dependencies.get(node, 0) == 0:
-            heapq.heappush(ready, (-node.sequence_nr, id(node), node))
-
+    buffers: dict = {}  # node -> the cotangents of its outputs so far
+    for edge, grad in zip(roots, root_grads):
+        _add_to(buffers, edge, grad)
+    ready = [(-node.sequence_nr, id(node), node) for node in buffers if not dependencies.get(node)]
+    heapq.heapify(ready)
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
             node = heapq.heappop(ready)[2]
@@ -404,22 +393,37 @@ def execute(
                 outputs = node.apply(grads)
                 if not retain_graph:
                     node.release()
-            for k, (next_node, nr) in enumerate(node.next_functions):
-                if next_node is None:
-                    continue
-                grad = outputs[k] if outputs else None
-                if grad is not None:
-                    slot = buffers.get(next_node)
-                    if slot is None:
-                        slot = buffers[next_node] = [None] * next_node.num_outputs
-                    slot[nr] = grad if slot[nr] is None else slot[nr] + grad
-                remaining = dependencies[next_node] - 1
-                dependencies[next_node] = remaining
-                if remaining == 0:
-                    if next_node not in buffers:
-                        buffers[next_node] = [None] * next_node.num_outputs
-                    heapq.heappush(ready, (-next_node.sequence_nr, id(next_node), next_node))
+            for k, edge in enumerate(node.next_functions):
+                if edge[0] is not None:
+                    _add_to(buffers, edge, outputs[k] if outputs else None)
+                    dependencies[edge[0]] -= 1
+                    if dependencies[edge[0]] == 0:
+                        heapq.heappush(ready, (-edge[0].sequence_nr, id(edge[0]), edge[0]))
     return captured
+
+
+def _arrivals(capture, accumulate_edges) -> dict:
+    """node -> [(output_nr, receiver)]: where a gradient arriving at a node
+    also goes; a receiver is a position in ``capture`` or a non-leaf tensor
+    whose ``.grad`` backward(inputs=...) asked for."""
+    arrivals: dict = {}
+    for k, (node, nr) in enumerate(capture or ()):
+        arrivals.setdefault(node, []).append((nr, k))
+    for (node, nr), tensor in accumulate_edges or ():
+        if not isinstance(node, AccumulateGrad):
+            arrivals.setdefault(node, []).append((nr, tensor))
+    return arrivals
+
+
+def _add_to(buffers: dict, edge, grad) -> None:
+    """Adds ``grad`` (or nothing, but the node gets its buffer) to what the
+    edge's node has received."""
+    node, nr = edge
+    slot = buffers.get(node)
+    if slot is None:
+        slot = buffers[node] = [None] * node.num_outputs
+    if grad is not None:
+        slot[nr] = grad if slot[nr] is None else slot[nr] + grad
 
 
 def _run_tensor_hooks(node, grads) -> None:
@@ -466,6 +470,24 @@ def _walk(roots, targets):
 
 
 # ------------------------------------------------------- backward() and grad()
+
+
+def _grad_arguments(outputs, inputs, grad_outputs) -> tuple:
+    """grad()'s tensors as tuples, checked."""
+    outputs = _as_tuple(outputs, "outputs")
+    inputs = _as_tuple(inputs, "inputs")
+    grad_outputs = _as_tuple(grad_outputs, "grad_outputs")
+    if grad_outputs is not None and len(grad_outputs) != len(outputs):
+        raise RuntimeError(
+            f"grad requires one grad_output per output: got "
+            f"{len(grad_outputs)} for {len(outputs)} outputs"
+        )
+    for t in inputs:
+        if not isinstance(t, _tensor):
+            raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    return outputs, inputs, grad_outputs
 
 
 def _as_tuple(value, name):
@@ -576,19 +598,7 @@ def grad(
         raise NotImplementedError("is_grads_batched=True is not supported by fusegrad")
     if allow_unused is None:
         allow_unused = materialize_grads
-    outputs = _as_tuple(outputs, "outputs")
-    inputs = _as_tuple(inputs, "inputs")
-    grad_outputs = _as_tuple(grad_outputs, "grad_outputs")
-    if grad_outputs is not None and len(grad_outputs) != len(outputs):
-        raise RuntimeError(
-            f"grad requires one grad_output per output: got "
-            f"{len(grad_outputs)} for {len(outputs)} outputs"
-        )
-    for t in inputs:
-        if not isinstance(t, _tensor):
-            raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
-        if not t.requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    outputs, inputs, grad_outputs = _grad_arguments(outputs, inputs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
     edges, seeds = _roots(outputs, _make_grads(outputs, grad_outputs))
