@@ -37,53 +37,31 @@ class Program:
         self.guards = trace.guards
         self.python_guards = trace.python_guards
         self.grad_reads = trace.leaves(trace.grad_reads)  # (leaf ref, grad was None)
-        mutations = trace.mutations()
-        self.mutated = [ref for ref, _ in mutations]
-        grad_writes = trace.leaves(trace.grad_writes)
-        self.grad_targets = [ref for ref, _ in grad_writes]
         outputs = [trace.var_of(t) for t in output_tensors]
-        grad_values = []
-        for ref, _ in grad_writes:
-            grad = ref.resolve(args)._grad
-            grad_values.append(None if grad is None else trace.var_of(grad))
-        self.grad_none = [v is None for v in grad_values]
+        extras = self._side_effects(trace, args)
         graph = trace.graph(outputs)
-        inputs = graph.inputs
         enabled = grad_mode.is_grad_enabled()
         self.input_requires_grad = [
             enabled and t.requires_grad for t in list(args) + [c.tensor for c in self.captured]
         ]
-        self.input_meta = [(v.shape, v.dtype) for v in inputs]
+        self.input_meta = [(v.shape, v.dtype) for v in graph.inputs]
         self.num_outputs = len(outputs)
+        self.num_extras = len(extras)
         self.wrt = [i for i, r in enumerate(self.input_requires_grad) if r]
         self.output_requires_grad = [False] * len(outputs)
-        self.backward = None
-        self.joint = None
         if self.wrt:
             active = active_values(graph, self.wrt, trace.stopped)
             self.output_requires_grad = [isinstance(v, Var) and v in active for v in outputs]
-        extras = (
-            [g.var for g in self.guards]
-            + [v for _, v in mutations]
-            + [v for v in grad_values if v is not None]
-        )
+        self.makes_node = any(self.output_requires_grad)
         # backward() inside the function without retain_graph freed the
         # outputs' graph: as in eager mode, a second backward is an error, so
         # there is nothing to keep for one.
         self.graph_freed = any(_graph_freed(t.grad_fn) for t in output_tensors)
-        if any(self.output_requires_grad) and not self.graph_freed:
-            joint = adjoint(graph, self.wrt, trace.stopped)
-            self.joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
-            parts = partition(
-                joint, len(inputs), len(outputs), len(graph.eqns), recomputable=is_elementwise
-            )
-            residuals = parts.forward.outputs[len(outputs) :]
-            forward = Graph(inputs, graph.eqns, outputs + extras + residuals)
-            self.backward = simplify(without_stop_gradients(parts.backward))
-            verify(self.backward)
-            self.backward_executor = Executor(self.backward)
-        else:
-            forward = Graph(inputs, graph.eqns, outputs + extras)
+        self.backward = self.joint = None
+        residuals = []
+        if self.makes_node and not self.graph_freed:
+            residuals = self._derive_backward(graph, trace.stopped)
+        forward = Graph(graph.inputs, graph.eqns, outputs + extras + residuals)
         self.forward = simplify(without_stop_gradients(forward))
         verify(self.forward)
         inputs_kept = set(self.forward.inputs)
@@ -94,9 +72,43 @@ class Program:
         ]  # what the backward reads beyond the inputs, kept alive by the node
         self.forward_executor = Executor(self.forward)
         self.output_dtypes = [v.dtype for v in self.forward.outputs[: self.num_outputs]]
-        self.makes_node = any(self.output_requires_grad)
-        self.num_extras = len(extras)
         self._backward_function = None
+
+    def _side_effects(self, trace, args: list) -> list:
+        """The values the forward computes beside the outputs: the guards'
+        values, the new values of tensors changed in place, the new ``.grad``
+        of leaves."""
+        mutations = trace.mutations()
+        self.mutated = [ref for ref, _ in mutations]
+        grad_writes = trace.leaves(trace.grad_writes)
+        self.grad_targets = [ref for ref, _ in grad_writes]
+        grad_values = []
+        for ref, _ in grad_writes:
+            grad = ref.resolve(args)._grad
+            grad_values.append(None if grad is None else trace.var_of(grad))
+        self.grad_none = [v is None for v in grad_values]
+        return (
+            [g.var for g in self.guards]
+            + [v for _, v in mutations]
+            + [v for v in grad_values if v is not None]
+        )
+
+    def _derive_backward(self, graph: Graph, stopped) -> list:
+        """The backward program (the adjoint, split from the forward at the
+        cheapest cut); returns the residuals the forward must save for it."""
+        joint = adjoint(graph, self.wrt, stopped)
+        self.joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
+        parts = partition(
+            joint,
+            len(graph.inputs),
+            self.num_outputs,
+            len(graph.eqns),
+            recomputable=is_elementwise,
+        )
+        self.backward = simplify(without_stop_gradients(parts.backward))
+        verify(self.backward)
+        self.backward_executor = Executor(self.backward)
+        return parts.forward.outputs[self.num_outputs :]
 
     # ------------------------------------------------------------------ running
 
