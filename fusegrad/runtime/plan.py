@@ -190,24 +190,7 @@ class Segment:
             v for v in written if v in executor.outputs or executor.last_reader.get(v, last) > last
         ]
         self.fresh_arrays = [(written[v].shape, written[v].dtype.np) for v in self.fresh]
-        workspace = len(self.reads)
-        place = {v: (k, 0) for k, v in enumerate(self.reads)}
-        place.update((v, (workspace + 1 + k, 0)) for k, v in enumerate(self.fresh))
-        inside = self._workspace_entries(written, place)
-        offsets, self.workspace_bytes = _pack(inside)
-        place.update((key, (workspace, offset)) for key, offset in offsets.items())
-        self.place, self.inside = place, inside
-        calls, flags = [], []
-        for position, (launcher, launch) in enumerate(zip(self.launchers, self.launches)):
-            operands, fills = [], []
-            for k, op in enumerate(launcher.code.operands):
-                where = place[_key(position, k, op)]
-                operands.append(where)
-                if op.start is not None:
-                    fills.append(Fill(where, op.dtype, prod(op.shape), op.start))
-                if op.role == "flag":
-                    flags.append(where)
-            calls.append(Call(tuple(operands), launch.end, tuple(fills)))
+        self._place(written)
         self._verify(read_layouts)
         self.checked = self.launches[0].checked
         if any(launch.checked != self.checked for launch in self.launches):
@@ -217,11 +200,37 @@ class Segment:
         for launch in self.launches:
             table += [ctypes.cast(launch.function, ctypes.c_void_p).value, *launch.head]
         self._table = (ctypes.c_void_p * len(table))(*table)
-        function = compile_driver(calls, flags, self.checked, ITEMS_OFFSET, DATA_OFFSET)
-        self.driver = function
-        self.calls = calls
         self.table_address = ctypes.c_void_p(ctypes.addressof(self._table))
+        self.calls, flags = self._calls()
+        self.driver = compile_driver(self.calls, flags, self.checked, ITEMS_OFFSET, DATA_OFFSET)
         self.free_workspaces: list = []
+
+    def _place(self, written: dict) -> None:
+        """Where each operand lives: ``place`` maps a value (or a kernel's
+        scratch) to (driver array, byte offset)."""
+        workspace = len(self.reads)
+        place = {v: (k, 0) for k, v in enumerate(self.reads)}
+        place.update((v, (workspace + 1 + k, 0)) for k, v in enumerate(self.fresh))
+        self.inside = self._workspace_entries(written, place)
+        offsets, self.workspace_bytes = _pack(self.inside)
+        place.update((key, (workspace, offset)) for key, offset in offsets.items())
+        self.place = place
+
+    def _calls(self) -> tuple:
+        """The driver's calls (operands, column accumulators to fill first)
+        and where the range flags are."""
+        calls, flags = [], []
+        for position, (launcher, launch) in enumerate(zip(self.launchers, self.launches)):
+            operands, fills = [], []
+            for k, op in enumerate(launcher.code.operands):
+                where = self.place[_key(position, k, op)]
+                operands.append(where)
+                if op.start is not None:
+                    fills.append(Fill(where, op.dtype, prod(op.shape), op.start))
+                if op.role == "flag":
+                    flags.append(where)
+            calls.append(Call(tuple(operands), launch.end, tuple(fills)))
+        return calls, flags
 
     def _workspace_entries(self, written: dict, place: dict) -> list:
         """(key, bytes, (first, last) positions alive) of everything in the
