@@ -112,7 +112,7 @@ def test_op_table_exercises_every_primitive_and_shape_rules_agree_with_numpy(mon
     def recording_bind(prim, args, params):
         seen.add(prim.name)
         out = original(prim, args, params)
-        scalar_dtype = tensor_module._scalar_dtype(args)
+        scalar_dtype = primitives.number_dtype([a.dtype for a in args if isinstance(a, fg.Tensor)])
         tensors = [
             a if isinstance(a, fg.Tensor) else fg.tensor(a, dtype=scalar_dtype) for a in args
         ]

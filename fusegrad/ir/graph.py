@@ -172,21 +172,11 @@ def building(builder: GraphBuilder):
         _builders.pop()
 
 
-def _scalar_dtype(args):
-    found = None
-    for a in args:
-        if isinstance(a, (Var, Const)):
-            if a.dtype.category != dtypes.BOOL:
-                return a.dtype
-            found = found or a.dtype
-    return found
-
-
 def ir_bind(prim, args, params):
     """Appends ``prim`` applied to ``args`` to the graph being built."""
     if not _builders:
         raise RuntimeError(f"{prim.name} applied to IR values outside of a graph being built")
-    dtype = _scalar_dtype(args)
+    dtype = P.number_dtype([a.dtype for a in args if isinstance(a, (Var, Const))])
     inputs = tuple(
         a if isinstance(a, (Var, Const)) else Const(np.array(a, dtype.np), dtype) for a in args
     )

@@ -15,8 +15,8 @@ broadcast cotangent to the input's shape and casting it to the input's dtype
 is done once, by the caller (see ``unbroadcast``).
 
 ``bind`` is interpreter-agnostic: the value types that take part (the eager
-Tensor now, tracer values for the IR later) register a handler, and the
-highest-level handler among the arguments runs the primitive.
+Tensor, the IR's values) register a handler, and the handler of the
+arguments' type runs the primitive.
 """
 
 from __future__ import annotations
@@ -140,6 +140,15 @@ def bind(prim: Primitive, args: tuple, params: dict):
 _dispatch = bind  # tests swap this to observe every primitive application
 
 
+def number_dtype(operand_dtypes: list):
+    """The dtype Python numbers among a primitive's operands take: the first
+    non-bool operand's (promotion happened before), else bool."""
+    for dtype in operand_dtypes:
+        if dtype.category != dtypes.BOOL:
+            return dtype
+    return operand_dtypes[0] if operand_dtypes else None
+
+
 def _camel(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
@@ -177,13 +186,6 @@ def _binary_rule(name, out_dtype=None, require=None):
         if require is not None and dtype.category not in require:
             raise TypeError(f"{name} does not support {dtype}")
         return broadcast_shapes(x.shape, y.shape), out_dtype or dtype
-
-    return rule
-
-
-def _reduce_rule(name, out_dtype=None):
-    def rule(x, axes):
-        return reduced_shape(x.shape, axes), out_dtype or x.dtype
 
     return rule
 
@@ -471,28 +473,23 @@ where.defvjp(x=lambda g, cond: where(cond, g, 0.0), y=lambda g, cond: where(cond
 
 # ------------------------------------------------------------------ reductions
 
-reduce_sum = Primitive(
-    "reduce_sum",
-    lambda x, axes: np.add.reduce(x, axis=axes),
-    _reduce_rule("reduce_sum"),
-    backward_name="SumBackward1",
-)
+
+def _reduction(name, ufunc, backward_name):
+    return Primitive(
+        name,
+        lambda x, axes: ufunc.reduce(x, axis=axes),
+        lambda x, axes: (reduced_shape(x.shape, axes), x.dtype),
+        backward_name=backward_name,
+    )
+
+
+reduce_sum = _reduction("reduce_sum", np.add, "SumBackward1")
 reduce_sum.defvjp(x=lambda g, x_shape, axes: expand_reduced(g, x_shape, axes))
 
-reduce_max = Primitive(
-    "reduce_max",
-    lambda x, axes: np.maximum.reduce(x, axis=axes),
-    _reduce_rule("reduce_max"),
-    backward_name="AmaxBackward0",
-)
+reduce_max = _reduction("reduce_max", np.maximum, "AmaxBackward0")
 reduce_max.defvjp(x=_share_extremum)
 
-reduce_min = Primitive(
-    "reduce_min",
-    lambda x, axes: np.minimum.reduce(x, axis=axes),
-    _reduce_rule("reduce_min"),
-    backward_name="AminBackward0",
-)
+reduce_min = _reduction("reduce_min", np.minimum, "AminBackward0")
 reduce_min.defvjp(x=_share_extremum)
 
 
@@ -512,12 +509,7 @@ def _prod_vjp(g, x, out, axes):
     return expand_reduced(g, x.shape, axes) * others
 
 
-reduce_prod = Primitive(
-    "reduce_prod",
-    lambda x, axes: np.multiply.reduce(x, axis=axes),
-    _reduce_rule("reduce_prod"),
-    backward_name="ProdBackward1",
-)
+reduce_prod = _reduction("reduce_prod", np.multiply, "ProdBackward1")
 reduce_prod.defvjp(x=_prod_vjp)
 
 argmax = Primitive(

@@ -1,1 +1,2 @@
-"""Running what was recorded: grad mode and the autograd engine."""
+"""Running what was recorded and compiled: grad mode, the eager autograd
+engine, jit and its programs, executors, plans and kernel launches."""

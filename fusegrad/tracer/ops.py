@@ -19,7 +19,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim
+from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim, reduced_shape
 from ..runtime import autograd
 from .tensor import Tensor, constant, constant_array
 
@@ -368,7 +368,7 @@ def equal(input, other) -> bool:
 
 def _keep(out, input, axes, keepdim):
     if keepdim:
-        return P.reshape(out, shape=tuple(1 if i in axes else s for i, s in enumerate(input.shape)))
+        return P.reshape(out, shape=reduced_shape(input.shape, axes, keepdims=True))
     return out
 
 

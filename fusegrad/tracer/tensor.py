@@ -476,16 +476,6 @@ def _rebuild(data, requires_grad):
     return t
 
 
-def _scalar_dtype(args):
-    chosen = None
-    for a in args:
-        if isinstance(a, Tensor):
-            if a._dtype.category != dtypes.BOOL:
-                return a._dtype
-            chosen = chosen or a._dtype
-    return chosen
-
-
 _DTYPE_OF = {d.np: d for d in dtypes.ALL_DTYPES}
 
 
@@ -521,7 +511,7 @@ def eager_bind(prim, args, params):
     """Runs a primitive on tensors now, recording a backward node when needed."""
     for a in args:
         if a.__class__ is not Tensor and not isinstance(a, Tensor):
-            dtype = _scalar_dtype(args)
+            dtype = P.number_dtype([a._dtype for a in args if isinstance(a, Tensor)])
             args = tuple(a if isinstance(a, Tensor) else constant(a, dtype) for a in args)
             break
     first = args[0]
