@@ -42,7 +42,7 @@ def main() -> None:
         "compiled program": lambda: program.run([x, y]),
         "executor": lambda: executor.run(arrays),
         "plan": lambda: plan.run(arrays),
-        "native call": lambda: segment.driver.call(driver_arrays),
+        "native call": lambda: segment.driver(segment.table_address, driver_arrays),
     }
     best = dict.fromkeys(layers, float("inf"))
     for _ in range(args.repeat):  # interleaved: the machine's speed drifts
