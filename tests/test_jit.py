@@ -792,3 +792,25 @@ def test_the_seed_of_a_traced_backward_is_a_constant_of_the_program():
     x = fg.randn(16)
     program = f.lower(x).program
     assert len(program.forward.inputs) == 1 and not program.captured
+
+
+def test_gradients_of_several_outputs_of_one_compiled_call():
+    """The outputs share one backward node: as roots, it is counted once
+    (counted per output, the leaves waited for a second arrival and got no
+    gradient, or half of it)."""
+
+    def program(x, y):
+        return fg.where(y > -1.5, x, y), x + x, fg.expm1(x)
+
+    compiled = fg.jit(program)
+    for call in range(3):
+        results = []
+        for function in (program, compiled):
+            x = fg.tensor([0.5], requires_grad=True)
+            y = fg.tensor([0.1, 0.2, 0.3], dtype=fg.float64, requires_grad=True)
+            outputs = function(x, y)
+            seeds = [fg.ones(o.shape, dtype=o.dtype) for o in outputs]
+            grads = fg.autograd.grad(list(outputs), [x, y], seeds)
+            fg.autograd.backward(list(function(x, y)), seeds)
+            results.append([g.tolist() for g in grads] + [x.grad.tolist(), y.grad.tolist()])
+        assert results[0] == results[1], call

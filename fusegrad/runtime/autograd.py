@@ -446,9 +446,9 @@ def _walk(roots, targets):
     dependencies: dict = {}
     seen = set()
     order = []
-    stack = [node for node, _ in roots if node is not None]
-    for node in stack:
-        seen.add(node)
+    # once each: outputs of one node (a compiled function's) are several roots
+    stack = list(dict.fromkeys(node for node, _ in roots if node is not None))
+    seen.update(stack)
     while stack:
         node = stack.pop()
         order.append(node)
