@@ -814,3 +814,24 @@ def test_gradients_of_several_outputs_of_one_compiled_call():
             fg.autograd.backward(list(function(x, y)), seeds)
             results.append([g.tolist() for g in grads] + [x.grad.tolist(), y.grad.tolist()])
         assert results[0] == results[1], call
+
+
+def test_an_output_without_a_cotangent_adds_nothing_to_the_compiled_backward():
+    """Only the first output is differentiated: the second's backward, 0/0
+    here (std of one element), must not run, as eagerly it does not (a zeros
+    cotangent for it gave nan)."""
+
+    def program(x):
+        product = x @ x
+        return product, product.std(correction=0)
+
+    compiled = fg.jit(program)
+    for call in range(3):
+        for create_graph in (False, True):
+            expected = []
+            for function in (program, compiled):
+                x = fg.tensor([0.3], requires_grad=True)
+                first, _ = function(x)
+                (grad,) = fg.autograd.grad(first, x, create_graph=create_graph)
+                expected.append(grad.tolist())
+            assert expected[0] == expected[1] == [0.6000000238418579], (call, create_graph)

@@ -63,10 +63,13 @@ def _rule_kwargs(eqn: Eqn, position: int, g) -> dict:
     return kwargs
 
 
-def adjoint(graph: Graph, wrt: list, stopped=frozenset()) -> Graph:
+def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None) -> Graph:
     """The joint graph: inputs are ``graph``'s inputs then one cotangent per
     output; outputs are ``graph``'s outputs then the gradient of each input
-    in ``wrt`` (a zeros constant where none reaches it)."""
+    in ``wrt`` (a zeros constant where none reaches it). ``seeded`` says
+    which outputs' cotangents are sent (all by default); the others are
+    symbolic zeros, which unlike a zeros array add nothing where the
+    backward of an output would be 0 * inf."""
     active = active_values(graph, wrt, stopped)
     cotangent_inputs = [Var(v.shape, v.dtype) for v in graph.outputs]
     builder = GraphBuilder()
@@ -77,8 +80,8 @@ def adjoint(graph: Graph, wrt: list, stopped=frozenset()) -> Graph:
             cotangents[v] = ct if v not in cotangents else cotangents[v] + ct
 
     with building(builder):
-        for out, ct in zip(graph.outputs, cotangent_inputs):
-            if out.dtype.is_floating_point:
+        for k, (out, ct) in enumerate(zip(graph.outputs, cotangent_inputs)):
+            if out.dtype.is_floating_point and (seeded is None or seeded[k]):
                 send(out, ct)
         for eqn in reversed(graph.eqns):
             g = cotangents.get(eqn.out)
@@ -134,8 +137,45 @@ def partition(
     needed = [v for v in needed if isinstance(v, Var) and v in forward_values]
     free = set(primal_inputs) | {v for v in outputs if isinstance(v, Var)}
     saved = _cheapest_to_save(forward_eqns, primal_inputs, free, needed, recomputable)
+    residuals, again = _reading(forward_eqns, primal_inputs, needed, saved, recomputable)
+    forward = Graph(primal_inputs, forward_eqns, outputs + residuals)
+    backward = Graph(residuals + cotangents, again + backward_eqns, grads)
+    return Partition(forward, backward, len(residuals))
+
+
+def backward_reading(
+    joint: Graph, num_inputs: int, num_forward_eqns: int, residuals: list, recomputable
+) -> Graph:
+    """The backward program of ``joint`` (from ``adjoint``) that reads the
+    given ``residuals`` (another partition's: a backward seeded by fewer
+    outputs reads fewer forward values), computing the rest again."""
+    forward_eqns = joint.eqns[:num_forward_eqns]
+    inputs = joint.inputs[:num_inputs]
+    num_outputs = len(joint.inputs) - num_inputs
+    forward_values = set(inputs) | {e.out for e in forward_eqns}
+    needed = [v for e in joint.eqns[num_forward_eqns:] for v in e.inputs]
+    needed += joint.outputs[num_outputs:]
+    needed = [v for v in needed if isinstance(v, Var) and v in forward_values]
+    available = set(residuals)
+    reads, again = _reading(forward_eqns, inputs, needed, available, recomputable)
+    missing = [v for v in reads if v not in available]
+    if missing:
+        raise ValueError(f"the backward reads forward values not among the residuals: {missing}")
+    return Graph(
+        residuals + joint.inputs[num_inputs:],
+        again + joint.eqns[num_forward_eqns:],
+        joint.outputs[num_outputs:],
+    )
+
+
+def _reading(forward_eqns: list, inputs: list, needed: list, saved: set, recomputable) -> tuple:
+    """What a backward needing ``needed`` reads from the forward (``saved``
+    values, inputs, and values no recomputable equation makes) and the
+    forward equations it runs again for the rest."""
+    producer = {e.out: e for e in forward_eqns}
+    forward_values = set(inputs) | set(producer)
     stack = list(reversed(needed))
-    residuals, recomputed, seen = [], set(), set()
+    reads, recomputed, seen = [], set(), set()
     while stack:
         value = stack.pop()
         if value in seen:
@@ -147,11 +187,8 @@ def partition(
             operands = [v for v in eqn.inputs if isinstance(v, Var) and v in forward_values]
             stack.extend(reversed(operands))
         else:
-            residuals.append(value)
-    again = [e for e in forward_eqns if e.out in recomputed]
-    forward = Graph(primal_inputs, forward_eqns, outputs + residuals)
-    backward = Graph(residuals + cotangents, again + backward_eqns, grads)
-    return Partition(forward, backward, len(residuals))
+            reads.append(value)
+    return reads, [e for e in forward_eqns if e.out in recomputed]
 
 
 def _cheapest_to_save(eqns: list, inputs: list, free: set, needed: list, recomputable) -> set:

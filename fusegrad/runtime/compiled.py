@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.autodiff import active_values, adjoint, partition
+from ..ir.autodiff import active_values, adjoint, backward_reading, partition
 from ..ir.fusion import is_elementwise
 from ..ir.graph import Graph, Var, apply_graph, format_graph, type_string, verify
 from ..ir.simplify import simplify, without_stop_gradients
@@ -57,7 +57,7 @@ class Program:
         # outputs' graph: as in eager mode, a second backward is an error, so
         # there is nothing to keep for one.
         self.graph_freed = any(_graph_freed(t.grad_fn) for t in output_tensors)
-        self.backward = self.joint = None
+        self.backward = None
         residuals = []
         if self.makes_node and not self.graph_freed:
             residuals = self._derive_backward(graph, trace.stopped)
@@ -72,7 +72,6 @@ class Program:
         ]  # what the backward reads beyond the inputs, kept alive by the node
         self.forward_executor = Executor(self.forward)
         self.output_dtypes = [v.dtype for v in self.forward.outputs[: self.num_outputs]]
-        self._backward_function = None
 
     def _side_effects(self, trace, args: list) -> list:
         """The values the forward computes beside the outputs: the guards'
@@ -96,8 +95,8 @@ class Program:
     def _derive_backward(self, graph: Graph, stopped) -> list:
         """The backward program (the adjoint, split from the forward at the
         cheapest cut); returns the residuals the forward must save for it."""
+        self.graph, self.stopped = graph, stopped
         joint = adjoint(graph, self.wrt, stopped)
-        self.joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
         parts = partition(
             joint,
             len(graph.inputs),
@@ -108,7 +107,28 @@ class Program:
         self.backward = simplify(without_stop_gradients(parts.backward))
         verify(self.backward)
         self.backward_executor = Executor(self.backward)
-        return parts.forward.outputs[self.num_outputs :]
+        self.residual_vars = parts.forward.outputs[self.num_outputs :]
+        self._partial_backwards: dict = {}
+        self._backward_functions: dict = {}
+        return self.residual_vars
+
+    def backward_executor_for(self, seeded: tuple) -> Executor:
+        """The backward program when only the ``seeded`` outputs have a
+        cotangent: derived for those alone (the others are symbolic zeros),
+        reading the same residuals."""
+        if seeded == tuple(self.output_requires_grad):
+            return self.backward_executor
+        executor = self._partial_backwards.get(seeded)
+        if executor is None:
+            graph = self.graph
+            joint = adjoint(graph, self.wrt, self.stopped, seeded)
+            backward = backward_reading(
+                joint, len(graph.inputs), len(graph.eqns), self.residual_vars, is_elementwise
+            )
+            backward = simplify(without_stop_gradients(backward))
+            verify(backward)
+            executor = self._partial_backwards[seeded] = Executor(backward)
+        return executor
 
     # ------------------------------------------------------------------ running
 
@@ -188,17 +208,20 @@ class Program:
 
     # ------------------------------------------------------------------ backward
 
-    def backward_function(self):
-        """The backward as a jit function of (inputs, cotangents), for create_graph."""
-        if self._backward_function is None:
-            joint = self.joint
+    def backward_function(self, seeded: tuple):
+        """The backward for cotangents of the ``seeded`` outputs, as a jit
+        function of (inputs, cotangents), for create_graph."""
+        function = self._backward_functions.get(seeded)
+        if function is None:
+            joint = adjoint(self.graph, self.wrt, self.stopped, seeded)
+            joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
 
             def backward(*values):
                 return tuple(apply_graph(joint, list(values), constant_array))
 
             backward.__name__ = "compiled_backward"
-            self._backward_function = self.jit(backward)
-        return self._backward_function
+            function = self._backward_functions[seeded] = self.jit(backward)
+        return function
 
     @property
     def kernels(self) -> list:
@@ -300,9 +323,11 @@ class CompiledFunctionBackward(Node):
             g if g is not None else Tensor._make(np.zeros(v.shape, v.dtype.np))
             for g, v in zip(grads, outputs)
         ]
+        seeded = tuple(g is not None for g in grads)
         if grad_mode.is_grad_enabled():  # create_graph: differentiable, via the jit backward
-            return list(program.backward_function()(*inputs, *cotangents))
-        values = program.backward_executor.run(self.residuals + [c._data for c in cotangents])
+            return list(program.backward_function(seeded)(*inputs, *cotangents))
+        executor = program.backward_executor_for(seeded)
+        values = executor.run(self.residuals + [c._data for c in cotangents])
         return [
             Tensor._make(np.asarray(v, dtype=dtype.np))
             for v, (_, dtype) in zip(values, (program.input_meta[i] for i in program.wrt))
