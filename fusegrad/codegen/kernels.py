@@ -162,6 +162,12 @@ class KernelCode:
         return "\n".join(m.asm for m in self.modules)
 
     @property
+    def approximates(self) -> bool:
+        """Whether any equation's lowering is an approximation: numpy would
+        compute other bits for it."""
+        return any(_cost(e) > 1 for e in self.body)
+
+    @property
     def work_per_element(self) -> int:
         """About how many instructions each element of the iteration shape
         costs, all passes over a row counted."""
@@ -257,8 +263,9 @@ class KernelCode:
     def generate(self, variant: tuple, symbol: str = "kernel") -> str:
         """The LLVM IR of this kernel for one layout ``variant``: (merged
         dimensions, each operand's innermost stride class, how many
-        dimensions a row reduction keeps, bounds-checked)."""
-        ndim, classes, first, checked = variant
+        dimensions a row reduction keeps, bounds-checked, precise: the C
+        library's functions where a fast lowering holds only over a range)."""
+        ndim, classes, first, checked, precise = variant
         module = ir.Module(name=self.name)
         pointer_types = [_memory_type(op.dtype).as_pointer() for op in self.operands]
         checks = [I64.as_pointer()] * 2 if checked else []
@@ -286,7 +293,7 @@ class KernelCode:
         bounds = [(ir.Constant(I64, 0), d) for d in dims]
         bounds[0] = (begin, end)  # this launch's chunk of the outermost loop
         emitter = _Emitter(self, b, function, pointers, bounds, stride, classes, first)
-        emitter.extents, emitter.error = extents, error
+        emitter.extents, emitter.error, emitter.precise = extents, error, precise
         for reducer in self.wholes:
             b.store(reducer.total_identity, emitter.totals[id(reducer)])
         emitter.nest(0, [ir.Constant(I64, 0)] * len(pointers), None if self.rows else 0, {})
@@ -424,7 +431,7 @@ class _Emitter:
                 env[id(reducer.eqn.out)] = reducer.value(b, total)
             for eqn in kernel.row_eqns:
                 if code.phase[eqn.out] == phase + 1:
-                    env[id(eqn.out)] = _lower(b, eqn, env)
+                    env[id(eqn.out)] = _lower(b, eqn, env, self.precise)
             for k, v in enumerate(kernel.row_outputs):
                 if code.phase[v] == phase + 1:
                     j = self.first_row_output + k
@@ -493,7 +500,7 @@ class _Emitter:
         for v in spill_loads:
             env[id(v)] = _load(b, self.address(offsets, index, depth, spill_index[id(v)]), v)
         for eqn in eqns:
-            env[id(eqn.out)] = _lower(b, eqn, env)
+            env[id(eqn.out)] = _lower(b, eqn, env, self.precise)
         for k, v in enumerate(code.kernel.outputs):
             if any(v is out for out in outputs):
                 _store(b, env[id(v)], self.address(offsets, index, depth, self.first_output + k), v)
@@ -511,11 +518,15 @@ def _store(b, value, pointer, v):
     b.store(b.zext(value, BYTE) if v.dtype.name == "bool" else value, pointer)
 
 
-def _lower(b, eqn, env):
+def _lower(b, eqn, env, precise: bool):
     """An equation on values already computed (0-d constants inline); a
     reshape between a row value's shapes changes nothing per row."""
     operands = [env[id(v)] if id(v) in env else _constant(v) for v in eqn.inputs]
-    return operands[0] if eqn.prim is P.reshape else LOWERINGS[eqn.prim].emit(b, operands, eqn)
+    if eqn.prim is P.reshape:
+        return operands[0]
+    lowering = LOWERINGS[eqn.prim]
+    emit = lowering.precise if precise and lowering.precise is not None else lowering.emit
+    return emit(b, operands, eqn)
 
 
 def _is_scalar_constant(v) -> bool:

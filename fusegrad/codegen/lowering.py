@@ -130,12 +130,14 @@ class Lowering:
     """``emit(builder, operands, eqn)``; ``approximated``: tens of
     instructions (a range reduction and a polynomial), not a few;
     ``accurate_within``: beyond this |argument| a kernel reports it and runs
-    again through numpy; ``applies``: which equations of the primitive it
-    lowers (all by default)."""
+    again with ``precise`` instead of ``emit`` (the C library's function:
+    not vectorized, right everywhere); ``applies``: which equations of the
+    primitive it lowers (all by default)."""
 
     emit: object
     approximated: bool = False
     accurate_within: float | None = None
+    precise: object = None
     applies: object = None
 
 
@@ -222,6 +224,7 @@ for _prim, _cosine in ((P.sin, False), (P.cos, True)):
         lambda b, args, eqn, cosine=_cosine: mathfns.sin_cos(b, args[0], cosine=cosine),
         approximated=True,
         accurate_within=mathfns.SIN_COS_FAST_LIMIT,
+        precise=lambda b, args, eqn, name=_prim.name: _intrinsic(b, f"llvm.{name}", args[0]),
     )
 
 # Kernels accumulate these as they walk their operand (see ir/fusion.py).

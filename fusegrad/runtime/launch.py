@@ -124,8 +124,9 @@ class Launch:
     read from, the chunks of its outermost loop, and which operands each
     chunk needs its own copy of (``private``)."""
 
-    def __init__(self, function, shape, strides, extents, chunks, private):
+    def __init__(self, function, shape, strides, extents, chunks, private, precise):
         self.function = function
+        self.precise = precise
         self.checked = extents is not None
         self.tables = [np.array(shape, np.int64), np.array(strides, np.int64).reshape(-1)]
         if extents is not None:
@@ -173,10 +174,11 @@ class Launcher:
             ways.append("numpy (too little work for a native call)")
         return " and ".join(ways) or "not run"
 
-    def prepared(self, layouts: tuple):
-        launch = self.launches.get(layouts)
+    def prepared(self, layouts: tuple, precise: bool = False):
+        key = (layouts, precise) if precise else layouts
+        launch = self.launches.get(key)
         if launch is None:
-            launch = self.launches[layouts] = self._prepare(layouts)
+            launch = self.launches[key] = self._prepare(layouts, precise)
         return launch
 
     def native(self, layouts: tuple) -> Launch | None:
@@ -186,18 +188,26 @@ class Launcher:
         return launch if launch is not IN_NUMPY and len(launch.chunks) == 1 else None
 
     def __call__(self, arrays: list) -> list:
-        launch = self.prepared(tuple([layout_of(a) for a in arrays]))
+        layouts = tuple([layout_of(a) for a in arrays])
+        launch = self.prepared(layouts)
         if launch is IN_NUMPY:
             return self.in_numpy(arrays)
+        results = self._launch(launch, arrays)
+        if results is None:  # an argument beyond a fast lowering's range
+            results = self._launch(self.prepared(layouts, precise=True), arrays)
+        return results
+
+    def _launch(self, launch: Launch, arrays: list) -> list | None:
+        """The results, or None when a range flag rose (unless ``precise``)."""
         operands = arrays + self.fresh()
         if len(launch.chunks) == 1:
             self._run(launch, [operands])
         else:
             self._run_split(launch, operands)
-        code = self.code
-        flags = [a for op, a in zip(code.operands, operands) if op.role == "flag"]
-        if any(f.any() for f in flags):
-            return self.in_numpy(arrays)  # an argument beyond a fast lowering's range
+        if not launch.precise:
+            flags = [a for op, a in zip(self.code.operands, operands) if op.role == "flag"]
+            if any(f.any() for f in flags):
+                return None
         first = len(arrays)
         return operands[first : first + len(self.results)]
 
@@ -278,7 +288,7 @@ class Launcher:
             f"({op.role} {op.dtype.name}{list(op.shape)}), outside its extent [{low}, {high})"
         )
 
-    def _prepare(self, layouts: tuple):
+    def _prepare(self, layouts: tuple, precise: bool):
         """Checks the arguments and picks how this layout runs."""
         code = self.code
         shape = code.kernel.shape
@@ -296,7 +306,10 @@ class Launcher:
         if 0 in shape:
             return IN_NUMPY  # nothing to loop over; numpy gives the empty reductions' values
         eqns = len(code.ordered)
-        if eqns <= SMALL_EQNS and prod(shape) * (eqns + 1) < SMALL_WORK:
+        # not with approximations: a value the backward computes again must
+        # have the bits the forward computed, whichever kernel computes it
+        tiny = eqns <= SMALL_EQNS and prod(shape) * (eqns + 1) < SMALL_WORK
+        if tiny and not code.approximates:
             return IN_NUMPY
         every = list(layouts) + [
             contiguous(op.dtype.np, op.shape) for op in code.operands[len(layouts) :]
@@ -307,7 +320,7 @@ class Launcher:
             views.append((op.view, (0,) * op.before + elements + (0,) * op.after))
             extents.append(extent(op.shape, elements))
         merged, strides, classes, first = merge_dimensions(shape, views, code.split)
-        function = code.compile((len(merged), classes, first, self.checked))
+        function = code.compile((len(merged), classes, first, self.checked, precise))
         # Chunks split the outermost loop; rows kept there are each one
         # chunk's, anything summed across it is per chunk and combined.
         private = [
@@ -324,7 +337,8 @@ class Launcher:
             if len(merged) == 1:  # whole cache lines and blocks per chunk
                 step = -(-step // BLOCK) * BLOCK
             chunks = [(s, min(s + step, merged[0])) for s in range(0, merged[0], step)]
-        return Launch(function, merged, strides, extents if self.checked else None, chunks, private)
+        extents = extents if self.checked else None
+        return Launch(function, merged, strides, extents, chunks, private, precise)
 
 
 def _combine(kind: str, total: np.ndarray, partial: np.ndarray) -> None:
