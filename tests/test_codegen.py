@@ -885,3 +885,25 @@ def test_a_plan_that_would_overlap_live_values_is_refused(monkeypatch):
     executor = Executor(_two_kernels())
     with pytest.raises(plan_module.PlanError, match="share workspace bytes"):
         executor.run([np.ones((50, 30), np.float32)])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_one_valued_exponent_of_one_half_is_numpys_square_root(dtype):
+    """numpy computes x ** 0.5 with a 0-d exponent as sqrt(x), where C's pow
+    differs at -inf (nan, not inf) and -0.0 (-0.0, not 0.0); eagerly that
+    is what runs, so kernels do the same, for a constant and a number input."""
+    xs = np.array([-np.inf, -0.0, 0.0, -4.0, 2.0, np.inf, np.nan], dtype)
+    want = np.power(xs, dtype(0.5))
+    for exponent in (
+        Const(np.asarray(0.5, dtype)),
+        Var((), fg.float32 if dtype is np.float32 else fg.float64),
+    ):
+        x = Var(xs.shape, fg.float32 if dtype is np.float32 else fg.float64)
+        builder = GraphBuilder()
+        with building(builder):
+            out = P.pow_(x, exponent)
+        inputs = [x] + ([exponent] if isinstance(exponent, Var) else [])
+        values = [xs] + ([np.asarray(0.5, dtype)] if isinstance(exponent, Var) else [])
+        (got,) = Executor(Graph(inputs, builder.eqns, [out])).run(values)
+        np.testing.assert_array_equal(got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want))

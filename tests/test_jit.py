@@ -431,7 +431,8 @@ def test_numpy_scalar_arguments_are_numbers_of_their_type():
         for _call in range(2):
             out = f(x, k)
             assert out.dtype is dtype and out.tolist() == [k * 1] * 2
-    assert f.cache_info().entries == 5
+    # numpy floats are float inputs of one program; ints another; bools by value
+    assert f.cache_info().entries == 4
 
 
 @pytest.mark.parametrize(

@@ -183,7 +183,9 @@ def _math(function):
 def _pow(b, args, eqn):
     """A constant small integer exponent is arithmetic (x*x is the correctly
     rounded square, 1/x the correctly rounded reciprocal); anything else goes
-    through exp and log."""
+    through exp and log. An exponent of one value for every element (0-d)
+    that is 0.5 is a square root, as numpy computes it then (sqrt(-inf) is
+    nan, where C's pow gives inf)."""
     x, y = args
     exponent = eqn.inputs[1]
     if isinstance(exponent, Const) and exponent.value.size == 1:
@@ -195,12 +197,18 @@ def _pow(b, args, eqn):
             return x
         if n == -1.0:
             return b.fdiv(one, x)
+        if n == 0.5:
+            return _intrinsic(b, "llvm.sqrt", x)
         if n == 2.0:
             return b.fmul(x, x)
         if n == 3.0:
             return b.fmul(b.fmul(x, x), x)
     general = mathfns.pow_float32 if eqn.out.dtype is dtypes.float32 else mathfns.pow_float64
-    return general(b, x, y)
+    result = general(b, x, y)
+    if exponent.ndim == 0:
+        half = b.fcmp_ordered("==", y, ir.Constant(y.type, 0.5))
+        result = b.select(half, _intrinsic(b, "llvm.sqrt", x), result)
+    return result
 
 
 _APPROXIMATED = {

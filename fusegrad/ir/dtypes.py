@@ -85,6 +85,9 @@ def promote(a: DType, b: DType) -> DType:
 
 
 def scalar_category(value) -> int:
+    category = getattr(type(value), "scalar_category", None)  # a traced Python number
+    if category is not None:
+        return category
     if isinstance(value, (bool, np.bool_)):
         return BOOL
     if isinstance(value, (int, np.integer)):

@@ -19,6 +19,7 @@ from ..ir.autodiff import active_values, adjoint, backward_reading, partition
 from ..ir.fusion import is_elementwise
 from ..ir.graph import Graph, Var, apply_graph, format_graph, type_string, verify
 from ..ir.simplify import simplify, without_stop_gradients
+from ..tracer.numbers import TracedNumber
 from ..tracer.tensor import Tensor, constant_array
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
@@ -42,8 +43,13 @@ class Program:
         graph = trace.graph(outputs)
         enabled = grad_mode.is_grad_enabled()
         self.input_requires_grad = [
-            enabled and t.requires_grad for t in list(args) + [c.tensor for c in self.captured]
+            enabled and isinstance(t, Tensor) and t.requires_grad
+            for t in list(args) + [c.tensor for c in self.captured]
         ]
+        # numbers among the inputs (arguments, and what read_number read)
+        self.has_numbers = any(not isinstance(a, Tensor) for a in args) or any(
+            c.read is not None for c in self.captured
+        )
         self.input_meta = [(v.shape, v.dtype) for v in graph.inputs]
         self.num_outputs = len(outputs)
         self.num_extras = len(extras)
@@ -138,8 +144,9 @@ class Program:
             description for _, _, description in self.python_guards
         ]
 
-    def captured_tensors(self, args) -> list:
-        """The captured tensors as they are now, or None if one no longer fits the trace."""
+    def captured_inputs(self, args) -> list:
+        """The captured tensors and numbers as they are now, or None if one no
+        longer fits the trace."""
         found = []
         for c, (shape, dtype), requires in zip(
             self.captured,
@@ -147,10 +154,13 @@ class Program:
             self.input_requires_grad[self.num_args :],
         ):
             t = c.current(args)
-            if t is None or t._data.shape != shape or t._dtype is not dtype:
+            if t is None:
                 return None
-            if grad_mode.is_grad_enabled() and t.requires_grad != requires:
-                return None
+            if c.read is None:
+                if t._data.shape != shape or t._dtype is not dtype:
+                    return None
+                if grad_mode.is_grad_enabled() and t.requires_grad != requires:
+                    return None
             found.append(t)
         for ref, was_none in self.grad_reads:
             if (ref.resolve(args)._grad is None) != was_none:
@@ -162,10 +172,10 @@ class Program:
         for read, value, _ in self.python_guards:
             if read() != value:
                 return None
-        captured = self.captured_tensors(args) if self.captured or self.grad_reads else []
+        captured = self.captured_inputs(args) if self.captured or self.grad_reads else []
         if captured is None:
             return None
-        values = self.forward_executor.run([t._data for t in args + captured])
+        values = self.forward_executor.run(self._arrays(args + captured))
         n = self.num_outputs
         if self.num_extras:
             extras = values[n : n + self.num_extras]
@@ -185,6 +195,15 @@ class Program:
                     out._output_nr = nr
                     out._requires_grad = True
         return outputs
+
+    def _arrays(self, inputs: list) -> list:
+        """The inputs' arrays: a tensor's own, a number as a 0-d array."""
+        if not self.has_numbers:
+            return [t._data for t in inputs]
+        return [
+            x._data if isinstance(x, Tensor) else np.asarray(x, dtype.np)
+            for x, (_, dtype) in zip(inputs, self.input_meta)
+        ]
 
     def _write_back(self, args: list, updates: list) -> None:
         """Applies the in-place changes and the new ``.grad`` of leaves."""
@@ -217,7 +236,8 @@ class Program:
             joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
 
             def backward(*values):
-                return tuple(apply_graph(joint, list(values), constant_array))
+                values = [_as_tensor(v, var) for v, var in zip(values, joint.inputs)]
+                return tuple(apply_graph(joint, values, constant_array))
 
             backward.__name__ = "compiled_backward"
             function = self._backward_functions[seeded] = self.jit(backward)
@@ -232,7 +252,7 @@ class Program:
         """Runs the forward and backward programs once (without side effects),
         so their kernels are compiled for these operands' layouts now."""
         captured = [c.current(args) for c in self.captured]
-        values = self.forward_executor.run([t._data for t in args] + [t._data for t in captured])
+        values = self.forward_executor.run(self._arrays(list(args) + captured))
         if self.backward is not None:
             residuals = values[self.num_outputs + self.num_extras :]
             ones = [np.ones(v.shape, v.dtype.np) for v in self.forward.outputs[: self.num_outputs]]
@@ -270,6 +290,16 @@ class Program:
         return "\n\n".join(parts)
 
 
+def _as_tensor(value, var):
+    """A number input of the program (traced, or plain when run eagerly) as
+    the 0-d tensor the graph's input stands for."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, TracedNumber):
+        return value.operand(var.dtype)
+    return constant_array(np.asarray(value, var.dtype.np), var.dtype)
+
+
 def _graph_freed(node) -> bool:
     """Whether a backward pass freed any node of the eager graph below ``node``."""
     stack, seen = [node], set()
@@ -291,7 +321,9 @@ class CompiledFunctionBackward(Node):
         super().__init__(tuple(gradient_edge(inputs[i]) for i in program.wrt))
         self.program = program
         self.num_outputs = program.num_outputs
-        self.inputs = [(t, t._version_counter[0]) for t in inputs]
+        self.inputs = [
+            (t, t._version_counter[0] if isinstance(t, Tensor) else None) for t in inputs
+        ]
         self.residuals = residuals
         self.freed = False
 
@@ -301,7 +333,7 @@ class CompiledFunctionBackward(Node):
 
     def _checked_inputs(self) -> list:
         for tensor, version in self.inputs:
-            if tensor._version_counter[0] != version:
+            if version is not None and tensor._version_counter[0] != version:
                 raise RuntimeError(
                     modified_message(
                         tensor.shape,

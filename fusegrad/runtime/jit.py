@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import timing
 from ..ir.graph import format_graph
+from ..tracer.numbers import TracedFloat, TracedNumber, number_input, traced
 from ..tracer.tensor import Tensor, recording
 from ..tracer.trace import Trace, TracingError, active
 from . import grad_mode
@@ -40,6 +41,9 @@ _EAGERLY = object()  # _turn_to_trace: run the Python function
 # numpy's scalars too: the traced function gets them as they are (a numpy
 # scalar is an operand as a Python number is)
 _SCALARS = (bool, int, float, str, type(None), np.bool_, np.integer, np.floating)
+_NUMBERS = (int, float, np.integer, np.floating)  # program inputs, unless decided on by value
+_NOT_NUMBERS = (bool, np.bool_)  # bools decide control flow: keyed by value
+_FLOATS = (float, np.floating)
 
 
 def jit(fn=None, *, static_argnums=(), eager: bool = False):
@@ -115,6 +119,9 @@ class JitFunction:
         self._hits = self._misses = 0
         self._compile_seconds = 0.0
         self._compilations = 0
+        # number arguments (by path) a trace decided something on by value:
+        # later keys hold their value rather than making them program inputs
+        self._by_value: frozenset = frozenset()
 
     def __repr__(self) -> str:
         return f"<fusegrad.jit of {getattr(self.fn, '__qualname__', self.fn)!r}>"
@@ -152,14 +159,14 @@ class JitFunction:
             return self.fn(*args, **kwargs)
         variants, done = turn
         try:
-            program, result = self._trace(tensors, args, kwargs)
+            program, outputs = self._trace(args, kwargs)
             variants.append(program)
         finally:
             with self._lock:
                 if self._tracing.get(key) is done:
                     del self._tracing[key]
             done.set()
-        return result
+        return program.unflatten(outputs)
 
     def _turn_to_trace(self, key, tried: int):
         """What a call does after failing the guards of ``tried`` variants of
@@ -211,44 +218,68 @@ class JitFunction:
         if recording.trace is not None:
             # the operations lower() runs would be missing from the outer trace
             raise RuntimeError("fusegrad.jit: lower() cannot be called inside a traced function")
-        tensors, _ = self._signature(args, kwargs)
-        program, _ = self._trace(tensors, args, kwargs, restore=True)
+        program, _ = self._trace(args, kwargs, lower=True)
         return Lowered(program)
 
     # ------------------------------------------------------------------ tracing
 
-    def _trace(self, tensors, args, kwargs, restore=False):
+    def _trace(self, args, kwargs, lower=False) -> tuple:
+        """Runs the function once, recording, then undoes its side effects on
+        tensors and ``.grad``; returns the program it became and the
+        program's outputs for these arguments (the first call's results come
+        from the program too, so their backward is the compiled one; for
+        ``lower``, a run without side effects compiles the kernels)."""
         start = time.perf_counter()
         seconds, counts = Counter(timing.seconds), Counter(timing.counts)
+        paths: list = []
+        leaves, _ = self._signature(args, kwargs, paths)
         trace = Trace()
-        for t in tensors:
-            trace.add_input(t)
+        numbers = {}
+        for leaf, path in zip(leaves, paths):
+            if isinstance(leaf, Tensor):
+                trace.add_input(leaf)
+            else:
+                tensor = number_input(leaf, _where(path))
+                trace.add_input(tensor)
+                numbers[path] = traced(tensor, _where(path), frozenset([path]))
+        if numbers:
+            args = tuple(_with_numbers(a, (i,), numbers) for i, a in enumerate(args))
+            kwargs = {k: _with_numbers(v, (k,), numbers) for k, v in kwargs.items()}
         try:
             with timing.phase("trace"), active(trace):
                 result = self.fn(*args, **kwargs)
-        except TracingError:
+            out_tensors: list = []
+            tree = _flatten_output(result, out_tensors)
+            with timing.phase("adjoint and passes"):
+                program = Program(trace, leaves, out_tensors, jit)
+        finally:
             trace.restore()
-            raise
-        out_tensors: list = []
-        tree = _flatten_output(result, out_tensors)
-        with timing.phase("adjoint and passes"):
-            program = Program(trace, tensors, out_tensors, jit)
         program.unflatten = _unflattener(tree)
-        if restore:
-            trace.restore()
         with timing.phase("first run"):
-            program.warm_up(tensors)
-        elapsed = time.perf_counter() - start
+            outputs = program.warm_up(leaves) if lower else program.run(leaves)
+        if outputs is None and not lower:
+            raise RuntimeError(
+                f"fusegrad.jit: the program traced for {self.__name__} refused the arguments "
+                "it was traced with; please report this"
+            )
         with self._lock:
-            self._compile_seconds += elapsed
+            self._by_value |= trace.specialized
+            self._compile_seconds += time.perf_counter() - start
             self._compilations += 1
             number = self._compilations
-        self._log_compile(elapsed, timing.seconds - seconds, timing.counts - counts)
+        self._log_compile(
+            time.perf_counter() - start, timing.seconds - seconds, timing.counts - counts
+        )
         self._dump(program, number)
-        return program, result
+        return program, outputs
 
-    def _signature(self, args, kwargs):
-        tensors: list = []
+    def _signature(self, args, kwargs, paths=None):
+        """The leaves (tensors and the numbers that are program inputs, in
+        order; with ``paths``, each leaf's path is appended there) and the
+        cache key: the structure of the arguments, each tensor's shape,
+        dtype and requires_grad flag, static arguments and other Python
+        values by value, and grad mode."""
+        leaves: list = []
         parts = []
         static = self.static_argnums
         for i, arg in enumerate(args):
@@ -261,15 +292,52 @@ class JitFunction:
                         f"hashable, got {type(arg).__name__}"
                     ) from None
                 parts.append(("static", arg))
-            elif type(arg) is Tensor:  # the common case, inline
-                tensors.append(arg)
+            elif type(arg) is Tensor and paths is None:  # the common case, inline
+                leaves.append(arg)
                 parts.append(_tensor_key(arg))
             else:
-                parts.append(_flatten_input(arg, tensors, f"argument {i}"))
+                parts.append(self._flatten_input(arg, leaves, (i,), paths))
         if kwargs:
             for name in sorted(kwargs):
-                parts.append((name, _flatten_input(kwargs[name], tensors, f"argument {name!r}")))
-        return tensors, (tuple(parts), grad_mode.is_grad_enabled())
+                part = self._flatten_input(kwargs[name], leaves, (name,), paths)
+                parts.append((name, part))
+        return leaves, (tuple(parts), grad_mode.is_grad_enabled())
+
+    def _flatten_input(self, value, leaves: list, path: tuple, paths):
+        if isinstance(value, Tensor):
+            leaves.append(value)
+            if paths is not None:
+                paths.append(path)
+            return _tensor_key(value)
+        if isinstance(value, _NUMBERS) and not isinstance(value, _NOT_NUMBERS):
+            if path not in self._by_value:
+                leaves.append(value)
+                if paths is not None:
+                    paths.append(path)
+                return ("number", "float" if isinstance(value, _FLOATS) else "int")
+            return ("value", type(value), value)
+        if isinstance(value, _SCALARS):
+            return ("value", type(value), value)  # the type: np.bool_ and bool share a name
+        if isinstance(value, (tuple, list)):
+            return (
+                type(value).__name__,
+                tuple(
+                    self._flatten_input(v, leaves, (*path, k), paths) for k, v in enumerate(value)
+                ),
+            )
+        if isinstance(value, dict):
+            return (
+                "dict",
+                tuple(
+                    (k, self._flatten_input(value[k], leaves, (*path, k), paths))
+                    for k in sorted(value)
+                ),
+            )
+        raise TypeError(
+            f"jit: {_where(path)} is a {type(value).__name__}, which cannot be traced; pass "
+            "tensors, numbers, or tuples/lists/dicts of them, or mark the argument "
+            "static with static_argnums"
+        )
 
     # ------------------------------------------------------------------ reporting
 
@@ -315,33 +383,32 @@ def _tensor_key(t: Tensor) -> tuple:
     return ("tensor", t._data.shape, t._dtype.name, t._requires_grad)
 
 
-def _flatten_input(value, tensors: list, where: str):
-    if isinstance(value, Tensor):
-        tensors.append(value)
-        return _tensor_key(value)
-    if isinstance(value, _SCALARS):
-        return ("value", type(value), value)  # the type: np.bool_ and bool share a name
-    if isinstance(value, (tuple, list)):
-        return (
-            type(value).__name__,
-            tuple(_flatten_input(v, tensors, f"{where}[{k}]") for k, v in enumerate(value)),
-        )
+def _where(path: tuple) -> str:
+    """An argument's path, for people: ``argument 0``, ``argument 'lr'[1]``."""
+    head, *rest = path
+    where = f"argument {head}" if isinstance(head, int) else f"argument {head!r}"
+    return where + "".join(f"[{k!r}]" for k in rest)
+
+
+def _with_numbers(value, path: tuple, numbers: dict):
+    """The argument with its input numbers replaced by their traced numbers."""
+    if path in numbers:
+        return numbers[path]
+    if isinstance(value, (tuple, list)) and not isinstance(value, Tensor):
+        items = [_with_numbers(v, (*path, k), numbers) for k, v in enumerate(value)]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     if isinstance(value, dict):
-        return (
-            "dict",
-            tuple((k, _flatten_input(value[k], tensors, f"{where}[{k!r}]")) for k in sorted(value)),
-        )
-    raise TypeError(
-        f"jit: {where} is a {type(value).__name__}, which cannot be traced; pass "
-        "tensors, numbers, or tuples/lists/dicts of them, or mark the argument "
-        "static with static_argnums"
-    )
+        return {k: _with_numbers(v, (*path, k), numbers) for k, v in value.items()}
+    return value
 
 
 def _flatten_output(value, tensors: list):
     if isinstance(value, Tensor):
         tensors.append(value)
         return ("tensor",)
+    if isinstance(value, TracedNumber):  # an output, returned as a Python number
+        tensors.append(value.tensor)
+        return ("number", float if isinstance(value, TracedFloat) else int)
     if isinstance(value, (tuple, list)):
         return (type(value), tuple(_flatten_output(v, tensors) for v in value))
     if isinstance(value, dict):
@@ -355,6 +422,8 @@ def _unflattener(tree):
     kind = tree[0]
     if kind == "tensor":
         return lambda tensors: tensors[0]
+    if kind == "number":
+        return lambda tensors: tree[1](tensors[0]._data)
     if kind == "value":
         return lambda tensors: tree[1]
     parts, start = [], 0
@@ -374,7 +443,7 @@ def _unflattener(tree):
 
 def _tensor_count(tree) -> int:
     kind = tree[0]
-    if kind == "tensor":
+    if kind in ("tensor", "number"):
         return 1
     if kind == "value":
         return 0

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
+from .numbers import PYTHON_NUMBERS
 from .tensor import Tensor, constant_array, recording
 
 
@@ -130,6 +131,6 @@ def setitem(tensor: Tensor, index, value) -> None:
     spec, arrays = parse_index(index, tensor._data.shape)
     if isinstance(value, Tensor):
         value = value if value._dtype is tensor._dtype else P.convert(value, dtype=tensor._dtype)
-    elif not isinstance(value, (bool, int, float, np.number)):
+    elif not isinstance(value, (bool, np.number, *PYTHON_NUMBERS)):
         raise TypeError(f"can't assign a {type(value).__name__} to a {tensor.type()}")
     tensor._commit_inplace(P.index_put(tensor, value, *arrays, spec=spec))

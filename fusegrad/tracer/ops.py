@@ -21,6 +21,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim, reduced_shape
 from ..runtime import autograd
+from .numbers import TracedNumber
 from .tensor import Tensor, constant, constant_array
 
 # ------------------------------------------------------------------ plumbing
@@ -71,7 +72,7 @@ def as_tensor_arg(value, name: str = "input") -> Tensor:
 
 
 # Python and numpy scalars: operands that promote by their category alone
-_NUMBERS = (bool, int, float, np.bool_, np.integer, np.floating)
+_NUMBERS = (bool, int, float, np.bool_, np.integer, np.floating, TracedNumber)
 
 
 def _check_operand(value):

@@ -269,11 +269,15 @@ class Tensor:
             recording.trace.guard(self, how)
 
     def item(self):
-        self._guarded("item()")
+        """The Python number; inside a traced function, a traced number (an
+        output of the program if returned, a guard only if Python decides
+        something with it; see numbers.py)."""
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
             )
+        if recording.trace is not None:
+            return recording.trace.number_of(self)
         return self._data.reshape(()).item()
 
     def tolist(self):
@@ -480,10 +484,14 @@ _DTYPE_OF = {d.np: d for d in dtypes.ALL_DTYPES}
 
 
 _constants: dict = {}
+TRACED_NUMBERS: set = set()  # numbers.py's traced float and int classes
 
 
 def constant(value, dtype) -> Tensor:
-    """A read-only 0-d tensor for a Python scalar operand, shared between uses."""
+    """A read-only 0-d tensor for a Python scalar operand, shared between uses
+    (a traced number is the program's input, converted)."""
+    if value.__class__ in TRACED_NUMBERS:  # never hashed: that would be a guard
+        return value.operand(dtype)
     key = (value, value.__class__, dtype)
     found = _constants.get(key)
     if found is None:

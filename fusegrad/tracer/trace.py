@@ -7,7 +7,9 @@ call is correct by construction. What a later call must reproduce beyond the
 returned values is recorded too:
 
 - tensors the function reads but did not receive (a module's parameters,
-  globals) become graph inputs ("captured"), read afresh on every call;
+  globals) become graph inputs ("captured"), read afresh on every call, and
+  so do numbers the runtime reads for it (``read_number``: an optimizer's
+  learning rate); numbers among the arguments are inputs too (numbers.py);
 - in-place changes to inputs and captured tensors, and assignments to a
   leaf's ``.grad``, become extra outputs the runtime writes back;
 - Python decisions on tensor values (``bool()``, ``item()``, ...) become
@@ -21,7 +23,9 @@ import traceback
 
 import numpy as np
 
+from ..ir import dtypes
 from ..ir.graph import Const, Eqn, Graph, Var
+from .numbers import number_input, traced
 from .tensor import recording
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -64,14 +68,21 @@ class Ref:
 class Captured:
     """A tensor the function read without receiving it. ``grad_of`` is set
     when the tensor was found as a leaf's ``.grad``, which is then re-read
-    from the leaf on every call (so a fresh gradient tensor is no stale read)."""
+    from the leaf on every call (so a fresh gradient tensor is no stale read).
+    A number the function read (``read``: how to read it again) is an input
+    too, read on every call; ``tensor`` is then its 0-d tensor of the trace."""
 
-    __slots__ = ("tensor", "grad_of")
+    __slots__ = ("tensor", "grad_of", "read")
 
-    def __init__(self, tensor, grad_of=None):
-        self.tensor, self.grad_of = tensor, grad_of  # grad_of: a Ref to the leaf
+    def __init__(self, tensor, grad_of=None, read=None):
+        self.tensor, self.grad_of, self.read = tensor, grad_of, read  # grad_of: a Ref
 
     def current(self, args):
+        """The tensor now, or for a number, its value now (None if it is no
+        number any more)."""
+        if self.read is not None:
+            value = self.read()
+            return value if number_input(value, "") is not None else None
         return self.grad_of.resolve(args)._grad if self.grad_of is not None else self.tensor
 
 
@@ -97,6 +108,8 @@ class Trace:
         self.grad_writes: dict = {}  # id(leaf) -> leaf whose .grad the function assigned
         self.snapshots: dict = {}  # id(tensor) -> (tensor, data before the first change)
         self.aliases: dict = {}  # id(detached alias) -> the tensor whose storage it shares
+        self.numbers_read: dict = {}  # key -> the traced number read_number made for it
+        self.specialized: set = set()  # paths of number arguments whose value was guarded
 
     # -- tensors to vars
 
@@ -173,6 +186,31 @@ class Trace:
     def alias(self, alias, tensor) -> None:
         """``alias`` (from detach() or .data) shares ``tensor``'s storage."""
         self.aliases[id(alias)] = tensor
+
+    def read_number(self, key, read, origin: str):
+        """A number the function reads that may change between calls (an
+        optimizer's learning rate): an input of the program, read again on
+        every call by ``read()``. The same ``key`` gives the same number."""
+        number = self.numbers_read.get(key)
+        if number is None:
+            value = read()
+            tensor = number_input(value, origin)
+            if tensor is None:
+                return value
+            self.captured.append(Captured(tensor, read=read))
+            self.captured_vars.append(self._new_var(tensor))
+            number = self.numbers_read[key] = traced(tensor, origin)
+        return number
+
+    def number_of(self, tensor):
+        """``tensor.item()`` while tracing: the traced number it holds (a
+        bool is decided at once, and guarded)."""
+        where = f"item() at {user_line()}"
+        if tensor._dtype is dtypes.bool_:
+            self.guard(tensor, where)
+            return bool(tensor._data.reshape(()))
+        wide = dtypes.float64 if tensor._dtype.is_floating_point else dtypes.int64
+        return traced(tensor.reshape(()).to(wide), where)
 
     def guard(self, tensor, how: str) -> None:
         var = self.var_of(tensor)
