@@ -142,8 +142,8 @@ def test_cache_hits_misses_and_the_recompile_log(capsys, monkeypatch):
     assert (info.hits, info.misses, info.entries) == (1, 3, 3)
     assert info.compile_seconds > 0
     log = capsys.readouterr().err
-    assert "argument 0: float32[3] -> float32[4]" in log
-    assert "argument 0: float32[4] -> float64[4]" in log
+    assert "argument 'x': float32[3] -> float32[4]" in log
+    assert "argument 'x': float32[4] -> float64[4]" in log
 
 
 def test_closed_over_tensors_are_inputs_read_on_every_call():
@@ -925,3 +925,71 @@ def test_compiled_calls_one_to_three_equal_eager(program, arrays):
             assert got.shape == want.shape, call
             scale = np.abs(want).max(initial=1.0)  # float32 sums in another order
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * scale, err_msg=str(call))
+
+
+def test_python_numbers_are_inputs_of_one_program():
+    @fg.jit
+    def f(x, lr, steps):
+        return x * lr + steps
+
+    x = fg.ones(3)
+    for k in range(100):
+        assert f(x, 0.1 * k, k).tolist() == pytest.approx([0.1 * k + k] * 3)
+    assert f.cache_info().misses == 1
+
+
+def test_a_number_python_decides_on_is_guarded_by_its_outcome_or_its_value():
+    calls = []
+
+    @fg.jit
+    def f(x, scale, n):
+        calls.append(1)  # each trace runs the Python function once
+        y = x * scale if scale > 1.0 else x - scale  # the outcome is guarded
+        return y.reshape(n, -1)  # the value is: a shape
+
+    x = fg.arange(6.0)
+    for scale, n in [(2.0, 2), (3.0, 2), (0.5, 2), (0.25, 2), (2.0, 3), (5.0, 3)]:
+        eager = (x * scale if scale > 1.0 else x - scale).reshape(n, -1)
+        assert f(x, scale, n).tolist() == eager.tolist()
+    assert len(calls) == 4  # (>1, n=2), (<=1, n=2), (>1, n=3) and n keyed by value once seen
+
+
+def test_numbers_read_and_returned_inside_are_the_programs_values():
+    w = fg.tensor([1.0, 2.0], requires_grad=True)
+
+    @fg.jit
+    def step(x, c):
+        loss = (w * x * c).sum()
+        loss.backward()
+        return loss.item(), float(c) > 0
+
+    for c in [1.0, 2.0, 3.0]:
+        w.grad = None
+        value, positive = step(fg.ones(2), c)
+        assert value == 3.0 * c and positive is True and w.grad.tolist() == [c, c]
+    assert step.cache_info().misses == 3  # float(c) decided on the value
+
+
+def test_the_recompile_log_names_arguments_and_the_guard_that_failed(capsys, monkeypatch):
+    monkeypatch.setenv("FUSEGRAD_LOG", "recompiles")
+
+    @fg.jit
+    def f(x, *, flag, offset):
+        return x + offset if (x.sum() > 0) == flag else x
+
+    f(fg.ones(2), flag=True, offset=1.0)
+    f(fg.ones(2), flag=False, offset=2.0)
+    f(-fg.ones(2), flag=False, offset=3.0)
+    log = capsys.readouterr().err.splitlines()
+    assert log[0].endswith("compiling f: first call")
+    assert log[1].endswith("compiling f: argument 'flag': True -> False")
+    assert "a guard failed: bool() at " in log[2] and log[2].endswith(": False -> True")
+
+
+def test_the_cache_keeps_the_most_recently_used_programs():
+    f = fg.jit(lambda x: x * 2, cache_size=2)
+    for n in (1, 2, 3, 1):
+        f(fg.ones(n))
+    assert f.cache_info().entries == 2 and f.cache_info().misses == 4
+    f(fg.ones(1))  # the most recent stays
+    assert f.cache_info().hits == 1

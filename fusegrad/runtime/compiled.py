@@ -169,11 +169,14 @@ class Program:
 
     def run(self, args: list):
         """The outputs as tensors, or None when a guard fails (nothing changed then)."""
-        for read, value, _ in self.python_guards:
-            if read() != value:
+        for read, value, description in self.python_guards:
+            now = read()
+            if now != value:
+                self.failure = f"{description}: {value!r} -> {now!r}"
                 return None
         captured = self.captured_inputs(args) if self.captured or self.grad_reads else []
         if captured is None:
+            self.failure = "a tensor the function reads changed shape, dtype or requires_grad"
             return None
         values = self.forward_executor.run(self._arrays(args + captured))
         n = self.num_outputs
@@ -181,6 +184,9 @@ class Program:
             extras = values[n : n + self.num_extras]
             for guard, value in zip(self.guards, extras):
                 if not np.array_equal(value, guard.observed):
+                    self.failure = (
+                        f"{guard.how} at {guard.where}: {_shown(guard.observed)} -> {_shown(value)}"
+                    )
                     return None
             if self.mutated or self.grad_targets:
                 self._write_back(args, extras[len(self.guards) :])
@@ -288,6 +294,10 @@ class Program:
                 parts += [f"; LLVM IR of {kernel.name}\n{kernel.llvm_ir}"]
                 parts += [f"# assembly of {kernel.name}\n{kernel.asm}"]
         return "\n\n".join(parts)
+
+
+def _shown(value: np.ndarray) -> str:
+    return repr(value.item()) if value.size == 1 else f"an array of shape {list(value.shape)}"
 
 
 def _as_tensor(value, var):

@@ -12,12 +12,13 @@ that trace and run its program (other keys trace meanwhile).
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import threading
 import time
 import warnings
-from collections import Counter, namedtuple
+from collections import Counter, OrderedDict, namedtuple
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ from .compiled import Program
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
 MAX_VARIANTS = 8
+CACHE_SIZE = 64  # programs a function keeps; the least recently used go first
 # A trace runs the user's code, which may wait for a thread calling the
 # function with the same signature (one it started and joins): a call waits
 # this long for another thread's trace of its key, then traces the key too,
@@ -46,7 +48,7 @@ _NOT_NUMBERS = (bool, np.bool_)  # bools decide control flow: keyed by value
 _FLOATS = (float, np.floating)
 
 
-def jit(fn=None, *, static_argnums=(), eager: bool = False):
+def jit(fn=None, *, static_argnums=(), eager: bool = False, cache_size: int = CACHE_SIZE):
     """Compiles ``fn``: traced on the first call for each signature, run as a
     compiled program after. Outputs that need a gradient get a
     ``CompiledFunctionBackward`` node running the derived backward program.
@@ -63,10 +65,10 @@ def jit(fn=None, *, static_argnums=(), eager: bool = False):
     (1, 1)
     """
     if fn is None:
-        return lambda f: jit(f, static_argnums=static_argnums, eager=eager)
+        return lambda f: jit(f, static_argnums=static_argnums, eager=eager, cache_size=cache_size)
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
-    return JitFunction(fn, tuple(static_argnums), eager)
+    return JitFunction(fn, tuple(static_argnums), eager, cache_size)
 
 
 class Lowered:
@@ -103,7 +105,7 @@ class Lowered:
 
 
 class JitFunction:
-    def __init__(self, fn, static_argnums: tuple, eager: bool):
+    def __init__(self, fn, static_argnums: tuple, eager: bool, cache_size: int = CACHE_SIZE):
         if not callable(fn):  # said where jit is applied, not at the first call
             raise TypeError(f"fusegrad.jit: expected a callable value, got {fn!r}")
         functools.update_wrapper(self, fn)
@@ -112,7 +114,8 @@ class JitFunction:
         # read when the function is made, as JAX reads JAX_DISABLE_JIT once:
         # a microsecond per call otherwise
         self.eager = eager or os.environ.get("FUSEGRAD_DISABLE_JIT") == "1"
-        self._cache: dict = {}  # key -> [Program, ...]
+        self._cache: OrderedDict = OrderedDict()  # key -> [Program, ...], least recent first
+        self.cache_size = cache_size
         self._eager_keys: set = set()
         self._tracing: dict = {}  # key -> Event set when the thread tracing it ends
         self._lock = threading.Lock()  # for the above and the counters, never held in user code
@@ -150,6 +153,8 @@ class JitFunction:
                 if outputs is not None:
                     with self._lock:
                         self._hits += 1
+                        if key in self._cache:
+                            self._cache.move_to_end(key)
                     return program.unflatten(outputs)
             tried = len(variants)
             turn = self._turn_to_trace(key, tried)
@@ -160,7 +165,9 @@ class JitFunction:
         variants, done = turn
         try:
             program, outputs = self._trace(args, kwargs)
-            variants.append(program)
+            with self._lock:
+                variants.append(program)
+                self._evict(key)
         finally:
             with self._lock:
                 if self._tracing.get(key) is done:
@@ -205,6 +212,16 @@ class JitFunction:
                 return None
             self._misses += 1
             return self._start_trace(key, self._cache.setdefault(key, []))
+
+    def _evict(self, kept) -> None:
+        """Drops the least recently used keys' programs beyond ``cache_size``
+        (the caller holds the lock)."""
+        count = sum(len(v) for v in self._cache.values())
+        for key in list(self._cache):
+            if count <= self.cache_size:
+                break
+            if key != kept:
+                count -= len(self._cache.pop(key))
 
     def _start_trace(self, key, variants: list):
         """Marks the key as traced by this thread (the caller holds the lock)."""
@@ -300,7 +317,7 @@ class JitFunction:
         if kwargs:
             for name in sorted(kwargs):
                 part = self._flatten_input(kwargs[name], leaves, (name,), paths)
-                parts.append((name, part))
+                parts.append(("keyword", name, part))
         return leaves, (tuple(parts), grad_mode.is_grad_enabled())
 
     def _flatten_input(self, value, leaves: list, path: tuple, paths):
@@ -342,17 +359,34 @@ class JitFunction:
     # ------------------------------------------------------------------ reporting
 
     def _log_recompile(self, key, variants) -> None:
+        """FUSEGRAD_LOG=recompiles: why this call compiles (the guard that
+        failed, or what changed in the arguments since the last call)."""
         if "recompiles" not in os.environ.get("FUSEGRAD_LOG", "").split(","):
             return
-        name = self.__name__
         if variants:
-            reason = "a guard saw another value: " + "; ".join(
-                sorted({reason for p in variants for reason in p.guard_reasons()})
-            )
+            failures = dict.fromkeys(getattr(p, "failure", "?") for p in variants)
+            reason = "a guard failed: " + "; ".join(failures)
         else:
             others = [k for k in self._cache if k != key and self._cache[k]]
-            reason = _difference(others[-1], key) if others else "first call"
-        sys.stderr.write(f"fusegrad.jit: compiling {name}: {reason}\n")
+            reason = self._difference(others[-1], key) if others else "first call"
+        sys.stderr.write(f"fusegrad.jit: compiling {self.__name__}: {reason}\n")
+
+    def _difference(self, old, new) -> str:
+        """What changed between two cache keys, argument by argument."""
+        (old_parts, old_grad), (new_parts, new_grad) = old, new
+        if old_grad != new_grad:
+            return f"grad mode changed from {old_grad} to {new_grad}"
+        names = _parameter_names(self.fn)
+        changes = []
+        for position, (a, b) in enumerate(zip(old_parts, new_parts)):
+            if a[0] == "keyword" and b[0] == "keyword" and a[1] == b[1]:
+                changes += _changes(a[2], b[2], f"argument {a[1]!r}")
+            else:
+                name = names[position] if position < len(names) else position
+                changes += _changes(a, b, f"argument {name!r}")
+        if len(old_parts) != len(new_parts):
+            changes.append(f"{len(old_parts)} arguments -> {len(new_parts)}")
+        return "; ".join(changes) or "argument structure changed"
 
     def _log_compile(self, elapsed: float, seconds: Counter, counts: Counter) -> None:
         """FUSEGRAD_LOG=compile: where this compilation's time went. Kernels
@@ -451,23 +485,48 @@ def _tensor_count(tree) -> int:
     return sum(_tensor_count(sub) for sub in subtrees)
 
 
-def _difference(old, new) -> str:
-    """Which argument's shape, dtype or flag changed between two cache keys."""
-    (old_parts, old_grad), (new_parts, new_grad) = old, new
-    if old_grad != new_grad:
-        return f"grad mode changed from {old_grad} to {new_grad}"
-    changes = []
-    for position, (a, b) in enumerate(zip(old_parts, new_parts)):
-        if a != b:
-            changes.append(f"argument {position}: {_describe(a)} -> {_describe(b)}")
-    return "; ".join(changes) or "argument structure changed"
+def _parameter_names(fn) -> list:
+    """The names of ``fn``'s positional parameters (none for what has no signature)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _changes(old, new, label: str) -> list:
+    """How one argument's part of the key changed, for people."""
+    if old == new:
+        return []
+    if old[0] == new[0] == "tensor":
+        return [f"{label}: {_describe(old)} -> {_describe(new)}"]
+    if old[0] == new[0] and old[0] in ("tuple", "list") and len(old[1]) == len(new[1]):
+        return [
+            change
+            for k, (a, b) in enumerate(zip(old[1], new[1]))
+            for change in _changes(a, b, f"{label}[{k}]")
+        ]
+    if old[0] == new[0] == "dict" and [k for k, _ in old[1]] == [k for k, _ in new[1]]:
+        return [
+            change
+            for (k, a), (_, b) in zip(old[1], new[1])
+            for change in _changes(a, b, f"{label}[{k!r}]")
+        ]
+    return [f"{label}: {_describe(old)} -> {_describe(new)}"]
 
 
 def _describe(part) -> str:
-    if part[0] == "tensor":
+    kind = part[0]
+    if kind == "tensor":
         _, shape, dtype, requires_grad = part
-        return f"{dtype}{list(shape)}" + (" requires_grad" if requires_grad else "")
-    return repr(part)
+        return f"{dtype}{list(shape)}" + (" requiring grad" if requires_grad else "")
+    if kind == "number":
+        return f"a {part[1]}"
+    if kind in ("value", "static"):
+        return repr(part[-1])
+    if kind == "dict":
+        return f"a dict with keys {[k for k, _ in part[1]]}"
+    return f"a {kind} of {len(part[1])}"
 
 
 __all__ = ["CacheInfo", "JitFunction", "Lowered", "jit", "TracingError"]
