@@ -7,8 +7,11 @@ position are a pure function of the two, the primitive ``random_bits``. A
 draw of n words reads the counters from the offset on, four words each, and
 moves the offset past them, so consecutive draws never overlap. The state is
 a pair of 0-d int64 tensors and every sampler a composition of primitives, so
-a trace records the same equations eager mode runs, with the state as inputs
-of the program and its advance as an in-place update.
+jit needs nothing of its own: a trace records the equations eager mode runs,
+the state tensors become inputs of the program (captured, read on every
+call) and their advance an in-place update written back after the call, so
+eager and compiled code draw the same stream. A generator made inside a
+traced function is a constant of it.
 
 How words become values (each sampler's draws in the order written):
 
@@ -90,17 +93,19 @@ class Generator:
 
     def seed(self) -> int:
         """Restarts the stream from a non-deterministic seed, which it returns."""
+        if recording.trace is not None:  # a compiled program would replay one seed
+            recording.trace.unsupported("Generator.seed()")
         seed = int.from_bytes(os.urandom(8), "little")
         self.manual_seed(seed)
         return seed
 
     def initial_seed(self) -> int:
-        return int(self._seed._data) % 2**64
+        return self._seed.item() % 2**64
 
     def get_state(self) -> Tensor:
         """The state as an int64 tensor ``[seed, offset]`` (PyTorch's CPU
         state is a byte tensor; this is what a counter-based one holds)."""
-        return Tensor._make(np.array([self._seed._data, self._offset._data], np.int64))
+        return ops.stack([self._seed, self._offset])
 
     def set_state(self, new_state) -> Generator:
         if (
@@ -112,11 +117,8 @@ class Generator:
                 "expected a generator state: an int64 tensor [seed, offset] as get_state() "
                 f"returns, got {_describe(new_state)}"
             )
-        seed, offset = new_state._data.tolist()
-        if offset < 0:
-            raise RuntimeError(f"a generator state's offset must be non-negative, got {offset}")
-        self._write(self._seed, seed)
-        self._write(self._offset, offset)
+        self._seed._commit_inplace(new_state[0])
+        self._offset._commit_inplace(new_state[1])
         return self
 
     def _write(self, state: Tensor, value: int) -> None:
@@ -163,8 +165,6 @@ def set_rng_state(new_state) -> None:
 
 def stream(generator, sampler: str) -> Generator:
     """The generator ``sampler`` draws from: ``generator``, or the default one."""
-    if recording.trace is not None:
-        recording.trace.unsupported(f"random sampling ({sampler})")
     if generator is None:
         return default_generator
     if not isinstance(generator, Generator):
