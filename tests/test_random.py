@@ -78,8 +78,8 @@ def test_each_draw_advances_the_offset_past_the_counters_it_used():
     g = fg.Generator().manual_seed(0)
     for size, counters in [(1, 1), (4, 1), (5, 2), (0, 0), (8, 2)]:
         before = g.get_state()[1].item()
-        fg.randint(10, (size,), generator=g)  # two words per integer
-        assert g.get_state()[1].item() - before == 2 * counters
+        fg.randint(10, (size,), generator=g)  # a word per integer
+        assert g.get_state()[1].item() - before == counters
 
 
 # ---------------------------------------------------------------- the state
@@ -227,6 +227,20 @@ def test_randint_signatures(call, low, high, shape):
     assert low <= t.numpy().min() and t.numpy().max() < high
 
 
+@pytest.mark.parametrize("span", [1, 7, 2**32, 2**32 + 1, 3 * 2**51, 2**63 - 1, 2**63])
+def test_integers_are_the_words_scaled_or_a_63_bit_word_modulo_the_span(span):
+    g = fg.Generator().manual_seed(span % 1000)
+    seed, offset = g.get_state().tolist()
+    drawn = fg.zeros(1000, dtype=fg.int64).random_(0, span, generator=g).numpy()
+    if span <= 2**32:
+        words = _bits(seed, offset, (1000,)).astype(object)
+        expected = [w * span // 2**32 for w in words]
+    else:
+        high, low = _bits(seed, offset, (1000,)), _bits(seed, offset + 250, (1000,))
+        expected = [(int(h) // 2 * 2**32 + int(lo)) % span for h, lo in zip(high, low)]
+    assert drawn.tolist() == expected
+
+
 def test_randint_frequencies_and_dtypes():
     fg.manual_seed(3)
     values = fg.randint(2, 9, (70_000,)).numpy()
@@ -319,7 +333,7 @@ def test_in_place_samplers_fill_in_the_tensors_dtype():
     "dtype,args,low,high",
     [
         (fg.float32, (), 0, 2**24 + 1),
-        (fg.float64, (), 0, 2**53),
+        (fg.float64, (), 0, 2**53 + 1),
         (fg.int64, (), 0, 2**63),
         (fg.int32, (), 0, 2**31),
         (fg.bool, (), 0, 2),
@@ -391,6 +405,19 @@ def test_compiled_samplers_draw_the_eager_stream_call_after_call():
     assert fg.get_rng_state().tolist() == eager_state  # lower() traces without drawing
 
 
+@pytest.mark.parametrize("span", [10, 2**32 + 1, 3 * 2**51, 2**63])
+def test_compiled_integers_are_the_eager_ones(span):
+    def draw(x):
+        return fg.zeros(64, dtype=fg.int64).random_(0, span) + x
+
+    compiled = fg.jit(draw)
+    x = fg.tensor(1)
+    state = fg.get_rng_state()
+    jitted = [compiled(x).tolist() for _ in range(3)]
+    fg.set_rng_state(state)
+    assert jitted == [draw(x).tolist() for _ in range(3)]
+
+
 def test_compiled_dropout_gradients_use_the_mask_of_their_call():
     x = fg.randn(6, 5, requires_grad=True)
 
@@ -439,7 +466,7 @@ BAD_CALLS = [
         RuntimeError,
         "to - 1 is out of bounds",
     ),
-    (lambda: fg.randint(0, 2**60, (2,)), RuntimeError, "wider than the 2**53"),
+    (lambda: fg.zeros(2, dtype=fg.int64).random_(-1, None), RuntimeError, "wider than the 2**63"),
     (lambda: fg.randperm(-1), RuntimeError, "n must be non-negative"),
     (lambda: fg.normal(0.0, 1.0), RuntimeError, "either mean or std is a tensor"),
     (lambda: fg.normal(0.0, -1.0, (2,)), RuntimeError, "std >= 0.0, but found std -1.0"),

@@ -21,8 +21,9 @@ How words become values (each sampler's draws in the order written):
 - normals: Box-Muller on pairs of uniforms, two normals a pair, as PyTorch's
   CPU generator; JAX's inverse-erf route would need an erfinv primitive,
   while log, sqrt, cos and sin are primitives kernels compute;
-- integers in [low, high): low + floor(u * (high - low)) for a 53-bit
-  uniform u, uniform to within (high - low) / 2**53; no modulo bias to undo;
+- integers in [low, high): floor(w * (high - low) / 2**32) of a word w for
+  ranges up to 2**32 wide, a 63-bit word modulo (high - low) for wider ones
+  (the bias of PyTorch's 32- and 64-bit remainders);
 - permutations: the argsort of 63-bit random keys (JAX's approach); the
   order is uniform unless two keys tie, of probability n**2 / 2**64;
 - categories: the exponential race PyTorch uses for multinomial sampling
@@ -127,7 +128,7 @@ class Generator:
     def _words(self, shape: tuple) -> Tensor:
         """Random 32-bit words (int64 values in [0, 2**32)) of ``shape``; the
         stream moves past the counters they take."""
-        words = P.random_bits(self._seed, self._offset, shape=shape)
+        words = P.random_bits(self._seed, self._offset, shape=tuple(shape))
         counters = -(-math.prod(shape) // _WORDS_PER_COUNTER)
         self._offset._commit_inplace(P.add(self._offset, counters))
         return words
@@ -231,22 +232,33 @@ def _words63(gen: Generator, shape: tuple) -> Tensor:
     return high * 2**32 + gen._words(shape)
 
 
-# The widest range of integers a 53-bit uniform spreads evenly enough; an
-# int64 tensor's default range [0, 2**63) is drawn bit for bit instead.
-MAX_SPAN = 2**53
+def _remainder(x: Tensor, span: int) -> Tensor:
+    """x mod span for int64 x >= 0 and 2**32 < span < 2**63. The quotient, below
+    2**31, is estimated in float64 to within one; the remainder the estimate
+    leaves is corrected once (int64 products wrap, so even an estimate whose
+    product overflows leaves the exact difference)."""
+    quotient = P.convert(P.floor(_float64(x) / float(span)), dtype=dtypes.int64)
+    rest = x - quotient * span
+    rest = P.where(rest < 0, rest + span, rest)
+    return P.where(rest >= span, rest - span, rest)
 
 
 def integers(gen: Generator, low: int, span: int, shape: tuple) -> Tensor:
-    """int64 values uniform over [low, low + span)."""
-    if span == 2**63:
+    """int64 values uniform over [low, low + span), span at most 2**63, with
+    the bias of PyTorch's CPU generator (span / 2**32 below 2**32 values,
+    span / 2**63 above)."""
+    if span <= 2**32:
+        # floor(w * span / 2**32) of a word w: rounding the product may move a
+        # word across a boundary, never up to span
+        scaled = _float64(gen._words(shape)) * (span / 2**32)
+        values = P.convert(P.floor(scaled), dtype=dtypes.int64)
+    elif span < 2**63:
+        values = _remainder(_words63(gen, shape), span)
+    elif span == 2**63:
         values = _words63(gen, shape)
-    elif span <= MAX_SPAN:
-        # floor(u * span) < span: u * span is at most span * (1 - 2**-53), which
-        # rounds below span for every span up to 2**53
-        values = P.convert(P.floor(_fraction53(gen, shape) * float(span)), dtype=dtypes.int64)
     else:
         raise RuntimeError(
-            f"random integers: a range of {span} values is wider than the 2**53 supported"
+            f"random integers: a range of {span} values is wider than the 2**63 supported"
         )
     return values + low if low else values
 
@@ -471,9 +483,7 @@ def check_integer_range(low: int, high: int, dtype) -> None:
 def random_(self, *bounds, to=None, generator=None) -> Tensor:
     """``random_()``, ``random_(to)``, ``random_(from, to)``: integers drawn
     uniformly from [from, to); without ``to``, up to the largest integer the
-    dtype holds (exactly, for floats), as PyTorch, but for float64's 2**53
-    itself: that range is 2**53 + 1 values wide, and its top value, of
-    probability 2**-53, is left out."""
+    dtype holds (exactly, for floats)."""
     if len(bounds) > 2 or (len(bounds) == 2 and to is not None):
         raise TypeError("random_() takes at most two bounds: from and to")
     if len(bounds) == 2:
@@ -483,10 +493,7 @@ def random_(self, *bounds, to=None, generator=None) -> Tensor:
     else:
         low, high = (bounds[0] if bounds else 0), to
     low = operator.index(low)
-    if high is None:
-        # float64's [from, 2**53] is one value wider than a 53-bit draw spreads
-        high = _largest(self._dtype) + (self._dtype is not dtypes.float64)
-    high = operator.index(high)
+    high = _largest(self._dtype) + 1 if high is None else operator.index(high)
     check_integer_range(low, high, self._dtype)
     values = integers(stream(generator, "random_"), low, high - low, self.shape)
     return _fill(self, values)
