@@ -360,7 +360,7 @@ MAX_CATEGORIES = 2**24
 def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
     """Indices drawn from each row of non-negative ``input`` weights (not
     necessarily normalized): ``num_samples`` per row, distinct unless
-    ``replacement``."""
+    ``replacement`` (which draws ``num_samples`` exponentials per category)."""
     input = ops.as_tensor_arg(input)
     if not 1 <= input.ndim <= 2:
         raise RuntimeError("prob_dist must be 1 or 2 dim")
