@@ -33,18 +33,30 @@ from .tracer.creation import (
     full,
     full_like,
     linspace,
-    manual_seed,
     ones,
     ones_like,
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
     randperm,
     tensor,
     zeros,
     zeros_like,
+)
+from .tracer.random import (
+    Generator,
+    bernoulli,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    normal,
+    seed,
+    set_rng_state,
 )
 from .tracer.tensor import Size, Tensor
 from .tracer.trace import TracingError

@@ -249,6 +249,8 @@ IN_NUMPY = {
     P.scatter_add: "scatters",
     P.index_put: "scatters",
     P.concatenate: "a copy numpy makes at memory speed",
+    P.random_bits: "Philox rounds in uint64 arithmetic, not yet emitted as LLVM",
+    P.argsort: "a sort",
 }
 
 

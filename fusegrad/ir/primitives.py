@@ -725,4 +725,69 @@ matmul = Primitive(
 )
 matmul.defvjp(x=lambda g, y: matmul(g, swap_last(y)), y=lambda g, x: matmul(swap_last(x), g))
 
+# ------------------------------------------------------------------ random bits
+
+# Philox-4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy
+# as 1, 2, 3", SC 2011): a bijection of a 128-bit counter keyed by 64 bits, so
+# any element of a stream is computed from its position alone (what parallel
+# kernels need) and a stream's state is two integers.
+PHILOX_MULTIPLIERS = (0xD2511F53, 0xCD9E8D57)
+PHILOX_KEY_STEPS = (0x9E3779B9, 0xBB67AE85)  # the golden ratio's and sqrt(3)'s fraction bits
+PHILOX_ROUNDS = 10
+_LOW32 = np.uint64(0xFFFFFFFF)
+_32 = np.uint64(32)
+
+
+def philox4x32(counter: tuple, key: tuple) -> tuple:
+    """The four 32-bit words Philox-4x32-10 makes of four counter words and two
+    key words, each an array (or scalar) of uint64 holding a 32-bit value."""
+    c0, c1, c2, c3 = (np.asarray(c, np.uint64) for c in counter)
+    k0, k1 = (np.uint64(k) for k in key)
+    m0, m1 = (np.uint64(m) for m in PHILOX_MULTIPLIERS)
+    w0, w1 = (np.uint64(w) for w in PHILOX_KEY_STEPS)
+    for _ in range(PHILOX_ROUNDS):
+        # the 32x32 -> 64-bit products fit uint64 exactly: high and low halves
+        p0, p1 = m0 * c0, m1 * c2
+        c0, c1, c2, c3 = (p1 >> _32) ^ c1 ^ k0, p1 & _LOW32, (p0 >> _32) ^ c3 ^ k1, p0 & _LOW32
+        k0, k1 = (k0 + w0) & _LOW32, (k1 + w1) & _LOW32
+    return c0, c1, c2, c3
+
+
+def _random_bits_impl(seed, offset, shape):
+    """Element i is word i % 4 of Philox at counter offset + i // 4 (the 64-bit
+    counter in the low two words, the high two zero) under the 64-bit seed."""
+    size = math.prod(shape)
+    counters = np.arange(-(-size // 4), dtype=np.uint64) + np.uint64(int(offset) % 2**64)
+    zeros = np.zeros_like(counters)
+    seed = int(seed) % 2**64
+    words = philox4x32(
+        (counters & _LOW32, counters >> _32, zeros, zeros), (seed & 0xFFFFFFFF, seed >> 32)
+    )
+    return np.stack(words, axis=-1).reshape(-1)[:size].astype(np.int64).reshape(shape)
+
+
+def _random_bits_rule(seed, offset, shape):
+    for name, aval in (("seed", seed), ("offset", offset)):
+        if aval.shape != () or aval.dtype is not dtypes.int64:
+            raise TypeError(
+                f"random_bits: {name} must be a 0-d int64 tensor, got "
+                f"{aval.dtype.name}{list(aval.shape)}"
+            )
+    return shape, dtypes.int64
+
+
+# 32 random bits per element (int64 values in [0, 2**32)), a pure function of
+# the generator state it is given as operands: a compiled program takes the
+# state as an input and returns it advanced, as eager mode does.
+random_bits = Primitive(
+    "random_bits", _random_bits_impl, _random_bits_rule, inputs=("seed", "offset")
+)
+
+# Stable, so equal keys keep their order. Indices have no derivative: no rule.
+argsort = Primitive(
+    "argsort",
+    lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
+    lambda x, axis: (x.shape, dtypes.int64),
+)
+
 PRIMITIVES = {p.name: p for p in globals().values() if isinstance(p, Primitive)}

@@ -6,8 +6,8 @@ import math
 
 from ..ir import dtypes
 from ..tracer import ops
-from ..tracer.creation import bernoulli_mask
 from ..tracer.ops import _named, gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh
+from ..tracer.random import bernoulli_mask
 from ..tracer.tensor import Tensor
 
 __all__ = [

@@ -1,3 +1,3 @@
-"""Eager tensors: the Tensor class, its ops, creation and indexing."""
+"""Eager tensors: the Tensor class, its ops, creation, indexing and random sampling."""
 
-from . import methods
+from . import methods, random

@@ -1,26 +1,21 @@
 """Creating tensors: ``tensor``, ``ones``, ``arange``, ``randn``, ... and the
 legacy constructors (``Tensor(...)``, ``FloatTensor``, ``autograd.Variable``).
+The random ones draw from a generator (random.py).
 """
 
 from __future__ import annotations
 
 import numbers
+import operator
 import warnings
 
 import numpy as np
 
 from ..ir import dtypes
+from ..ir import primitives as P
 from ..ir.shapes import sizes_from_args
-from .tensor import Tensor, recording
-
-_rng = np.random.default_rng()
-
-
-def manual_seed(seed: int):
-    """Seeds the generator behind rand, randn, dropout and nn.Linear's initialization."""
-    global _rng
-    _rng = np.random.default_rng(int(seed))
-    return _rng
+from . import random
+from .tensor import Tensor
 
 
 def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
@@ -202,53 +197,82 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(np.eye(n, m, dtype=dtype.np), dtype, requires_grad)
 
 
-def _random(sample, size, dtype, requires_grad):
-    if recording.trace is not None:
-        recording.trace.unsupported("random sampling (rand, randn, dropout)")
+def _random(sample, name, size, generator, dtype, requires_grad):
     shape = sizes_from_args(size)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
-    if not dtype.is_floating_point:
-        raise RuntimeError(f"random floats are not implemented for {dtype}")
-    return _finish(sample(shape).astype(dtype.np), dtype, requires_grad)
+    t = sample(random.stream(generator, name), shape, dtype)
+    return t.requires_grad_() if requires_grad else t
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):
-    return _random(lambda s: _rng.random(s), _size(size, kwargs), dtype, requires_grad)
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """Floats drawn uniformly from [0, 1)."""
+    size = _size(size, kwargs)
+    return _random(random.uniform, "rand", size, generator, dtype, requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False, **kwargs):
-    return _random(lambda s: _rng.standard_normal(s), _size(size, kwargs), dtype, requires_grad)
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """Floats drawn from the standard normal distribution."""
+    size = _size(size, kwargs)
+    return _random(random.standard_normal, "randn", size, generator, dtype, requires_grad)
 
 
-def rand_like(input, *, dtype=None, requires_grad=False):
-    return rand(input.shape, dtype=_like(input, dtype), requires_grad=requires_grad)
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+    dtype = _like(input, dtype)
+    return rand(input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad)
 
 
-def randn_like(input, *, dtype=None, requires_grad=False):
-    return randn(input.shape, dtype=_like(input, dtype), requires_grad=requires_grad)
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+    dtype = _like(input, dtype)
+    return randn(input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad)
 
 
-def randint(low, high=None, size=(), *, dtype=None, requires_grad=False):
-    if recording.trace is not None:
-        recording.trace.unsupported("random sampling (randint)")
+def _integers(low, high, shape, generator, dtype, requires_grad, name):
+    low, high = operator.index(low), operator.index(high)
+    random.check_integer_range(low, high, dtype)
+    values = random.integers(random.stream(generator, name), low, high - low, shape)
+    t = P.convert(values, dtype=dtype) if dtype is not dtypes.int64 else values
+    return t.requires_grad_() if requires_grad else t
+
+
+def randint(
+    low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False
+):
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers drawn
+    uniformly from [low, high), int64 unless ``dtype`` says otherwise."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
+    elif high is None:  # randint(high, size=size)
+        low, high = 0, low
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(
+            "randint() missing required argument 'size' (a tuple of ints)"
+            if size is None
+            else f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}"
+        )
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
+    shape = sizes_from_args(size)
+    return _integers(low, high, shape, generator, dtype, requires_grad, "randint")
+
+
+def randint_like(
+    input, low=0, high=None, *, generator=None, dtype=None, device=None, requires_grad=False
+):
+    """``randint_like(input, high)`` or ``randint_like(input, low, high)``."""
     if high is None:
         low, high = 0, low
+    dtype = _like(input, dtype)
+    return _integers(low, high, input.shape, generator, dtype, requires_grad, "randint_like")
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0, ..., n - 1, each of the n! equally likely."""
+    n = operator.index(n)
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got{n}")  # sic, PyTorch's
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
-    return _finish(_rng.integers(low, high, size=tuple(size)).astype(dtype.np), dtype, False)
-
-
-def randperm(n, *, dtype=None):
-    if recording.trace is not None:
-        recording.trace.unsupported("random sampling (randperm)")
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int64
-    return _finish(_rng.permutation(n).astype(dtype.np), dtype, False)
-
-
-def bernoulli_mask(shape, keep_probability: float, dtype) -> Tensor:
-    """Ones where a uniform draw falls under ``keep_probability`` (dropout's mask)."""
-    if recording.trace is not None:
-        recording.trace.unsupported("random sampling (rand, randn, dropout)")
-    return Tensor._make((_rng.random(shape) < keep_probability).astype(dtype.np), dtype)
+    t = random.permutation(random.stream(generator, "randperm"), n)
+    t = P.convert(t, dtype=dtype) if dtype is not dtypes.int64 else t
+    return t.requires_grad_() if requires_grad else t
 
 
 # ----------------------------------------------------------------- legacy
