@@ -995,3 +995,55 @@ def test_the_cache_keeps_the_most_recently_used_programs():
     assert f.cache_info().entries == 2 and f.cache_info().misses == 4
     f(fg.ones(1))  # the most recent stays
     assert f.cache_info().hits == 1
+
+
+W_GLOBAL = fg.ones(2)
+
+
+def _reads_the_global(x):
+    return x * W_GLOBAL
+
+
+def test_rebinding_a_global_or_a_module_parameter_is_seen_on_the_next_call():
+    global W_GLOBAL
+    f = fg.jit(_reads_the_global)
+    assert f(fg.ones(2)).tolist() == [1.0, 1.0]
+    W_GLOBAL = fg.full((2,), 3.0)
+    assert f(fg.ones(2)).tolist() == [3.0, 3.0]
+    W_GLOBAL = fg.ones(3)  # another shape: retraced, as eager would compute
+    assert f(fg.ones(3)).tolist() == [1.0, 1.0, 1.0]
+
+    model = nn.Linear(2, 1)
+    step = fg.jit(lambda x: model(x).sum())
+    x = fg.ones(1, 2)
+    step(x)
+    with fg.no_grad():
+        model.weight = nn.Parameter(fg.zeros(1, 2))
+        model.bias = nn.Parameter(fg.zeros(1))
+    assert step(x).item() == 0.0
+    assert step.cache_info().misses == 1  # read from where it lives, not traced again
+
+
+def test_a_tensor_two_places_held_is_retraced_for_once_they_differ():
+    model = nn.Linear(2, 1, bias=False)
+    opt = fg.optim.SGD(model.parameters(), lr=0.5)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = fg.jit(step)
+    weights = []
+    for function in (step, compiled):
+        with fg.no_grad():
+            model.weight = nn.Parameter(fg.ones(1, 2))
+        opt.param_groups[0]["params"] = [model.weight]
+        function(fg.ones(1, 2))
+        with fg.no_grad():  # the optimizer keeps the old parameter, as in PyTorch
+            model.weight = nn.Parameter(fg.full((1, 2), 2.0))
+        function(fg.ones(1, 2))
+        weights.append((model.weight.tolist(), opt.param_groups[0]["params"][0].tolist()))
+    assert weights[0] == weights[1]

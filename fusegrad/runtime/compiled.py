@@ -38,6 +38,7 @@ class Program:
         self.guards = trace.guards
         self.python_guards = trace.python_guards
         self.grad_reads = trace.leaves(trace.grad_reads)  # (leaf ref, grad was None)
+        self.lookup = trace.lookup  # where tensors the function did not receive are now
         outputs = [trace.var_of(t) for t in output_tensors]
         extras = self._side_effects(trace, args)
         graph = trace.graph(outputs)
@@ -89,7 +90,7 @@ class Program:
         self.grad_targets = [ref for ref, _ in grad_writes]
         grad_values = []
         for ref, _ in grad_writes:
-            grad = ref.resolve(args)._grad
+            grad = ref.resolve(args, trace.lookup() if trace.lookup else ())._grad
             grad_values.append(None if grad is None else trace.var_of(grad))
         self.grad_none = [v is None for v in grad_values]
         return (
@@ -144,7 +145,7 @@ class Program:
             description for _, _, description in self.python_guards
         ]
 
-    def captured_inputs(self, args) -> list:
+    def captured_inputs(self, args, located) -> list:
         """The captured tensors and numbers as they are now, or None if one no
         longer fits the trace."""
         found = []
@@ -153,17 +154,17 @@ class Program:
             self.input_meta[self.num_args :],
             self.input_requires_grad[self.num_args :],
         ):
-            t = c.current(args)
+            t = c.current(args, located)
             if t is None:
                 return None
             if c.read is None:
-                if t._data.shape != shape or t._dtype is not dtype:
+                if not isinstance(t, Tensor) or t._data.shape != shape or t._dtype is not dtype:
                     return None
                 if grad_mode.is_grad_enabled() and t.requires_grad != requires:
                     return None
             found.append(t)
         for ref, was_none in self.grad_reads:
-            if (ref.resolve(args)._grad is None) != was_none:
+            if (ref.resolve(args, located)._grad is None) != was_none:
                 return None
         return found
 
@@ -174,7 +175,13 @@ class Program:
             if now != value:
                 self.failure = f"{description}: {value!r} -> {now!r}"
                 return None
-        captured = self.captured_inputs(args) if self.captured or self.grad_reads else []
+        located = ()
+        if self.lookup is not None:
+            located = self.lookup()
+            if located is None or not all(isinstance(t, Tensor) for t in located if t is not None):
+                self.failure = "a tensor the function reads is no longer where it was found"
+                return None
+        captured = self.captured_inputs(args, located) if self.captured or self.grad_reads else []
         if captured is None:
             self.failure = "a tensor the function reads changed shape, dtype or requires_grad"
             return None
@@ -189,7 +196,7 @@ class Program:
                     )
                     return None
             if self.mutated or self.grad_targets:
-                self._write_back(args, extras[len(self.guards) :])
+                self._write_back(args, located, extras[len(self.guards) :])
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
         if self.makes_node:
             node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
@@ -211,9 +218,9 @@ class Program:
             for x, (_, dtype) in zip(inputs, self.input_meta)
         ]
 
-    def _write_back(self, args: list, updates: list) -> None:
+    def _write_back(self, args: list, located, updates: list) -> None:
         """Applies the in-place changes and the new ``.grad`` of leaves."""
-        targets = [ref.resolve(args) for ref in self.mutated]
+        targets = [ref.resolve(args, located) for ref in self.mutated]
         # a new value may still be the array of a tensor written before it
         copies = [
             np.array(u) if any(np.may_share_memory(u, t._data) for t in targets) else u
@@ -224,7 +231,7 @@ class Program:
             tensor._version_counter[0] += 1
         k = len(targets)
         for ref, none in zip(self.grad_targets, self.grad_none):
-            leaf = ref.resolve(args)
+            leaf = ref.resolve(args, located)
             if none:
                 leaf._grad = None
             else:
@@ -257,7 +264,8 @@ class Program:
     def warm_up(self, args: list) -> None:
         """Runs the forward and backward programs once (without side effects),
         so their kernels are compiled for these operands' layouts now."""
-        captured = [c.current(args) for c in self.captured]
+        located = self.lookup() if self.lookup is not None else ()
+        captured = [c.current(args, located) for c in self.captured]
         values = self.forward_executor.run(self._arrays(list(args) + captured))
         if self.backward is not None:
             residuals = values[self.num_outputs + self.num_extras :]

@@ -265,6 +265,7 @@ class JitFunction:
         try:
             with timing.phase("trace"), active(trace):
                 result = self.fn(*args, **kwargs)
+            trace.locate(self.fn)
             out_tensors: list = []
             tree = _flatten_output(result, out_tensors)
             with timing.phase("adjoint and passes"):

@@ -130,8 +130,7 @@ def _floor_divide(a, b):
     """Python's ``//``: an int for ints (exact below 2**53, where Python code
     computes sizes and counts), a float otherwise."""
     integral = all(
-        v._dtype.category == dtypes.INTEGER if isinstance(v, Tensor) else _is_int(v)
-        for v in (a, b)
+        v._dtype.category == dtypes.INTEGER if isinstance(v, Tensor) else _is_int(v) for v in (a, b)
     )
     quotient = (_as_float(a) / _as_float(b)).floor()
     return quotient.to(dtypes.int64) if integral else quotient

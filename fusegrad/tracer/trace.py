@@ -26,6 +26,7 @@ import numpy as np
 from ..ir import dtypes
 from ..ir.graph import Const, Eqn, Graph, Var
 from .numbers import number_input, traced
+from .sources import locate
 from .tensor import recording
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,15 +55,19 @@ class Guard:
 
 class Ref:
     """How a later call finds a tensor the trace saw: the argument at a
-    position, or the same object (a closed-over tensor)."""
+    position; else the object now at the place it was found (``index``
+    into what the trace's ``lookup`` returns, see sources.py); else the
+    same object."""
 
-    __slots__ = ("position", "tensor")
+    __slots__ = ("position", "tensor", "index")
 
     def __init__(self, position=None, tensor=None):
-        self.position, self.tensor = position, tensor
+        self.position, self.tensor, self.index = position, tensor, None
 
-    def resolve(self, args):
-        return args[self.position] if self.position is not None else self.tensor
+    def resolve(self, args, located):
+        if self.position is not None:
+            return args[self.position]
+        return located[self.index] if self.index is not None else self.tensor
 
 
 class Captured:
@@ -72,18 +77,20 @@ class Captured:
     A number the function read (``read``: how to read it again) is an input
     too, read on every call; ``tensor`` is then its 0-d tensor of the trace."""
 
-    __slots__ = ("tensor", "grad_of", "read")
+    __slots__ = ("tensor", "ref", "grad_of", "read")
 
-    def __init__(self, tensor, grad_of=None, read=None):
-        self.tensor, self.grad_of, self.read = tensor, grad_of, read  # grad_of: a Ref
+    def __init__(self, tensor, ref=None, grad_of=None, read=None):
+        self.tensor, self.ref, self.grad_of, self.read = tensor, ref, grad_of, read  # Refs
 
-    def current(self, args):
+    def current(self, args, located):
         """The tensor now, or for a number, its value now (None if it is no
         number any more)."""
         if self.read is not None:
             value = self.read()
             return value if number_input(value, "") is not None else None
-        return self.grad_of.resolve(args)._grad if self.grad_of is not None else self.tensor
+        if self.grad_of is not None:
+            return self.grad_of.resolve(args, located)._grad
+        return self.ref.resolve(args, located)
 
 
 class Trace:
@@ -110,6 +117,8 @@ class Trace:
         self.aliases: dict = {}  # id(detached alias) -> the tensor whose storage it shares
         self.numbers_read: dict = {}  # key -> the traced number read_number made for it
         self.specialized: set = set()  # paths of number arguments whose value was guarded
+        self.refs: dict = {}  # id(tensor) -> its Ref
+        self.lookup = None  # where the tensors the function did not receive live now
 
     # -- tensors to vars
 
@@ -123,8 +132,20 @@ class Trace:
         return var
 
     def ref(self, tensor) -> Ref:
-        position = self.arg_positions.get(id(tensor))
-        return Ref(position=position) if position is not None else Ref(tensor=tensor)
+        ref = self.refs.get(id(tensor))
+        if ref is None:
+            position = self.arg_positions.get(id(tensor))
+            ref = Ref(position=position) if position is not None else Ref(tensor=tensor)
+            self.refs[id(tensor)] = ref
+        return ref
+
+    def locate(self, fn) -> None:
+        """Finds where the tensors the function did not receive live (see
+        sources.py), so later calls read them from there."""
+        refs = [ref for ref in self.refs.values() if ref.position is None]
+        self.lookup, found = locate(fn, [ref.tensor for ref in refs])
+        for k, (ref, here) in enumerate(zip(refs, found)):
+            ref.index = k if here else None
 
     def _new_var(self, tensor) -> Var:
         var = Var(tensor._data.shape, tensor._dtype)
@@ -152,7 +173,10 @@ class Trace:
         var = self._new_var(tensor)
         self.initial_vars[id(tensor)] = (tensor, var)
         leaf = self.grad_sources.get(id(tensor))
-        self.captured.append(Captured(tensor, None if leaf is None else self.ref(leaf)))
+        if leaf is None:
+            self.captured.append(Captured(tensor, ref=self.ref(tensor)))
+        else:
+            self.captured.append(Captured(tensor, grad_of=self.ref(leaf)))
         self.captured_vars.append(var)
         return var
 
