@@ -11,6 +11,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.shapes import sizes_from_args
+from .devices import check_device
 from .tensor import Tensor, recording
 
 _rng = np.random.default_rng()
@@ -78,6 +79,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     tensor([[1., 2.],
             [3., 4.]])
     """
+    check_device(device)
     if isinstance(data, np.ndarray):
         inferred = dtypes.from_numpy_dtype(data.dtype)
         array = data
@@ -93,6 +95,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
+    check_device(device)
     if isinstance(data, Tensor) and (dtype is None or dtypes.as_dtype(dtype) is data._dtype):
         return data
     if isinstance(data, np.ndarray) and (dtype is None or dtypes.as_dtype(dtype).np == data.dtype):
@@ -128,18 +131,22 @@ def _size(args, kwargs):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    check_device(device)
     return _filled(0, _size(size, kwargs), dtype, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    check_device(device)
     return _filled(1, _size(size, kwargs), dtype, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    check_device(device)
     return _filled(0, _size(size, kwargs), dtype, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if not isinstance(fill_value, (numbers.Number, np.bool_)):
@@ -155,26 +162,31 @@ def _like(input, dtype):
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return _filled(0, input.shape, dtype, requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return _filled(1, input.shape, dtype, requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return _filled(0, input.shape, dtype, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return _filled(fill_value, input.shape, dtype, requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -188,6 +200,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     if not isinstance(steps, int) or steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
@@ -195,6 +208,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     for name, value in (("n", n), ("m", m)):
         if value is not None and (not isinstance(value, int) or value < 0):
             raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
@@ -213,10 +227,12 @@ def _random(sample, size, dtype, requires_grad):
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    check_device(device)
     return _random(lambda s: _rng.random(s), _size(size, kwargs), dtype, requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    check_device(device)
     return _random(lambda s: _rng.standard_normal(s), _size(size, kwargs), dtype, requires_grad)
 
 
