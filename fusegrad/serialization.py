@@ -142,6 +142,8 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if not self.weights_only:
             return super().find_class(module, name)
+        if module == "__builtin__":  # Python 2's name, which protocol 2 writes
+            module = "builtins"
         found = _ALLOWED.get((module, name)) or _user_safe_globals.get((module, name))
         if found is None:
             raise pickle.UnpicklingError(
