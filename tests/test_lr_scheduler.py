@@ -141,7 +141,9 @@ def test_a_resumed_scheduler_continues_the_schedule(make, rate):
 
 
 def test_step_with_an_epoch_uses_the_closed_form_and_warns():
-    scheduler = S.StepLR(optimizer(), step_size=2, gamma=0.5)
+    opt = optimizer()
+    scheduler = S.StepLR(opt, step_size=2, gamma=0.5)
+    opt.step()
     with pytest.warns(UserWarning, match="epoch parameter"):
         scheduler.step(5)
     assert scheduler.get_last_lr() == [BASE * 0.25]
