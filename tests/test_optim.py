@@ -451,3 +451,27 @@ def test_lbfgs_step_inside_jit_is_a_clear_error():
 
     with pytest.raises(fg.TracingError, match="LBFGS"):
         fg.jit(lambda: opt.step(closure))()
+
+
+@pytest.mark.parametrize("make", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+def test_lower_takes_back_the_state_a_first_step_makes(make):
+    """lower() restores the parameters; the state the traced first step made
+    must go too, or the next call would take a second step's update."""
+    runs = []
+    for lowered in (False, True):
+        w = fg.tensor(W0, requires_grad=True)
+        opt = make([w])
+
+        def step(opt=opt, w=w):
+            opt.zero_grad()
+            loss_of(w).backward()
+            opt.step()
+
+        compiled = fg.jit(step)
+        if lowered:
+            compiled.lower()
+            np.testing.assert_array_equal(w.detach().numpy(), W0)
+        for _ in range(2):
+            compiled()
+        runs.append(w.detach().numpy().copy())
+    np.testing.assert_array_equal(runs[1], runs[0])

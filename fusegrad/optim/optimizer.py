@@ -170,9 +170,14 @@ class Optimizer:
                         if state is None:
                             state = self._initial_state(group, p)
                             if state:
-                                self.state[p] = state
+                                self._add_state(p, state)
                         self._update(group, p, grad if not group["maximize"] else -grad, state)
         return loss
+
+    def _add_state(self, p: Tensor, state: dict) -> None:
+        self.state[p] = state
+        if recording.trace is not None:  # lower() or a failed trace takes the step back
+            recording.trace.undo.append(lambda: self.state.pop(p, None))
 
     def _initial_state(self, group: dict, p: Tensor) -> dict:
         """A parameter's state before its first update (its keys are PyTorch's);

@@ -97,6 +97,7 @@ class Trace:
         self.grad_writes: dict = {}  # id(leaf) -> leaf whose .grad the function assigned
         self.snapshots: dict = {}  # id(tensor) -> (tensor, data before the first change)
         self.aliases: dict = {}  # id(detached alias) -> the tensor whose storage it shares
+        self.undo: list = []  # callables taking back Python side effects (state an optimizer made)
 
     # -- tensors to vars
 
@@ -218,12 +219,15 @@ class Trace:
         ]
 
     def restore(self) -> None:
-        """Undoes the function's side effects on inputs, captured tensors and
-        ``.grad`` (for ``lower``, which traces without applying the call)."""
+        """Undoes the function's side effects on inputs, captured tensors,
+        ``.grad`` and what ``undo`` lists (for ``lower``, which traces without
+        applying the call, and for a trace that failed)."""
         for tensor, data in self.snapshots.values():
             np.copyto(tensor._data, data)
         for leaf, grad in self.grad_writes.values():
             leaf._grad = grad
+        for undo in reversed(self.undo):
+            undo()
 
     def graph(self, outputs: list) -> Graph:
         return Graph(self.inputs + self.captured_vars, self.eqns, outputs)
