@@ -11,13 +11,14 @@ tensor([[4.5000, 4.5000],
 
 import warnings as _warnings
 
-from . import autograd, nn, optim
+from . import autograd, backends, cuda, nn, optim, utils
 from . import tracer as _tracer
 from .autograd.transforms import grad, value_and_grad
 from .ir.dtypes import bool_ as bool
 from .ir.dtypes import float32, float64, int32, int64
 from .runtime.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .runtime.jit import jit
+from .serialization import load, save
 from .tracer.creation import (
     BoolTensor,
     DoubleTensor,
@@ -46,6 +47,7 @@ from .tracer.creation import (
     zeros,
     zeros_like,
 )
+from .tracer.devices import device, get_default_device, set_default_device
 from .tracer.random import (
     Generator,
     bernoulli,

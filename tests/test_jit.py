@@ -1047,3 +1047,28 @@ def test_a_tensor_two_places_held_is_retraced_for_once_they_differ():
         function(fg.ones(1, 2))
         weights.append((model.weight.tolist(), opt.param_groups[0]["params"][0].tolist()))
     assert weights[0] == weights[1]
+
+
+@pytest.mark.parametrize("make", [fg.optim.Adam, fg.optim.AdamW, fg.optim.RMSprop, fg.optim.Adagrad])
+def test_an_optimizer_creating_its_state_in_the_first_compiled_step_trains_as_eagerly(make):
+    """The first step creates the state in Python; that trace's program then
+    guards a state that no longer holds, so the call keeps the trace's eager
+    result and the next call traces with the state (once this undid the
+    state: every compiled step started Adam over)."""
+    losses = []
+    for compiled in (False, True):
+        fg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 2))
+        opt = make(model.parameters(), lr=0.01)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        step = fg.jit(step) if compiled else step
+        x, y = fg.randn(16, 2), fg.randint(0, 2, (16,))
+        losses.append([step(x, y).item() for _ in range(8)])
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)

@@ -168,6 +168,9 @@ class Program:
                 return None
         return found
 
+    def python_guards_hold(self) -> bool:
+        return all(read() == value for read, value, _ in self.python_guards)
+
     def run(self, args: list):
         """The outputs as tensors, or None when a guard fails (nothing changed then)."""
         for read, value, description in self.python_guards:

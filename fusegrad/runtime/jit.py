@@ -164,7 +164,7 @@ class JitFunction:
             return self.fn(*args, **kwargs)
         variants, done = turn
         try:
-            program, outputs = self._trace(args, kwargs)
+            program, result = self._trace(args, kwargs)
             with self._lock:
                 variants.append(program)
                 self._evict(key)
@@ -173,7 +173,7 @@ class JitFunction:
                 if self._tracing.get(key) is done:
                     del self._tracing[key]
             done.set()
-        return program.unflatten(outputs)
+        return result
 
     def _turn_to_trace(self, key, tried: int):
         """What a call does after failing the guards of ``tried`` variants of
@@ -241,11 +241,15 @@ class JitFunction:
     # ------------------------------------------------------------------ tracing
 
     def _trace(self, args, kwargs, lower=False) -> tuple:
-        """Runs the function once, recording, then undoes its side effects on
-        tensors and ``.grad``; returns the program it became and the
-        program's outputs for these arguments (the first call's results come
-        from the program too, so their backward is the compiled one; for
-        ``lower``, a run without side effects compiles the kernels)."""
+        """Runs the function once, recording; returns the program it became
+        and the call's result. The result comes from the program too, so its
+        backward is the compiled one: the trace's side effects on tensors and
+        ``.grad`` are undone and the program applies them. When the trace's
+        own Python side effects changed what the program guards (an
+        optimizer's first step creates its state), the program serves later
+        calls only and this call keeps the trace's eager result. For
+        ``lower``, every side effect is undone and a run without side
+        effects compiles the kernels."""
         start = time.perf_counter()
         seconds, counts = Counter(timing.seconds), Counter(timing.counts)
         paths: list = []
@@ -270,16 +274,22 @@ class JitFunction:
             tree = _flatten_output(result, out_tensors)
             with timing.phase("adjoint and passes"):
                 program = Program(trace, leaves, out_tensors, jit)
-        finally:
-            trace.restore()
+        except BaseException:
+            trace.restore(python_too=True)
+            raise
         program.unflatten = _unflattener(tree)
-        with timing.phase("first run"):
-            outputs = program.warm_up(leaves) if lower else program.run(leaves)
-        if outputs is None and not lower:
-            raise RuntimeError(
-                f"fusegrad.jit: the program traced for {self.__name__} refused the arguments "
-                "it was traced with; please report this"
-            )
+        if lower or program.python_guards_hold():
+            trace.restore(python_too=lower)
+            with timing.phase("first run"):
+                outputs = program.warm_up(leaves) if lower else program.run(leaves)
+            if outputs is None and not lower:
+                raise RuntimeError(
+                    f"fusegrad.jit: the program traced for {self.__name__} refused the "
+                    "arguments it was traced with; please report this"
+                )
+            result = None if lower else program.unflatten(outputs)
+        else:
+            result = _plain(result)
         with self._lock:
             self._by_value |= trace.specialized
             self._compile_seconds += time.perf_counter() - start
@@ -289,7 +299,7 @@ class JitFunction:
             time.perf_counter() - start, timing.seconds - seconds, timing.counts - counts
         )
         self._dump(program, number)
-        return program, outputs
+        return program, result
 
     def _signature(self, args, kwargs, paths=None):
         """The leaves (tensors and the numbers that are program inputs, in
@@ -423,6 +433,18 @@ def _where(path: tuple) -> str:
     head, *rest = path
     where = f"argument {head}" if isinstance(head, int) else f"argument {head!r}"
     return where + "".join(f"[{k!r}]" for k in rest)
+
+
+def _plain(value):
+    """A traced function's result with its traced numbers as their values."""
+    if isinstance(value, TracedNumber):
+        return value.value
+    if isinstance(value, (tuple, list)) and not isinstance(value, Tensor):
+        items = [_plain(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def _with_numbers(value, path: tuple, numbers: dict):

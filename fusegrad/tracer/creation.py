@@ -15,6 +15,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import sizes_from_args
 from . import random
+from .devices import check_device
 from .tensor import Tensor
 
 
@@ -73,6 +74,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     tensor([[1., 2.],
             [3., 4.]])
     """
+    check_device(device)
     if isinstance(data, np.ndarray):
         inferred = dtypes.from_numpy_dtype(data.dtype)
         array = data
@@ -88,6 +90,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
+    check_device(device)
     if isinstance(data, Tensor) and (dtype is None or dtypes.as_dtype(dtype) is data._dtype):
         return data
     if isinstance(data, np.ndarray) and (dtype is None or dtypes.as_dtype(dtype).np == data.dtype):
@@ -123,18 +126,22 @@ def _size(args, kwargs):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    check_device(device)
     return _filled(0, _size(size, kwargs), dtype, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    check_device(device)
     return _filled(1, _size(size, kwargs), dtype, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    check_device(device)
     return _filled(0, _size(size, kwargs), dtype, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if not isinstance(fill_value, (numbers.Number, np.bool_)):
@@ -150,26 +157,31 @@ def _like(input, dtype):
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return _filled(0, input.shape, dtype, requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return _filled(1, input.shape, dtype, requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return _filled(0, input.shape, dtype, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return _filled(fill_value, input.shape, dtype, requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -183,6 +195,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     if not isinstance(steps, int) or steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
@@ -190,6 +203,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     for name, value in (("n", n), ("m", m)):
         if value is not None and (not isinstance(value, int) or value < 0):
             raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
@@ -206,22 +220,26 @@ def _random(sample, name, size, generator, dtype, requires_grad):
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
     """Floats drawn uniformly from [0, 1)."""
+    check_device(device)
     size = _size(size, kwargs)
     return _random(random.uniform, "rand", size, generator, dtype, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
     """Floats drawn from the standard normal distribution."""
+    check_device(device)
     size = _size(size, kwargs)
     return _random(random.standard_normal, "randn", size, generator, dtype, requires_grad)
 
 
 def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return rand(input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad)
 
 
 def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+    check_device(device)
     dtype = _like(input, dtype)
     return randn(input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad)
 
@@ -239,6 +257,7 @@ def randint(
 ):
     """``randint(high, size)`` or ``randint(low, high, size)``: integers drawn
     uniformly from [low, high), int64 unless ``dtype`` says otherwise."""
+    check_device(device)
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, high
     elif high is None:  # randint(high, size=size)
@@ -266,6 +285,7 @@ def randint_like(
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0, ..., n - 1, each of the n! equally likely."""
+    check_device(device)
     n = operator.index(n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")  # sic, PyTorch's

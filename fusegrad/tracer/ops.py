@@ -21,6 +21,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim, reduced_shape
 from ..runtime import autograd
+from . import devices
 from .numbers import TracedNumber
 from .tensor import Tensor, constant, constant_array
 
@@ -1171,17 +1172,17 @@ def contiguous(input):
 
 @public(function=False)
 def to(input, *args, **kwargs):
-    """``to(dtype)``, ``to("cpu")``, ``to(other_tensor)``; there is only the CPU."""
+    """``to(dtype)``, ``to("cpu")``, ``to(device, dtype)``, ``to(other_tensor)``;
+    the CPU is the only device."""
     dtype = kwargs.get("dtype")
+    devices.check_device(kwargs.get("device"))
     for a in args:
         if isinstance(a, Tensor):
             dtype = a._dtype
         elif isinstance(a, dtypes.DType) or a in (float, int, bool):
             dtype = a
-        elif not (isinstance(a, str) and a.startswith("cpu")) and a is not None:
-            raise TypeError(
-                f"to() received an invalid argument {a!r}; fusegrad runs on the CPU only"
-            )
+        elif a is not None:
+            devices.check_device(a)
     if dtype is None:
         return input
     dtype = dtypes.as_dtype(dtype)

@@ -15,6 +15,7 @@ import numpy as np
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..runtime import autograd, grad_mode
+from . import devices
 
 _TYPE_NAMES = {
     "float32": "FloatTensor",
@@ -216,8 +217,14 @@ class Tensor:
         return self._data.ndim
 
     @property
-    def device(self) -> str:
-        return "cpu"
+    def device(self):
+        return devices.CPU
+
+    is_cuda = False
+    is_cpu = True
+
+    def cuda(self, device=None, non_blocking: bool = False):
+        return self.to(devices.device("cuda" if device is None else device))
 
     @property
     def T(self) -> Tensor:

@@ -119,6 +119,7 @@ class Trace:
         self.specialized: set = set()  # paths of number arguments whose value was guarded
         self.refs: dict = {}  # id(tensor) -> its Ref
         self.lookup = None  # where the tensors the function did not receive live now
+        self.undo: list = []  # callables taking back Python side effects (state an optimizer made)
 
     # -- tensors to vars
 
@@ -279,13 +280,19 @@ class Trace:
             (self.ref(leaf), info) for leaf, info in table.values() if id(leaf) in self.initial_vars
         ]
 
-    def restore(self) -> None:
+    def restore(self, python_too: bool) -> None:
         """Undoes the function's side effects on inputs, captured tensors and
-        ``.grad`` (for ``lower``, which traces without applying the call)."""
+        ``.grad``, which the program applies when it runs; with
+        ``python_too``, also what ``undo`` lists (Python state such as an
+        optimizer's first state: for ``lower``, which traces without applying
+        the call, and for a trace that failed)."""
         for tensor, data in self.snapshots.values():
             np.copyto(tensor._data, data)
         for leaf, grad in self.grad_writes.values():
             leaf._grad = grad
+        if python_too:
+            for undo in reversed(self.undo):
+                undo()
 
     def graph(self, outputs: list) -> Graph:
         return Graph(self.inputs + self.captured_vars, self.eqns, outputs)

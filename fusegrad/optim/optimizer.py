@@ -1,0 +1,269 @@
+"""The ``Optimizer`` base: parameter groups, per-parameter state, ``zero_grad``,
+``state_dict``/``load_state_dict`` in PyTorch's layout, and ``step`` (closure
+evaluation, then an update per parameter with a gradient).
+
+A training step that calls ``step()`` compiles under ``jit``: the update is
+tensor operations on the parameters and on state tensors updated in place, and
+what the trace read from Python (hyperparameters, which parameters and state
+tensors there are) is guarded, so a scheduler's new learning rate, a new
+parameter group or loaded state retraces rather than being ignored.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from ..runtime.grad_mode import enable_grad, no_grad
+from ..tracer.tensor import Tensor, recording, tensor_type_name
+
+
+def typename(obj) -> str:
+    """A name for ``obj``'s type in errors, as ``torch.typename`` gives it."""
+    if isinstance(obj, Tensor):
+        return tensor_type_name(obj._data.dtype)
+    module = getattr(type(obj), "__module__", "") or ""
+    name = type(obj).__qualname__
+    return name if module in ("", "builtins") else f"{module}.{name}"
+
+
+def lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
+    """``start.lerp(end, weight)`` as PyTorch computes it: from the nearer end,
+    for accuracy."""
+    if abs(weight) < 0.5:
+        return start + weight * (end - start)
+    return end - (end - start) * (1 - weight)
+
+
+def check_flags(differentiable: bool = False, capturable: bool = False) -> None:
+    """PyTorch's ``foreach`` and ``fused`` choose kernels for the same update
+    (accepted, as there is one way here); these two change what a step is."""
+    if differentiable:
+        raise RuntimeError(
+            "differentiable=True is not supported by fusegrad's optimizers: their steps run "
+            "under no_grad"
+        )
+    if capturable:
+        raise RuntimeError(
+            "capturable=True is for CUDA graphs; fusegrad runs on the CPU (a training step "
+            "compiles with fusegrad.jit as it is)"
+        )
+
+
+class Optimizer:
+    """Base class of the optimizers.
+
+    ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of
+    dicts each holding a group's ``params`` and options that override
+    ``defaults`` for that group. Subclasses define ``_update(group, p, grad,
+    state)``, the update of one parameter, and ``_initial_state(group, p)``.
+    """
+
+    def __init__(self, params, defaults: dict):
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors "
+                "or dicts, but got " + typename(params)
+            )
+        self.defaults = defaults
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {key}: {group[key]}" for key in sorted(group) if key != "params"]
+        return "\n".join(lines) + "\n)"
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Adds a group of parameters, with options of its own, to ``param_groups``."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list instead."
+            )
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        param_group["params"] = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError(
+                    "all optimizer params should be with/without names. Some param names are "
+                    "missing"
+                )
+            param_group["param_names"] = names
+        for p in param_group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is " + typename(p)
+                )
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            param_group.setdefault(name, default)
+        ids = [id(p) for p in param_group["params"]]
+        if len(ids) != len(set(ids)):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, "
+                "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for "
+                "more information",
+                stacklevel=3,
+            )
+        for group in self.param_groups:
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {which} to the optimizer"
+                )
+            if not {id(p) for p in group["params"]}.isdisjoint(ids):
+                raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Resets the parameters' gradients: to None (the default), or to zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    if set_to_none:
+                        p.grad = None
+                    else:
+                        if p.grad.grad_fn is not None:
+                            p.grad.detach_()
+                        else:
+                            p.grad.requires_grad_(False)
+                        p.grad.zero_()
+
+    # ------------------------------------------------------------------ stepping
+
+    def step(self, closure=None):
+        """Updates the parameters that have a gradient. ``closure``, if given,
+        is called first (with gradients enabled) and its loss returned."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        if recording.trace is not None:
+            self._guard_trace()
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    grad = p.grad
+                    if grad is not None:
+                        state = self.state.get(p)
+                        if state is None:
+                            state = self._initial_state(group, p)
+                            if state:
+                                self._add_state(p, state)
+                        self._update(group, p, grad if not group["maximize"] else -grad, state)
+        return loss
+
+    def _add_state(self, p: Tensor, state: dict) -> None:
+        self.state[p] = state
+        if recording.trace is not None:  # lower() or a failed trace takes the step back
+            recording.trace.undo.append(lambda: self.state.pop(p, None))
+
+    def _initial_state(self, group: dict, p: Tensor) -> dict:
+        """A parameter's state before its first update (its keys are PyTorch's);
+        an empty dict keeps no state."""
+        return {}
+
+    def _update(self, group: dict, p: Tensor, grad: Tensor, state: dict) -> None:
+        raise NotImplementedError
+
+    def _guard_trace(self) -> None:
+        """A traced step is valid while the optimizer looks as it did when it was
+        traced: the same hyperparameters (a scheduler changes them), and the
+        same parameters and state tensors (a first step creates the state,
+        load_state_dict replaces it). Read before the step, so the call after a
+        first step, which creates state in Python, is traced again."""
+        recording.trace.guard_python(self._hyperparameters, "optimizer hyperparameters")
+        recording.trace.guard_python(self._tensors, "optimizer parameters and state")
+
+    def _hyperparameters(self) -> list:
+        return [{k: v for k, v in group.items() if k != "params"} for group in self.param_groups]
+
+    def _tensors(self) -> list:
+        found = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                found.append(id(p))
+                state = self.state.get(p, {})
+                found += [(k, id(v) if isinstance(v, Tensor) else v) for k, v in state.items()]
+        return found
+
+    # ------------------------------------------------------------------ state dicts
+
+    def state_dict(self) -> dict:
+        """``state`` (each parameter's state, keyed by the parameter's index over
+        all groups) and ``param_groups`` (each group's options, with ``params``
+        as those indices). The state's tensors are the optimizer's own."""
+        index: dict = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Loads what ``state_dict()`` returned: the groups' options, and each
+        parameter's state (floating tensors cast to the parameter's dtype)."""
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(self.param_groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for group, saved in zip(self.param_groups, saved_groups):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(
+                    "loaded state dict contains a parameter group that doesn't match the size "
+                    "of optimizer's group"
+                )
+        params = dict(
+            zip(
+                chain.from_iterable(g["params"] for g in saved_groups),
+                chain.from_iterable(g["params"] for g in self.param_groups),
+            )
+        )
+        state: defaultdict = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in params:
+                state[params[key]] = _cast(params[key], value)
+            else:
+                state[key] = value
+        for group, saved in zip(self.param_groups, saved_groups):
+            saved["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                saved["param_names"] = group["param_names"]
+        self.state = state
+        self.param_groups = saved_groups
+
+
+def _cast(param: Tensor, value, key=None):
+    """A loaded state value for ``param``: floating tensors take the parameter's
+    dtype, except the step count (kept as saved, as PyTorch keeps it)."""
+    if isinstance(value, Tensor):
+        return value.to(param.dtype) if key != "step" and param.is_floating_point() else value
+    if isinstance(value, dict):
+        return {k: _cast(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(param, v) for v in value)
+    return value

@@ -1,0 +1,5 @@
+"""``fusegrad.utils``: ``data`` (datasets, samplers, DataLoader)."""
+
+from . import data
+
+__all__ = ["data"]
