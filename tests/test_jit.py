@@ -672,7 +672,7 @@ def test_assigning_data_inside_jit_is_a_clear_error():
         fg.jit(swap_storage)(fg.ones(2), fg.zeros(2))
 
 
-def test_a_changed_learning_rate_retraces_instead_of_being_frozen():
+def test_a_changed_learning_rate_is_read_rather_than_frozen():
     w = nn.Parameter(fg.tensor([1.0, -2.0]))
     opt = fg.optim.SGD([w], lr=0.1)
 
@@ -685,9 +685,11 @@ def test_a_changed_learning_rate_retraces_instead_of_being_frozen():
     step()
     step()
     before = w.detach().numpy().copy()
+    misses = step.cache_info().misses
     opt.param_groups[0]["lr"] = 0.5  # a scheduler's change
     step()
     np.testing.assert_allclose(w.detach().numpy(), before - 0.5 * 2 * before, rtol=1e-6)
+    assert step.cache_info().misses == misses  # an input of the program, not traced again
 
 
 def test_switching_a_dropout_module_to_training_is_not_silently_ignored():
@@ -1072,3 +1074,46 @@ def test_an_optimizer_creating_its_state_in_the_first_compiled_step_trains_as_ea
         x, y = fg.randn(16, 2), fg.randint(0, 2, (16,))
         losses.append([step(x, y).item() for _ in range(8)])
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        lambda opt: fg.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5),
+        lambda opt: fg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=30),
+        lambda opt: fg.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=30),
+    ],
+    ids=["step", "cosine", "one_cycle"],
+)
+def test_a_learning_rate_schedule_changes_no_program(schedule):
+    """The optimizer's numbers are inputs of the compiled step: 30 steps
+    under a per-step schedule compile at most twice (the second for the
+    state the first step creates) and match eager."""
+    results = []
+    for compiled in (False, True):
+        fg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+        opt = fg.optim.Adam(model.parameters(), lr=0.01, betas=(0.9, 0.99))
+        scheduler = schedule(opt)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = fg.jit(step) if compiled else step
+        x, y = fg.randn(32, 3), fg.randn(32, 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # never falls back to eager
+            losses = []
+            for _ in range(30):
+                losses.append(run(x, y).item())
+                scheduler.step()
+        results.append((losses, [p.tolist() for p in model.parameters()]))
+        if compiled:
+            assert run.cache_info().misses <= 2
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
+    for got, want in zip(results[1][1], results[0][1]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

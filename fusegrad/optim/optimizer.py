@@ -159,10 +159,12 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        groups = self.param_groups
         if recording.trace is not None:
             self._guard_trace()
+            groups = [self._traced_group(k) for k in range(len(groups))]
         with no_grad():
-            for group in self.param_groups:
+            for group in groups:
                 for p in group["params"]:
                     grad = p.grad
                     if grad is not None:
@@ -189,15 +191,45 @@ class Optimizer:
 
     def _guard_trace(self) -> None:
         """A traced step is valid while the optimizer looks as it did when it was
-        traced: the same hyperparameters (a scheduler changes them), and the
-        same parameters and state tensors (a first step creates the state,
-        load_state_dict replaces it). Read before the step, so the call after a
-        first step, which creates state in Python, is traced again."""
-        recording.trace.guard_python(self._hyperparameters, "optimizer hyperparameters")
+        traced: the same options that are not numbers, and the same parameters
+        and state tensors (a first step creates the state, load_state_dict
+        replaces it). Read before the step, so the call after a first step,
+        which creates state in Python, is traced again. Numbers (lr, betas,
+        eps, weight decay...) are inputs of the program instead, read on every
+        call: a scheduler changes no program."""
+        recording.trace.guard_python(self._options, "optimizer options")
         recording.trace.guard_python(self._tensors, "optimizer parameters and state")
 
-    def _hyperparameters(self) -> list:
-        return [{k: v for k, v in group.items() if k != "params"} for group in self.param_groups]
+    def _options(self) -> list:
+        """What is not a number among the groups' options, and where numbers are."""
+        return [
+            {k: _shape_of_numbers(v) for k, v in group.items() if k != "params"}
+            for group in self.param_groups
+        ]
+
+    def _traced_group(self, k: int) -> dict:
+        """Group ``k`` with its numbers (and tuples of numbers) as traced
+        numbers: inputs of the program, read on every call."""
+        group = self.param_groups[k]
+        traced = {}
+        for name, value in group.items():
+            if name == "params" or _shape_of_numbers(value) == value:
+                traced[name] = value
+            elif isinstance(value, tuple):
+                traced[name] = tuple(
+                    self._read(k, name, lambda k=k, name=name, i=i: self.param_groups[k][name][i])
+                    for i in range(len(value))
+                )
+            else:
+                traced[name] = self._read(
+                    k, name, lambda k=k, name=name: self.param_groups[k][name]
+                )
+        return traced
+
+    def _read(self, k: int, name: str, read):
+        key = (id(self), k, name, read.__defaults__)
+        origin = f"optimizer param_groups[{k}][{name!r}]"
+        return recording.trace.read_number(key, read, origin)
 
     def _tensors(self) -> list:
         found = []
@@ -255,6 +287,17 @@ class Optimizer:
                 saved["param_names"] = group["param_names"]
         self.state = state
         self.param_groups = saved_groups
+
+
+def _shape_of_numbers(value):
+    """``value`` with its Python numbers (alone or in a tuple) replaced by
+    their kinds: what a guard compares when the numbers themselves are
+    program inputs."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return type(value).__name__
+    if isinstance(value, tuple) and any(isinstance(v, (int, float)) for v in value):
+        return tuple(_shape_of_numbers(v) for v in value)
+    return value
 
 
 def _cast(param: Tensor, value, key=None):
