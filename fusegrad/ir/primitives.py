@@ -238,6 +238,15 @@ exp.defvjp(x=lambda g, out: g * out)
 log = Primitive("log", np.log, _float_unary_rule("log"), elementwise=True, public="float")
 log.defvjp(x=lambda g, x: g / x)
 
+log2 = Primitive("log2", np.log2, _float_unary_rule("log2"), elementwise=True, public="float")
+log2.defvjp(x=lambda g, x: g / (x * math.log(2.0)))
+
+log10 = Primitive("log10", np.log10, _float_unary_rule("log10"), elementwise=True, public="float")
+log10.defvjp(x=lambda g, x: g / (x * math.log(10.0)))
+
+exp2 = Primitive("exp2", np.exp2, _float_unary_rule("exp2"), elementwise=True, public="float")
+exp2.defvjp(x=lambda g, out: g * out * math.log(2.0))
+
 log1p = Primitive(
     "log1p",
     np.log1p,
@@ -376,6 +385,20 @@ pow_ = Primitive("pow", np.power, _binary_rule("pow"), inputs=("x", "y"), elemen
 pow_.defvjp(
     x=lambda g, x, y: where(y == 0.0, 0.0, g * y * pow_(x, y - 1.0)),
     y=lambda g, x, y, out: where((x == 0.0) & (y >= 0.0), 0.0, g * out * log(x)),
+)
+
+# At (0, 0) both rules divide 0 by 0, as PyTorch's do: the gradient is nan.
+atan2 = Primitive(
+    "atan2",
+    np.arctan2,
+    _binary_rule("atan2", require=(dtypes.FLOATING,)),
+    inputs=("y", "x"),
+    elementwise=True,
+    public="float",
+)
+atan2.defvjp(
+    y=lambda g, y, x: g * x / (x * x + y * y),
+    x=lambda g, y, x: -(g * y) / (x * x + y * y),
 )
 
 # Ties split the gradient evenly, as PyTorch does.
@@ -523,6 +546,64 @@ argmin = Primitive(
     lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64),
 )
 
+# ------------------------------------------------------- scans and sorting
+
+
+def _scan(ufunc):
+    """A cumulative ufunc along ``axis``, from the last element back when ``reverse``."""
+
+    def impl(x, axis, reverse):
+        if reverse:
+            return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis), axis)
+        return ufunc.accumulate(x, axis=axis)
+
+    return impl
+
+
+def _scan_rule(x, axis, reverse):
+    return x.shape, x.dtype
+
+
+cumsum = Primitive("cumsum", _scan(np.add), _scan_rule)
+cumsum.defvjp(x=lambda g, axis, reverse: cumsum(g, axis=axis, reverse=not reverse))
+
+
+def _cumprod_vjp(g, x, out, axis, reverse):
+    # d out_j / d x_k (j at or past k) is the product of x up to j without x_k:
+    # out_j / x_k where x_k != 0, differentiable through out. At a slice's
+    # first zero the product is computed again with that zero taken as 1;
+    # past it every product holds that zero, so the gradient is 0. The second
+    # derivative is exact unless a slice holds two zeros or more (as prod's).
+    is_zero = x == 0.0
+    zeros_so_far = cumsum(convert(is_zero, dtype=x.dtype), axis=axis, reverse=reverse)
+    first_zero = is_zero & (zeros_so_far == 1.0)
+    later = cumsum(g * out, axis=axis, reverse=not reverse) / where(is_zero, 1.0, x)
+    without_first_zero = cumprod(where(first_zero, 1.0, x), axis=axis, reverse=reverse)
+    at_first_zero = cumsum(g * without_first_zero, axis=axis, reverse=not reverse)
+    return where(is_zero, where(first_zero, at_first_zero, 0.0), later)
+
+
+cumprod = Primitive("cumprod", _scan(np.multiply), _scan_rule)
+cumprod.defvjp(x=_cumprod_vjp)
+
+
+def _argsort_impl(x, axis, descending):
+    """Stable: equal elements keep their order. NaN sorts above every number,
+    as in PyTorch (last ascending, first descending)."""
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    # the stable ascending order of the reversed slice, read backwards
+    backwards = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return x.shape[axis] - 1 - np.flip(backwards, axis)
+
+
+# The positions that sort x along axis; sort and topk gather the values with them.
+argsort = Primitive(
+    "argsort",
+    _argsort_impl,
+    lambda x, axis, descending: (x.shape, dtypes.int64),
+)
+
 # ---------------------------------------------------------------- shape ops
 
 reshape = Primitive(
@@ -567,6 +648,48 @@ broadcast_to = Primitive(
     elementwise=True,
 )
 broadcast_to.defvjp(x=lambda g: g)
+
+
+def _diagonal_length(n: int, m: int, offset: int) -> int:
+    return max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+
+
+def _diagonal_impl(x, offset, dim1, dim2):
+    view = np.diagonal(x, offset, dim1, dim2)
+    if x.flags.writeable:  # a view in-place ops write through, as PyTorch's
+        view.flags.writeable = True
+    return view
+
+
+def _diagonal_rule(x, offset, dim1, dim2):
+    length = _diagonal_length(x.shape[dim1], x.shape[dim2], offset)
+    rest = tuple(size for d, size in enumerate(x.shape) if d not in (dim1, dim2))
+    return rest + (length,), x.dtype
+
+
+def embed_diagonal(g, shape, offset, dim1, dim2):
+    """Zeros of ``shape`` with ``g`` (the diagonal's values, last axis) on the
+    diagonal: every n-th element of the flattened (dim1, dim2) plane."""
+    n, m = shape[dim1], shape[dim2]
+    rest = [d for d in range(len(shape)) if d not in (dim1, dim2)]
+    batch = tuple(shape[d] for d in rest)
+    length = g.shape[-1]
+    start = offset if offset >= 0 else -offset * m
+    places = (
+        ("slice", start, start + (length - 1) * (m + 1) + 1, m + 1)
+        if length
+        else ("slice", 0, 0, None)
+    )
+    spec = (("slice", None, None, None),) * len(batch) + (places,)
+    plane = reshape(scatter_add(g, spec=spec, shape=batch + (n * m,)), shape=batch + (n, m))
+    order = rest + [dim1, dim2]
+    return transpose(plane, perm=tuple(order.index(d) for d in range(len(shape))))
+
+
+diagonal = Primitive("diagonal", _diagonal_impl, _diagonal_rule, view=True)
+diagonal.defvjp(
+    x=lambda g, x_shape, offset, dim1, dim2: embed_diagonal(g, x_shape, offset, dim1, dim2)
+)
 
 
 # An index spec is a hashable tuple: ("slice", start, stop, step), ("int", i),

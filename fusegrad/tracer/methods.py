@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from . import indexing, ops
+from . import einsum, indexing, ops  # noqa: F401  (einsum registers itself)
 from .tensor import Tensor
 
 for _name, _op in ops.METHODS.items():
@@ -121,6 +121,21 @@ for _name in (
     "relu",
     "sigmoid",
     "tanh",
+    "clamp_min",
+    "clamp_max",
+    "square",
+    "reciprocal",
+    "log2",
+    "log10",
+    "exp2",
+    "atan2",
+    "cumsum",
+    "cumprod",
+    "tril",
+    "triu",
+    "scatter",
+    "scatter_add",
+    "index_add",
 ):
     setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 
@@ -128,6 +143,16 @@ Tensor.__iadd__ = _forward(Tensor.add_)
 Tensor.__isub__ = _forward(Tensor.sub_)
 Tensor.__imul__ = _forward(Tensor.mul_)
 Tensor.__itruediv__ = _forward(Tensor.div_)
+
+
+def masked_fill_(self, mask, value):
+    if isinstance(mask, Tensor):  # the mask broadcasts to self, never self to the mask
+        mask = ops.expand(mask, self.shape)
+    self._check_inplace()
+    return self._commit_inplace(ops.masked_fill(self, mask, value))
+
+
+Tensor.masked_fill_ = masked_fill_
 
 
 def fill_(self, value):
