@@ -184,14 +184,11 @@ def _arranged(t: Tensor, labels: list, order: list, sizes: dict) -> Tensor:
 
 
 def _contract(operands: list, terms: list, output: list) -> Tensor:
+    pending = [_diagonals(t, labels, k) for k, (t, labels) in enumerate(zip(operands, terms))]
     sizes: dict = {}
-    for t, labels in zip(operands, terms):
+    for t, labels in pending:
         for label, size in zip(labels, t.shape):
             sizes[label] = broadcast_shapes((sizes.get(label, 1),), (size,))[0]
-    pending = []
-    for k, (t, labels) in enumerate(zip(operands, terms)):
-        t, labels = _diagonals(t, labels, k)
-        pending.append((t, labels))
     result, labels = pending[0]
     for k in range(1, len(pending)):
         other, other_labels = pending[k]
