@@ -329,3 +329,101 @@ def test_elementwise_math_at_special_points():
     y, x = fg.zeros(1, requires_grad=True), fg.zeros(1, requires_grad=True)
     fg.atan2(y, x).sum().backward()
     assert math.isnan(y.grad.item()) and math.isnan(x.grad.item())  # 0/0, as PyTorch
+
+
+# ------------------------------------------------------ argument forms PyTorch accepts
+
+
+def test_numpy_names_for_dim_and_keepdim():
+    x = fg.arange(6.0).reshape(2, 3)
+    assert x.sum(axis=0, keepdims=True).tolist() == [[3.0, 5.0, 7.0]]
+    assert fg.mean(x, axis=1).tolist() == [1.0, 4.0]
+    assert x.argmax(axis=1).tolist() == [2, 2] and x.max(axis=0).indices.tolist() == [1, 1, 1]
+    assert fg.cat([x, x], axis=1).shape == (2, 6)
+    assert x.cumsum(axis=1).tolist() == [[0.0, 1.0, 3.0], [3.0, 7.0, 12.0]]
+    with pytest.raises(TypeError, match="multiple values for argument 'dim'"):
+        x.sum(dim=0, axis=1)
+
+
+@pytest.mark.parametrize("index", [np.int64(1), np.int32(-1), fg.tensor(1)])
+def test_numpy_and_tensor_integers_as_dims(index):
+    x = fg.arange(6.0).reshape(2, 3)
+    assert x.sum(dim=index).tolist() == [3.0, 12.0]
+    assert x.size(index) == 3 and x.softmax(index).shape == (2, 3)
+    assert x.transpose(0, index).shape == (3, 2) and x.unsqueeze(index).ndim == 3
+    assert x.flip(index).tolist() == [[2.0, 1.0, 0.0], [5.0, 4.0, 3.0]]
+    assert x.reshape(2, 3, 1).squeeze(np.int64(2)).shape == (2, 3)
+
+
+def test_out_writes_into_the_given_tensor_and_returns_it():
+    x = fg.arange(6.0).reshape(2, 3)
+    out = fg.empty(2, 3)
+    assert fg.add(x, 1, out=out) is out and out.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    before = out._version
+    fg.mul(out, out, out=out)  # out may be an operand
+    assert out[0].tolist() == [1.0, 4.0, 9.0] and out._version == before + 1
+    wide = fg.empty(3, dtype=fg.float64)
+    assert fg.sum(x, 0, out=wide).dtype is fg.float64 and wide.tolist() == [3.0, 5.0, 7.0]
+    values, indices = fg.empty(2), fg.empty(2, dtype=fg.int64)
+    result = fg.max(x, 1, out=(values, indices))
+    assert result.values is values and indices.tolist() == [2, 2]
+    fg.sort(-x, 1, out=(values.new_empty(0), indices.new_empty(0)))
+    stacked = fg.empty(0)
+    fg.stack([x, x], out=stacked)  # an empty out is resized silently
+    assert stacked.shape == (2, 2, 3)
+
+
+def test_out_of_another_shape_is_resized_with_pytorchs_warning():
+    out = fg.zeros(2)
+    with pytest.warns(UserWarning, match=r"was resized since it had shape \[2\]"):
+        fg.matmul(fg.ones(3, 2), fg.ones(2, 4), out=out)
+    assert out.shape == (3, 4) and out.tolist() == [[2.0] * 4] * 3
+
+
+def test_out_refuses_gradients_and_narrowing_casts():
+    x = fg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"exp\(\): functions with out=\.\.\. arguments"):
+        fg.exp(x, out=fg.empty(2))
+    with fg.no_grad():
+        assert fg.exp(x, out=fg.empty(2)).tolist() == pytest.approx([math.e] * 2)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output"):
+        fg.add(fg.ones(2), 0.5, out=fg.empty(2, dtype=fg.int64))
+    leaf = fg.zeros(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        fg.add(fg.ones(2), 1, out=leaf)
+
+
+def test_out_under_jit_writes_into_an_input():
+    def step(x, out):
+        fg.mul(x, 2, out=out)
+        return out.sum()
+
+    compiled = fg.jit(step)
+    for call in range(3):
+        x = fg.tensor([1.0, 2.0]) * (call + 1)
+        out, eager_out = fg.zeros(2), fg.zeros(2)
+        assert compiled(x, out).item() == step(x, eager_out).item()
+        assert out.tolist() == eager_out.tolist() == (x * 2).tolist()
+
+
+def test_indexing_with_a_range_and_lists_of_ints():
+    x = fg.arange(12.0).reshape(3, 4)
+    assert x[range(2)].tolist() == x[:2].tolist()
+    assert x[:, range(1, 4, 2)].tolist() == [[1.0, 3.0], [5.0, 7.0], [9.0, 11.0]]
+    assert x[[2, 0]].tolist() == [x[2].tolist(), x[0].tolist()]
+    assert x[[0, 2], [1, 3]].tolist() == [1.0, 11.0]
+    assert x[[[0], [2]], [1, 3]].tolist() == [[1.0, 3.0], [9.0, 11.0]]
+    y = fg.zeros(4)
+    y[range(0, 4, 2)] = 1.0
+    assert y.tolist() == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_format_of_tensors_as_pytorch():
+    loss = fg.tensor(0.123456)
+    assert f"{loss:.4f}" == "0.1235" and f"{loss}" == format(loss.item())
+    assert f"{fg.tensor(7):03d}" == "007"
+    x = fg.ones(2)
+    assert f"{x}" == str(x)
+    with pytest.raises(TypeError, match=r"unsupported format string passed to Tensor\.__format__"):
+        f"{x:.2f}"
+    assert f"{fg.nn.Parameter(fg.tensor(1.0))}" == str(fg.nn.Parameter(fg.tensor(1.0)))

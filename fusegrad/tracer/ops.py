@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import math
 import operator
 import warnings
@@ -43,13 +44,87 @@ def public(op=None, *, name=None, function=True, method=True):
     list is written."""
 
     def register(op):
+        exposed = _with_numpy_names(op)
         if function:
-            FUNCTIONS[name or op.__name__] = op
+            FUNCTIONS[name or op.__name__] = exposed
         if method:
-            METHODS[name or op.__name__] = op
+            METHODS[name or op.__name__] = exposed
         return op
 
     return register if op is None else register(op)
+
+
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def _with_numpy_names(op):
+    """op, also taking numpy's names for its ``dim`` and ``keepdim``
+    (``x.sum(axis=0, keepdims=True)``), as PyTorch's functions do."""
+    parameters = inspect.signature(op).parameters
+    if "dim" not in parameters and "keepdim" not in parameters:
+        return op
+
+    @functools.wraps(op)
+    def op_taking_numpy_names(*args, **kwargs):
+        if "axis" in kwargs or "keepdims" in kwargs:
+            for numpy_name, name in _NUMPY_NAMES.items():
+                if numpy_name in kwargs:
+                    if name in kwargs:
+                        raise TypeError(
+                            f"{op.__name__}() got multiple values for argument '{name}'"
+                        )
+                    kwargs[name] = kwargs.pop(numpy_name)
+        return op(*args, **kwargs)
+
+    return op_taking_numpy_names
+
+
+def _with_out(op):
+    """op, also taking ``out=``: a tensor (a tuple of them for ops returning
+    several) the result is written into and that is returned, as PyTorch's
+    functions do. Not differentiable: refused when the result needs a gradient."""
+
+    @functools.wraps(op)
+    def op_with_out(*args, out=None, **kwargs):
+        result = op(*args, **kwargs)
+        if out is None:
+            return result
+        if isinstance(result, Tensor):
+            return _write_out(op.__name__, result, out)
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(
+                f"{op.__name__}(): argument 'out' must be a tuple of {len(result)} Tensors"
+            )
+        return type(result)(*[_write_out(op.__name__, r, o) for r, o in zip(result, out)])
+
+    return op_with_out
+
+
+def _write_out(name, result, out):
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if result.requires_grad:
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad."
+        )
+    out._check_inplace()
+    if out.shape != result.shape:
+        if recording.trace is not None:
+            recording.trace.unsupported("resizing an out= tensor")
+        if out.numel():
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(result.shape)}. This behavior is deprecated, and in a future "
+                "PyTorch release outputs will not be resized unless they have zero "
+                "elements. You can explicitly reuse an out tensor t by resizing it, "
+                "inplace, to zero elements with t.resize_(0).",
+                UserWarning,
+                stacklevel=3,
+            )
+        out._data = np.empty(result.shape, out._data.dtype)
+    return out._commit_inplace(result)
 
 
 def _named(backward_name):
@@ -1034,7 +1109,7 @@ def squeeze(input, dim=None):
     if dim is None:
         axes = {i for i, s in enumerate(input.shape) if s == 1}
     else:
-        axes = {normalize_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)}
+        axes = {normalize_dim(d, input.ndim) for d in _ints(dim)}
         axes = {a for a in axes if input.ndim and input.shape[a] == 1}
     return P.reshape(input, shape=tuple(s for i, s in enumerate(input.shape) if i not in axes))
 
@@ -1203,8 +1278,13 @@ def _repeat_counts(repeats, size) -> list:
     return counts
 
 
+def _ints(value) -> tuple:
+    """An int argument that may also be a sequence of ints, as a tuple."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
 def _dims_arg(dims, ndim: int, what: str) -> tuple:
-    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    dims = _ints(dims)
     axes = tuple(normalize_dim(operator.index(d), ndim) for d in dims)
     if len(set(axes)) != len(axes):
         raise RuntimeError(
@@ -1244,13 +1324,12 @@ def flipud(input):
 def roll(input, shifts, dims=None):
     input = as_tensor_arg(input)
     if dims is None:
-        shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
+        shifts = _ints(shifts)
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         flat = P.reshape(input, shape=(input.numel(),))
         return P.reshape(roll(flat, shifts, 0), shape=input.shape)
-    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
-    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    shifts, dims = _ints(shifts), _ints(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(
             f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
@@ -1717,5 +1796,19 @@ for _alias, _name in (
     ("subtract", "sub"),
     ("divide", "div"),
     ("negative", "neg"),
+    ("arctan2", "atan2"),
 ):
-    public(FUNCTIONS[_name], name=_alias)
+    FUNCTIONS[_alias] = FUNCTIONS[_name]
+
+# The functions taking out= (as in PyTorch; their methods don't).
+for _name in (
+    "add sub mul multiply div divide true_divide pow neg negative abs sign exp log log1p "
+    "expm1 log2 log10 exp2 sqrt rsqrt sin cos tan tanh sigmoid erf floor ceil trunc round "
+    "clamp clip clamp_min clamp_max square reciprocal atan2 arctan2 maximum minimum where "
+    "eq ne lt le gt ge logical_and logical_or logical_xor logical_not "
+    "sum mean prod amax amin max min argmax argmin all any logsumexp "
+    "cumsum cumprod sort argsort topk softmax log_softmax "
+    "matmul mm mv bmm dot outer cat concat concatenate stack "
+    "index_select gather take_along_dim nonzero tril triu diag flip roll"
+).split():
+    FUNCTIONS[_name] = _with_out(FUNCTIONS[_name])

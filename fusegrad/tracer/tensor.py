@@ -332,6 +332,13 @@ class Tensor:
             suffixes.append("requires_grad=True")
         return tensor_repr(self._data, self._dtype, dtypes.float32, suffixes)
 
+    def __format__(self, format_spec: str) -> str:
+        """A 0-d tensor formats as its Python number (``f"{loss:.4f}"``);
+        others only with an empty spec, as ``str``, as in PyTorch."""
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self._data.copy(), self._requires_grad))
 
@@ -456,8 +463,8 @@ class Tensor:
         """Makes ``result`` (computed out of place from self) this tensor's value and history."""
         if not np.can_cast(result._data.dtype, self._data.dtype, casting="same_kind"):
             raise RuntimeError(
-                f"result type {result._dtype.name.capitalize()} can't be cast "
-                f"to the desired output type {self._dtype.name.capitalize()}"
+                f"result type {_TYPE_NAMES[result._dtype.name][:-6]} can't be cast "
+                f"to the desired output type {_TYPE_NAMES[self._dtype.name][:-6]}"
             )
         if recording.trace is not None:  # first: the trace snapshots the old value
             recording.trace.rebind(self, result)
