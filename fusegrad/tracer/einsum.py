@@ -14,7 +14,7 @@ import math
 
 from ..ir import primitives as P
 from ..ir.shapes import broadcast_shapes
-from .ops import _check_same_dtype, as_tensor_arg, public
+from .ops import _check_same_dtype, _rounded_once, as_tensor_arg, public
 from .tensor import Tensor
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # PyTorch's label order
@@ -40,7 +40,7 @@ def einsum(*args):
     for t in operands[1:]:
         _check_same_dtype(operands[0], t, "einsum")
     terms, output = _parse(equation, operands)
-    return _contract(operands, terms, output)
+    return _rounded_once(_contract)(terms, output, *operands)
 
 
 def _sublist_equation(args) -> tuple:
@@ -183,7 +183,7 @@ def _arranged(t: Tensor, labels: list, order: list, sizes: dict) -> Tensor:
     return t if t.shape == target else P.broadcast_to(t, shape=target)
 
 
-def _contract(operands: list, terms: list, output: list) -> Tensor:
+def _contract(terms: list, output: list, *operands: Tensor) -> Tensor:
     pending = [_diagonals(t, labels, k) for k, (t, labels) in enumerate(zip(operands, terms))]
     sizes: dict = {}
     for t, labels in pending:

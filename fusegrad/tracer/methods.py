@@ -92,6 +92,8 @@ Tensor.double = lambda self: ops.to(self, dtypes.float64)
 Tensor.long = lambda self: ops.to(self, dtypes.int64)
 Tensor.int = lambda self: ops.to(self, dtypes.int32)
 Tensor.bool = lambda self: ops.to(self, dtypes.bool_)
+Tensor.half = lambda self: ops.to(self, dtypes.float16)
+Tensor.bfloat16 = lambda self: ops.to(self, dtypes.bfloat16)
 Tensor.cpu = lambda self: self
 Tensor.type_as = lambda self, other: ops.to(self, other.dtype)
 

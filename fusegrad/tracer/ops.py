@@ -128,13 +128,16 @@ def _write_out(name, result, out):
 
 
 def _named(backward_name):
-    """Gives the node an op ends in the PyTorch name of the op (for grad_fn's repr)."""
+    """Gives the node a composite op ends in the PyTorch name of the op (for
+    grad_fn). On float16 and bfloat16 tensors the op computes in float32 and
+    rounds its result once, as PyTorch's kernel for it does."""
 
     def decorate(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             mark = autograd.sequence_mark()
-            out = fn(*args, **kwargs)
+            reduced = _reduced_result(args, kwargs)
+            out = fn(*args, **kwargs) if reduced is None else _in_float32(fn, reduced, args, kwargs)
             node = getattr(out, "grad_fn", None)
             if node is not None and node.sequence_nr > mark:
                 node.label = (
@@ -145,6 +148,51 @@ def _named(backward_name):
         return wrapper
 
     return decorate
+
+
+def _reduced_result(args, kwargs):
+    """The float16 or bfloat16 dtype the tensors among an op's arguments
+    promote to, if they promote to one (and no ``dtype=`` asks for another)."""
+    for a in args:
+        if a.__class__ is Tensor and a._dtype.reduced:
+            break
+    else:
+        if not kwargs or not builtins.any(isinstance(v, Tensor) for v in kwargs.values()):
+            return None
+    if kwargs.get("dtype") is not None:
+        return None
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+    dtype = dtypes.result_type(*tensors)
+    return dtype if dtype.reduced else None
+
+
+def _in_float32(fn, dtype, args, kwargs):
+    """fn on the tensors of ``dtype`` converted to float32, its float32 results rounded back."""
+
+    def up(a):
+        return (
+            P.convert(a, dtype=dtypes.float32) if isinstance(a, Tensor) and a._dtype is dtype else a
+        )
+
+    def down(t):
+        return (
+            P.convert(t, dtype=dtype) if isinstance(t, Tensor) and t._dtype is dtypes.float32 else t
+        )
+
+    out = fn(*[up(a) for a in args], **{k: up(v) for k, v in kwargs.items()})
+    return type(out)(*[down(t) for t in out]) if isinstance(out, tuple) else down(out)
+
+
+def _rounded_once(fn):
+    """fn, computing in float32 on float16 and bfloat16 tensors (as ``_named``
+    does) for a composite op whose node PyTorch names as its last step."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        reduced = _reduced_result(args, kwargs)
+        return fn(*args, **kwargs) if reduced is None else _in_float32(fn, reduced, args, kwargs)
+
+    return wrapper
 
 
 def as_tensor_arg(value, name: str = "input") -> Tensor:
