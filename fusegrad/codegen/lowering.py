@@ -204,8 +204,10 @@ def _pow(b, args, eqn):
 
 
 def _libm(name):
-    """A call to the C library's function (numpy's too), for functions with no
-    inline approximation: right everywhere, not vectorized."""
+    """A call to the C library's function, for functions with no inline
+    approximation yet: right everywhere, not vectorized. Declared approximated
+    as those are (its bits may differ from numpy's by an ulp), so a kernel
+    holding it always runs natively and a value computed again is the same."""
 
     def lower(b, args, eqn):
         t = args[0].type

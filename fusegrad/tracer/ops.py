@@ -920,6 +920,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     elements the first ones (as JAX: PyTorch leaves ties' order unspecified).
     ``sorted=False`` allows any order; this is the sorted one."""
     x, axis, order = _order(input, dim, largest)
+    k = operator.index(k)
     if not 0 <= k <= x.shape[axis]:
         raise RuntimeError("selected index k out of range")
     indices = P.index(order, spec=_narrow_spec(x.ndim, axis, 0, k))
