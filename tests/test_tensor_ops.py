@@ -427,3 +427,10 @@ def test_format_of_tensors_as_pytorch():
     with pytest.raises(TypeError, match=r"unsupported format string passed to Tensor\.__format__"):
         f"{x:.2f}"
     assert f"{fg.nn.Parameter(fg.tensor(1.0))}" == str(fg.nn.Parameter(fg.tensor(1.0)))
+
+
+def test_out_takes_a_plain_tuple_for_an_op_returning_one():
+    rows, cols = fg.empty(0, dtype=fg.int64), fg.empty(0, dtype=fg.int64)
+    result = fg.nonzero(fg.tensor([[0, 1], [1, 1]]), as_tuple=True, out=(rows, cols))
+    assert type(result) is tuple and result[0] is rows
+    assert rows.tolist() == [0, 1, 1] and cols.tolist() == [1, 0, 1]

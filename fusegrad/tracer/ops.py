@@ -95,7 +95,7 @@ def _with_out(op):
             raise TypeError(
                 f"{op.__name__}(): argument 'out' must be a tuple of {len(result)} Tensors"
             )
-        return type(result)(*[_write_out(op.__name__, r, o) for r, o in zip(result, out)])
+        return _rebuilt(result, [_write_out(op.__name__, r, o) for r, o in zip(result, out)])
 
     return op_with_out
 
@@ -180,12 +180,17 @@ def _in_float32(fn, dtype, args, kwargs):
         )
 
     out = fn(*[up(a) for a in args], **{k: up(v) for k, v in kwargs.items()})
-    return type(out)(*[down(t) for t in out]) if isinstance(out, tuple) else down(out)
+    return _rebuilt(out, [down(t) for t in out]) if isinstance(out, tuple) else down(out)
+
+
+def _rebuilt(result: tuple, items: list) -> tuple:
+    """A tuple of ``items`` of the type of ``result`` (a named one or a plain one)."""
+    return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
 
 
 def _rounded_once(fn):
-    """fn, computing in float32 on float16 and bfloat16 tensors (as ``_named``
-    does) for a composite op whose node PyTorch names as its last step."""
+    """fn with ``_named``'s float32 computation on float16 and bfloat16
+    tensors, for a composite op whose node keeps the name of its last step."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
