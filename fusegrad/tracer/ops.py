@@ -902,7 +902,7 @@ def _order(input, dim, descending):
 
 
 @public
-def sort(input, dim=-1, descending=False, *, stable=False):
+def sort(input, dim=-1, descending=False, stable=False):
     """Always stable (``stable`` only promises it): equal elements keep their order."""
     x, axis, order = _order(input, dim, descending)
     values = gather(x, axis, order)
@@ -920,11 +920,11 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 
 @public
-def topk(input, k, dim=-1, largest=True, sorted=True):
+def topk(input, k, dim=None, largest=True, sorted=True):
     """The k largest (or smallest) elements along dim, in order; of equal
     elements the first ones (as JAX: PyTorch leaves ties' order unspecified).
     ``sorted=False`` allows any order; this is the sorted one."""
-    x, axis, order = _order(input, dim, largest)
+    x, axis, order = _order(input, -1 if dim is None else dim, largest)
     k = operator.index(k)
     if not 0 <= k <= x.shape[axis]:
         raise RuntimeError("selected index k out of range")
