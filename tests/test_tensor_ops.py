@@ -434,3 +434,36 @@ def test_out_takes_a_plain_tuple_for_an_op_returning_one():
     result = fg.nonzero(fg.tensor([[0, 1], [1, 1]]), as_tuple=True, out=(rows, cols))
     assert type(result) is tuple and result[0] is rows
     assert rows.tolist() == [0, 1, 1] and cols.tolist() == [1, 0, 1]
+
+
+@pytest.mark.parametrize(
+    "op,name",
+    [
+        (lambda x: x.cumsum(0), "CumsumBackward0"),
+        (lambda x: x.cumprod(1), "CumprodBackward0"),
+        (lambda x: x.sort().values, "SortBackward0"),
+        (lambda x: x.topk(1).values, "TopkBackward0"),
+        (lambda x: x.tril(), "TrilBackward0"),
+        (lambda x: x.triu(), "TriuBackward0"),
+        (lambda x: x.masked_fill(x > 1, 0.0), "MaskedFillBackward0"),
+        (lambda x: x.flip(0), "FlipBackward0"),
+        (lambda x: x.roll(1, 0), "RollBackward0"),
+        (lambda x: x.repeat(2, 1), "RepeatBackward0"),
+        (lambda x: x.diagonal(), "DiagonalBackward0"),
+        (lambda x: x.trace(), "TraceBackward0"),
+        (lambda x: x.reciprocal(), "ReciprocalBackward0"),
+        (lambda x: x.square(), "PowBackward0"),
+        (lambda x: x.log2(), "Log2Backward0"),
+        (lambda x: x.log10(), "Log10Backward0"),
+        (lambda x: x.exp2(), "Exp2Backward0"),
+        (lambda x: x.atan2(x), "Atan2Backward0"),
+        (lambda x: x.clamp_min(0.5), "ClampMinBackward0"),
+        (lambda x: x.clamp_max(0.5), "ClampMaxBackward0"),
+        (lambda x: x.scatter_add(0, fg.tensor([[1, 0]]), x), "ScatterAddBackward0"),
+        (lambda x: x.scatter(0, fg.tensor([[1, 0]]), x), "ScatterBackward0"),
+        (lambda x: x.index_add(0, fg.tensor([1]), x[:1]), "IndexAddBackward0"),
+    ],
+)
+def test_new_ops_nodes_have_pytorchs_names(op, name):
+    node = op(fg.ones(2, 2, requires_grad=True)).grad_fn
+    assert type(node).__name__ == name
