@@ -372,12 +372,10 @@ OPS = [
         [S(r(3, 4), dim=1), S(r(2, 3, 4), dim=0), S(ZEROS_IN_SLICES, dim=1)],
     ),
     OpInfo(
-        # two zeros in a slice: values and first derivatives exact, second ones not
-        "cumprod_zeros",
+        "cumprod_zeros",  # slices with two and three zeros
         lambda x, **k: fg.cumprod(x, **k),
         lambda x, dim: np.cumprod(x, axis=dim),
-        [S(ZEROS_IN_SLICES, dim=0), S(np.array([2.0, 0.0, 1.5, 0.0, 3.0]), dim=0)],
-        second_order=False,
+        [S(ZEROS_IN_SLICES, dim=0), S(np.array([2.0, 0.0, 1.5, 0.0, 3.0, 0.0, 0.5]), dim=0)],
     ),
     OpInfo(
         "sort",

@@ -603,16 +603,30 @@ cumsum.defvjp(x=lambda g, axis, reverse: cumsum(g, axis=axis, reverse=not revers
 def _cumprod_vjp(g, x, out, axis, reverse):
     # d out_j / d x_k (j at or past k) is the product of x up to j without x_k:
     # out_j / x_k where x_k != 0, differentiable through out. At a slice's
-    # first zero the product is computed again with that zero taken as 1;
-    # past it every product holds that zero, so the gradient is 0. The second
-    # derivative is exact unless a slice holds two zeros or more (as prod's).
+    # first zero the products are computed again with that zero taken as 1.
+    # At its second zero they hold the first zero's x as a factor: 0, but
+    # with that factor's derivative, so second derivatives are exact too.
+    # Past the second zero every product holds two zeros: 0 to second order.
+    def after(values):  # sums from each position to the end of the scan
+        return cumsum(values, axis=axis, reverse=not reverse)
+
     is_zero = x == 0.0
     zeros_so_far = cumsum(convert(is_zero, dtype=x.dtype), axis=axis, reverse=reverse)
-    first_zero = is_zero & (zeros_so_far == 1.0)
-    later = cumsum(g * out, axis=axis, reverse=not reverse) / where(is_zero, 1.0, x)
-    without_first_zero = cumprod(where(first_zero, 1.0, x), axis=axis, reverse=reverse)
-    at_first_zero = cumsum(g * without_first_zero, axis=axis, reverse=not reverse)
-    return where(is_zero, where(first_zero, at_first_zero, 0.0), later)
+    first_zero = logical_and(is_zero, zeros_so_far == 1.0)
+    second_zero = logical_and(is_zero, zeros_so_far == 2.0)
+    nonzero = after(g * out) / where(is_zero, 1.0, x)
+    without_first = cumprod(where(first_zero, 1.0, x), axis=axis, reverse=reverse)
+    without_both = cumprod(
+        where(logical_or(first_zero, second_zero), 1.0, x), axis=axis, reverse=reverse
+    )
+    first_zero_x = expand_reduced(
+        reduce_sum(where(first_zero, x, 0.0), axes=(axis,)), x.shape, (axis,)
+    )
+    return where(
+        first_zero,
+        after(g * without_first),
+        where(second_zero, first_zero_x * after(g * without_both), where(is_zero, 0.0, nonzero)),
+    )
 
 
 cumprod = Primitive("cumprod", _scan(np.multiply), _scan_rule)
