@@ -284,7 +284,13 @@ OPS = [
     _reduction(
         "prod",
         "prod",
-        [S(r(3, 4)), S(r(3, 4), dim=1), S(np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]]), dim=1)],
+        [
+            S(r(3, 4)),
+            S(r(3, 4), dim=1),
+            S(np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]]), dim=1),
+            S(ZEROS_IN_SLICES, dim=0),
+            S(np.array([[1.5, 0.0, 2.0, 0.0], [0.5, 0.0, 3.0, 2.0]])),
+        ],
     ),
     _reduction("amax", "max", [S(r(3, 4)), S(r(3, 4), dim=1, keepdim=True)]),
     _reduction("amin", "min", [S(r(3, 4)), S(r(3, 4), dim=0)]),

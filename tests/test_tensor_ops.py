@@ -467,3 +467,12 @@ def test_out_takes_a_plain_tuple_for_an_op_returning_one():
 def test_new_ops_nodes_have_pytorchs_names(op, name):
     node = op(fg.ones(2, 2, requires_grad=True)).grad_fn
     assert type(node).__name__ == name
+
+
+@pytest.mark.parametrize("op", [lambda x: x.prod(), lambda x: x.cumprod(0)[-1]])
+def test_second_derivatives_of_products_with_two_zeros(op):
+    x = fg.tensor([2.0, 0.0, 3.0, 0.0], requires_grad=True)
+    (first,) = fg.autograd.grad(op(x), x, create_graph=True)
+    assert first.tolist() == [0.0, 0.0, 0.0, 0.0]
+    (second,) = fg.autograd.grad(first[1], x)
+    assert second.tolist() == [0.0, 0.0, 0.0, 6.0]  # d2/dx1dx3 = x0 * x2

@@ -550,18 +550,39 @@ reduce_min.defvjp(x=_share_extremum)
 
 def _prod_vjp(g, x, out, axes):
     # d prod / d x_i is the product of the other elements: out / x_i where
-    # x_i != 0 (differentiable through out, so second order is right too).
-    # At a zero it is the product of the non-zeros if that zero is the only
-    # one, else 0; no division by zero happens on either branch.
+    # x_i != 0 (differentiable through out, so second order is right too),
+    # and at a zero the products of the elements before and after it, as
+    # PyTorch computes it (no division; exact to second order however many
+    # zeros a slice holds).
     is_zero = x == 0.0
-    zeros = expand_reduced(reduce_sum(convert(is_zero, dtype=x.dtype), axes=axes), x.shape, axes)
-    nonzero_prod = expand_reduced(reduce_prod(where(is_zero, 1.0, x), axes=axes), x.shape, axes)
     others = where(
         is_zero,
-        where(zeros == 1.0, nonzero_prod, 0.0),
+        _products_of_the_others(x, axes),
         expand_reduced(out, x.shape, axes) / where(is_zero, 1.0, x),
     )
     return expand_reduced(g, x.shape, axes) * others
+
+
+def _products_of_the_others(x, axes):
+    """For each element, the product of the others of its slice over ``axes``
+    (in C order): the exclusive cumulative products from either end."""
+    kept = [d for d in range(x.ndim) if d not in axes]
+    perm = tuple(kept + list(axes))
+    moved = transpose(x, perm=perm)
+    lead = moved.shape[: len(kept)]
+    flat = reshape(moved, shape=lead + (math.prod(moved.shape[len(kept) :]),))
+    axis = len(lead)
+
+    def part(values, start, stop):
+        return index(
+            values, spec=(("slice", None, None, None),) * axis + (("slice", start, stop, None),)
+        )
+
+    one = pow_(part(flat, 0, 1), 0.0)  # ones (x ** 0 is 1 even at 0, inf and nan)
+    before = concatenate(one, part(cumprod(flat, axis=axis, reverse=False), None, -1), axis=axis)
+    after = concatenate(part(cumprod(flat, axis=axis, reverse=True), 1, None), one, axis=axis)
+    others = reshape(before * after, shape=moved.shape)
+    return transpose(others, perm=tuple(np.argsort(perm).tolist()))
 
 
 reduce_prod = _reduction("reduce_prod", np.multiply, "ProdBackward1")
