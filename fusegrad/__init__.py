@@ -14,8 +14,8 @@ import warnings as _warnings
 from . import autograd, backends, cuda, nn, optim, utils
 from . import tracer as _tracer
 from .autograd.transforms import grad, value_and_grad
+from .ir.dtypes import bfloat16, float16, float32, float64, int32, int64
 from .ir.dtypes import bool_ as bool
-from .ir.dtypes import float32, float64, int32, int64
 from .runtime.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .runtime.jit import jit
 from .serialization import load, save
@@ -67,6 +67,7 @@ globals().update(_tracer.ops.FUNCTIONS)  # every public op, as listed where it i
 
 float = float32
 double = float64
+half = float16
 long = int64
 int = int32
 dtype = type(float32)

@@ -107,6 +107,66 @@ def _mask(x):
     return x[x > 0.5]
 
 
+def _sort_ref(x, dim=-1, descending=False):
+    if np.ndim(x) == 0:
+        return x
+    order = _argsort_ref(x, dim, descending)
+    return np.take_along_axis(x, order, dim)
+
+
+def _argsort_ref(x, dim=-1, descending=False):
+    if descending:  # stable: of equal elements, the first comes first
+        return np.flip(x.shape[dim] - 1 - np.argsort(np.flip(x, dim), dim, kind="stable"), dim)
+    return np.argsort(x, dim, kind="stable")
+
+
+def _topk_ref(x, k, dim=-1, largest=True, indices=False):
+    order = np.take(_argsort_ref(x, dim, largest), np.arange(k), axis=dim)
+    return order if indices else np.take_along_axis(x, order, dim)
+
+
+def _grids(index, dim):
+    return tuple(
+        index
+        if d == dim
+        else np.arange(n).reshape([-1 if e == d else 1 for e in range(index.ndim)])
+        for d, n in enumerate(index.shape)
+    )
+
+
+def _scatter_ref(x, index, src, dim):
+    out = x.copy()
+    out[_grids(index, dim)] = src[tuple(slice(0, n) for n in index.shape)]
+    return out
+
+
+def _scatter_add_ref(x, index, src, dim):
+    out = x.copy()
+    np.add.at(out, _grids(index, dim), src[tuple(slice(0, n) for n in index.shape)])
+    return out
+
+
+def _index_add_ref(x, index, source, dim, alpha=1):
+    out = x.copy()
+    np.add.at(out, (slice(None),) * dim + (index,), alpha * source)
+    return out
+
+
+def _diag_embed_ref(x, offset=0):
+    n = x.shape[-1] + abs(offset)
+    out = np.zeros(x.shape[:-1] + (n, n))
+    rows = np.arange(x.shape[-1]) + max(-offset, 0)
+    out[..., rows, rows + offset] = x
+    return out
+
+
+def _roll_ref(x, shifts, dims=None):
+    return np.roll(x, shifts, dims)
+
+
+ZEROS_IN_SLICES = np.array([[1.5, 0.0, 2.0, -1.0], [0.5, -1.0, 3.0, 0.0], [0.0, 2.0, 0.5, 1.5]])
+
+
 BINARY_SAMPLES = [
     S(r(3, 4), r(3, 4)),
     S(r(3, 4), r(4)),
@@ -143,6 +203,17 @@ OPS = [
     OpInfo("log1p", fg.log1p, np.log1p, [S(r(3, 4, lo=-0.5))]),
     OpInfo("expm1", fg.expm1, np.expm1, UNARY_SAMPLES),
     OpInfo("sqrt", fg.sqrt, np.sqrt, [S(pos(3, 4)), S(pos())]),
+    OpInfo("log2", fg.log2, np.log2, [S(pos(3, 4)), S(pos())]),
+    OpInfo("log10", fg.log10, np.log10, [S(pos(3, 4)), S(pos())]),
+    OpInfo("exp2", fg.exp2, np.exp2, UNARY_SAMPLES),
+    OpInfo("square", fg.square, np.square, UNARY_SAMPLES),
+    OpInfo("reciprocal", fg.reciprocal, np.reciprocal, [S(pos(3, 4)), S(-pos(3))]),
+    OpInfo(
+        "atan2",
+        fg.atan2,
+        np.arctan2,
+        [S(r(3, 4), r(3, 4)), S(r(3, 4), pos(4)), S(r(3), -1.5), S(r(), r(2, 3))],
+    ),
     OpInfo("rsqrt", fg.rsqrt, lambda x: 1 / np.sqrt(x), [S(pos(3, 4))]),
     OpInfo("sin", fg.sin, np.sin, UNARY_SAMPLES),
     OpInfo("cos", fg.cos, np.cos, UNARY_SAMPLES),
@@ -169,6 +240,13 @@ OPS = [
         "clamp", lambda x: fg.clamp(x, -0.5, 0.7), lambda x: np.clip(x, -0.5, 0.7), UNARY_SAMPLES
     ),
     OpInfo("clamp_min", lambda x: x.clamp(min=0.1), lambda x: np.maximum(x, 0.1), UNARY_SAMPLES),
+    OpInfo(
+        "clamp_min_fn",
+        lambda x: fg.clamp_min(x, 0.1),
+        lambda x: np.maximum(x, 0.1),
+        UNARY_SAMPLES,
+    ),
+    OpInfo("clamp_max", lambda x: x.clamp_max(-0.2), lambda x: np.minimum(x, -0.2), UNARY_SAMPLES),
     OpInfo("maximum", fg.maximum, np.maximum, BINARY_SAMPLES[:3]),
     OpInfo("minimum", fg.minimum, np.minimum, BINARY_SAMPLES[:3]),
     OpInfo(
@@ -206,7 +284,13 @@ OPS = [
     _reduction(
         "prod",
         "prod",
-        [S(r(3, 4)), S(r(3, 4), dim=1), S(np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]]), dim=1)],
+        [
+            S(r(3, 4)),
+            S(r(3, 4), dim=1),
+            S(np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]]), dim=1),
+            S(ZEROS_IN_SLICES, dim=0),
+            S(np.array([[1.5, 0.0, 2.0, 0.0], [0.5, 0.0, 3.0, 2.0]])),
+        ],
     ),
     _reduction("amax", "max", [S(r(3, 4)), S(r(3, 4), dim=1, keepdim=True)]),
     _reduction("amin", "min", [S(r(3, 4)), S(r(3, 4), dim=0)]),
@@ -280,6 +364,64 @@ OPS = [
         [S(r(3, 4)), S(r(3, 4), dim=0)],
         differentiable=False,
     ),
+    # scans and sorting
+    OpInfo(
+        "cumsum",
+        lambda x, **k: x.cumsum(**k),
+        lambda x, dim: np.cumsum(x, axis=dim if np.ndim(x) else None).reshape(np.shape(x)),
+        [S(r(3, 4), dim=1), S(r(3, 4), dim=0), S(r(2, 3, 4), dim=-2), S(r(), dim=0)],
+    ),
+    OpInfo(
+        "cumprod",
+        lambda x, **k: fg.cumprod(x, **k),
+        lambda x, dim: np.cumprod(x, axis=dim),
+        [S(r(3, 4), dim=1), S(r(2, 3, 4), dim=0), S(ZEROS_IN_SLICES, dim=1)],
+    ),
+    OpInfo(
+        "cumprod_zeros",  # slices with two and three zeros
+        lambda x, **k: fg.cumprod(x, **k),
+        lambda x, dim: np.cumprod(x, axis=dim),
+        [S(ZEROS_IN_SLICES, dim=0), S(np.array([2.0, 0.0, 1.5, 0.0, 3.0, 0.0, 0.5]), dim=0)],
+    ),
+    OpInfo(
+        "sort",
+        lambda x, **k: fg.sort(x, **k).values,
+        _sort_ref,
+        [S(r(3, 5)), S(r(3, 5), dim=0, descending=True), S(r(4), descending=True), S(r())],
+    ),
+    OpInfo(
+        "sort_indices",
+        lambda x, **k: x.sort(**k).indices,
+        _argsort_ref,
+        [
+            S(np.array([[2.0, 1.0, 2.0, 0.5, 1.0]])),
+            S(np.array([2.0, 1.0, 2.0, 1.0]), descending=True),
+        ],
+        differentiable=False,
+    ),
+    OpInfo(
+        "argsort",
+        lambda x, **k: x.argsort(**k),
+        _argsort_ref,
+        [S(r(3, 5), dim=0), S(np.array([1.0, 3.0, 1.0, 3.0]), descending=True)],
+        differentiable=False,
+    ),
+    OpInfo(
+        "topk",
+        lambda x, k, **kw: fg.topk(x, k, **kw).values,
+        _topk_ref,
+        [S(r(3, 6), 2), S(r(3, 6), 3, dim=0, largest=False), S(r(5), 5), S(r(4, 2), 0)],
+    ),
+    OpInfo(
+        "topk_indices",
+        lambda x, k, **kw: x.topk(k, **kw).indices,
+        lambda x, k, **kw: _topk_ref(x, k, **kw, indices=True),
+        [
+            S(np.array([[1.0, 3.0, 2.0, 3.0, 1.0]]), 3),
+            S(np.array([1.0, 0.0, 1.0, 0.0]), 3, largest=False),
+        ],
+        differentiable=False,
+    ),
     OpInfo(
         "softmax",
         lambda x, dim: fg.softmax(x, dim),
@@ -346,6 +488,100 @@ OPS = [
         lambda a, b: np.stack([a, b], 1),
         [S(r(3, 4), r(3, 4))],
     ),
+    OpInfo(
+        "repeat",
+        lambda x: x.repeat(2, 1, 3),
+        lambda x: np.tile(x, (2, 1, 3)),
+        [S(r(3, 2)), S(r(2, 3, 1)), S(r())],
+    ),
+    OpInfo(
+        "repeat_interleave",
+        lambda x, **k: x.repeat_interleave(**k),
+        lambda x, repeats, dim=None: np.repeat(x, repeats, axis=dim),
+        [S(r(3, 2), repeats=2), S(r(3, 2), repeats=3, dim=1), S(r(2, 3), repeats=0, dim=0)],
+    ),
+    OpInfo(
+        "repeat_interleave_counts",
+        lambda x, counts: fg.repeat_interleave(x, counts, dim=0),
+        lambda x, counts: np.repeat(x, counts, axis=0),
+        [S(r(3, 2), ints([2, 0, 1])), S(r(3), ints([3]))],
+    ),
+    OpInfo("flip", lambda x: x.flip((0, 2)), lambda x: np.flip(x, (0, 2)), [S(r(2, 3, 4))]),
+    OpInfo("fliplr", fg.fliplr, np.fliplr, [S(r(3, 4))]),
+    OpInfo("flipud", fg.flipud, np.flipud, [S(r(3, 4))]),
+    OpInfo(
+        "roll",
+        lambda x, *a, **k: fg.roll(x, *a, **k),
+        _roll_ref,
+        [S(r(3, 4), 1), S(r(3, 4), (1, -3), (0, 1)), S(r(3, 4), -5, dims=1)],
+    ),
+    OpInfo(
+        "tril",
+        lambda x, **k: x.tril(**k),
+        lambda x, diagonal=0: np.tril(x, diagonal),
+        [S(r(4, 3)), S(r(2, 3, 4), diagonal=1), S(r(3, 3), diagonal=-1)],
+    ),
+    OpInfo(
+        "triu",
+        lambda x, **k: fg.triu(x, **k),
+        lambda x, diagonal=0: np.triu(x, diagonal),
+        [S(r(4, 3)), S(r(2, 3, 4), diagonal=-2)],
+    ),
+    OpInfo(
+        "diagonal",
+        lambda x, **k: x.diagonal(**k),
+        lambda x, offset=0, dim1=0, dim2=1: np.diagonal(x, offset, dim1, dim2),
+        [
+            S(r(3, 4)),
+            S(r(3, 4), offset=1),
+            S(r(4, 3), offset=-2),
+            S(r(2, 3, 4), offset=1, dim1=2, dim2=0),
+            S(r(2, 3), offset=5),
+        ],
+    ),
+    OpInfo(
+        "diag",
+        lambda x, *a: fg.diag(x, *a),
+        lambda x, *a: np.diag(x, *a),
+        [S(r(3)), S(r(2), -1), S(r(3, 4)), S(r(3, 4), 2)],
+    ),
+    OpInfo(
+        "diag_embed",
+        lambda x, *a: fg.diag_embed(x, *a),
+        _diag_embed_ref,
+        [S(r(3)), S(r(2, 3), 1), S(r(2, 3), -2)],
+    ),
+    OpInfo("trace", fg.trace, np.trace, [S(r(3, 4))]),
+    OpInfo(
+        "masked_fill",
+        lambda x, m: x.masked_fill(m > 0, 0.5),
+        lambda x, m: np.where(m > 0, 0.5, x),
+        [S(r(3, 4), r(3, 4)), S(r(3, 4), r(4)), S(r(4), r(3, 1))],
+        float_inputs=(0,),
+    ),
+    OpInfo(
+        "masked_fill_tensor",
+        lambda x, v: x.masked_fill(x > 0, v),
+        lambda x, v: np.where(x > 0, v, x),
+        [S(r(3, 4), r())],
+    ),
+    OpInfo(
+        "einsum",
+        lambda *xs, equation: fg.einsum(equation, *xs),
+        lambda *xs, equation: np.einsum(equation, *xs),
+        [
+            S(r(3, 4), r(4, 5), equation="ij,jk->ik"),
+            S(r(3, 4), r(5, 4), equation="ij,kj"),
+            S(r(2, 3, 4), r(2, 4, 5), equation="bij,bjk->bik"),
+            S(r(3, 3), equation="ii->i"),
+            S(r(3, 3, 2), equation="iij"),
+            S(r(2, 3, 4), r(4, 5), equation="...ij,...jk->...ik"),
+            S(r(3), r(4), equation="i,j->ij"),
+            S(r(2, 3), r(3, 4), r(4), equation="ij,jk,k->i"),
+            S(r(2, 3, 4), r(3, 2, 5), equation="ijk,jil->kl"),
+            S(r(3, 4), equation="ij->"),
+        ],
+    ),
     OpInfo("split", lambda x: fg.split(x, 2, dim=1)[1], lambda x: x[:, 2:4], [S(r(3, 5))]),
     OpInfo("split_sizes", lambda x: x.split([1, 3], 1)[1], lambda x: x[:, 1:], [S(r(3, 4))]),
     OpInfo("chunk", lambda x: fg.chunk(x, 2, 0)[1], lambda x: x[2:], [S(r(4, 3))]),
@@ -371,6 +607,46 @@ OPS = [
         lambda x, i: fg.index_select(x, 1, i),
         lambda x, i: np.take(x, i, axis=1),
         [S(r(3, 4), ints([3, 0, 3]))],
+    ),
+    OpInfo(
+        "scatter",
+        lambda x, i, src: fg.scatter(x, 1, i, src),
+        lambda x, i, src: _scatter_ref(x, i, src, 1),
+        [S(r(3, 4), ints([[0, 3], [1, 2], [2, 0]]), r(3, 3))],
+    ),
+    OpInfo(
+        "scatter_value",
+        lambda x, i: x.scatter(0, i, -1.5),
+        lambda x, i: _scatter_ref(x, i, np.full(i.shape, -1.5), 0),
+        [S(r(3, 4), ints([[2, 0, 1, 2]]))],
+    ),
+    OpInfo(
+        "scatter_add",
+        lambda x, i, src: x.scatter_add(0, i, src),
+        lambda x, i, src: _scatter_add_ref(x, i, src, 0),
+        [S(r(3, 4), ints([[2, 0, 2, 1], [2, 2, 0, 1]]), r(2, 4))],
+    ),
+    OpInfo(
+        "index_add",
+        lambda x, i, source, **k: fg.index_add(x, 1, i, source, **k),
+        lambda x, i, source, **k: _index_add_ref(x, i, source, 1, **k),
+        [S(r(3, 4), ints([3, 0, 3]), r(3, 3)), S(r(3, 4), ints([1, 1]), r(3, 2), alpha=2.5)],
+    ),
+    OpInfo(
+        "nonzero",
+        lambda x: fg.nonzero(x > 0.5),
+        lambda x: np.argwhere(x > 0.5),
+        [S(r(3, 4)), S(r(5))],
+        differentiable=False,
+        jit=False,
+    ),
+    OpInfo(
+        "where_condition",
+        lambda x: fg.where(x > 0.5)[-1],
+        lambda x: np.nonzero(x > 0.5)[-1],
+        [S(r(3, 4))],
+        differentiable=False,
+        jit=False,
     ),
     OpInfo(
         "gather",

@@ -372,3 +372,39 @@ def test_integer_indexing_returns_a_view_that_inplace_ops_write_through():
     x[0].fill_(1)
     assert x.tolist() == [[1.0, 1.0], [0.0, 5.0]]
     assert x._version == 2
+
+
+@pytest.mark.parametrize(
+    "make,name",
+    [
+        (lambda x: x + 1, "AddBackward0"),
+        (lambda x: x * x, "MulBackward0"),
+        (lambda x: x.sum(), "SumBackward0"),
+        (lambda x: x.sum(0), "SumBackward1"),
+        (lambda x: x.mean(), "MeanBackward0"),
+        (lambda x: x[0], "SelectBackward0"),
+        (lambda x: x.t(), "TBackward0"),
+        (lambda x: x.exp(), "ExpBackward0"),
+    ],
+)
+def test_grad_fn_class_is_named_as_pytorch_names_the_node(make, name):
+    """Tools read type(t.grad_fn).__name__, not only the repr."""
+    node = make(fg.ones(2, 2, requires_grad=True)).grad_fn
+    assert type(node).__name__ == name and node.name() == name
+    assert repr(node).startswith(f"<{name} object at 0x")
+
+
+def test_custom_function_node_class_is_named_after_the_function():
+    class Double(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    y = Double.apply(fg.ones(2, requires_grad=True))
+    assert type(y.grad_fn).__name__ == "DoubleBackward"
+    assert isinstance(y.grad_fn, fg.autograd.FunctionCtx)
+    y.sum().backward()

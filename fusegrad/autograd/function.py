@@ -6,6 +6,8 @@ backward node itself, as in PyTorch.
 
 from __future__ import annotations
 
+import weakref
+
 from ..ir.primitives import unbroadcast
 from ..runtime import autograd as engine
 from ..runtime import grad_mode
@@ -106,6 +108,20 @@ class FunctionCtx(engine.Node):
         return out
 
 
+# Function subclass -> the FunctionCtx subclass its nodes are
+_node_classes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _node_class(function_cls) -> type:
+    """``<Name>Backward``, the class of a Function's nodes (as PyTorch names
+    it: tools read ``type(t.grad_fn).__name__``), made once per Function."""
+    cls = _node_classes.get(function_cls)
+    if cls is None:
+        name = function_cls.__name__ + "Backward"
+        cls = _node_classes[function_cls] = type(name, (FunctionCtx,), {"__module__": __name__})
+    return cls
+
+
 class Function:
     """Base class of custom differentiable operations.
 
@@ -143,7 +159,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        ctx = FunctionCtx(cls, args)
+        ctx = _node_class(cls)(cls, args)
         uses_setup_context = cls.setup_context is not Function.setup_context
         with grad_mode.no_grad():
             if uses_setup_context:

@@ -211,6 +211,23 @@ def _pow(b, args, eqn):
     return result
 
 
+def _libm(name):
+    """A call to the C library's function, for functions with no inline
+    approximation yet: right everywhere, not vectorized. Declared approximated
+    as those are (its bits may differ from numpy's by an ulp), so a kernel
+    holding it always runs natively and a value computed again is the same."""
+
+    def lower(b, args, eqn):
+        t = args[0].type
+        symbol = name if isinstance(t, ir.DoubleType) else name + "f"
+        fn = b.module.globals.get(symbol) or ir.Function(
+            b.module, ir.FunctionType(t, [t] * len(args)), name=symbol
+        )
+        return b.call(fn, args)
+
+    return lower
+
+
 _APPROXIMATED = {
     P.exp: _math(mathfns.exp),
     P.log: _math(mathfns.log),
@@ -220,6 +237,10 @@ _APPROXIMATED = {
     P.sigmoid: _math(mathfns.sigmoid),
     P.softplus: _math(mathfns.softplus),
     P.erf: _math(mathfns.erf),
+    P.log2: _libm("log2"),
+    P.log10: _libm("log10"),
+    P.exp2: _libm("exp2"),
+    P.atan2: _libm("atan2"),
 }
 
 LOWERINGS = {prim: Lowering(emit) for prim, emit in _EXACT.items()}
@@ -250,7 +271,10 @@ IN_NUMPY = {
     P.index_put: "scatters",
     P.concatenate: "a copy numpy makes at memory speed",
     P.random_bits: "Philox rounds in uint64 arithmetic, not yet emitted as LLVM",
+    P.cumsum: "a scan along an axis",
+    P.cumprod: "a scan along an axis",
     P.argsort: "a sort",
+    P.diagonal: "a view",
 }
 
 

@@ -12,14 +12,27 @@ BOOL, INTEGER, FLOATING = 0, 1, 2  # promotion categories, lowest first
 
 
 class DType:
-    __slots__ = ("name", "short", "np", "category", "itemsize")
+    """An element type. ``np`` is the numpy dtype its values are stored in;
+    a reduced-precision float (float16, bfloat16) is stored in float32
+    holding only values it can represent, each result rounded to it
+    (``round``), as PyTorch computes these types on the CPU."""
 
-    def __init__(self, name: str, short: str, np_dtype: type, category: int):
+    __slots__ = ("name", "short", "np", "category", "itemsize", "reduced", "_rounding")
+
+    def __init__(self, name, short, np_dtype, category, *, itemsize=None, rounding=None):
         self.name = name
         self.short = short
         self.np = np.dtype(np_dtype)
         self.category = category
-        self.itemsize = self.np.itemsize
+        self.itemsize = itemsize or self.np.itemsize
+        self.reduced = rounding is not None
+        self._rounding = rounding
+
+    def round(self, values) -> np.ndarray:
+        """``values`` as this dtype's storage: for a reduced float, rounded to
+        the nearest value it represents (ties to even)."""
+        values = np.asarray(values, self.np)
+        return self._rounding(values) if self.reduced else values
 
     @property
     def is_floating_point(self) -> bool:
@@ -29,7 +42,19 @@ class DType:
         return f"fusegrad.{self.name}"
 
     def __reduce__(self):
-        return (from_numpy_dtype, (self.np,))
+        return (by_name, (self.name,))
+
+
+def _to_float16(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float16).astype(np.float32)
+
+
+def _to_bfloat16(values: np.ndarray) -> np.ndarray:
+    """The upper 16 bits of the float32 values, rounded to nearest even
+    (NaN stays NaN: its rounding could carry into the sign)."""
+    bits = values.view(np.uint32)
+    rounded = (bits + (np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1)))) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(values), np.float32(np.nan), rounded.view(np.float32))
 
 
 float32 = DType("float32", "f32", np.float32, FLOATING)
@@ -37,12 +62,16 @@ float64 = DType("float64", "f64", np.float64, FLOATING)
 int64 = DType("int64", "i64", np.int64, INTEGER)
 int32 = DType("int32", "i32", np.int32, INTEGER)
 bool_ = DType("bool", "bool", np.bool_, BOOL)
+float16 = DType("float16", "f16", np.float32, FLOATING, itemsize=2, rounding=_to_float16)
+bfloat16 = DType("bfloat16", "bf16", np.float32, FLOATING, itemsize=2, rounding=_to_bfloat16)
 
-ALL_DTYPES = (float32, float64, int64, int32, bool_)
+ALL_DTYPES = (float32, float64, int64, int32, bool_)  # one per storage type
+REDUCED_DTYPES = (float16, bfloat16)
+_BY_NAME = {d.name: d for d in ALL_DTYPES + REDUCED_DTYPES}
 _BY_NUMPY = {d.np: d for d in ALL_DTYPES}
 # numpy types we accept on input and map to the nearest fusegrad dtype
 _NUMPY_ALIASES = {
-    np.dtype(np.float16): float32,
+    np.dtype(np.float16): float16,
     np.dtype(np.int8): int32,
     np.dtype(np.int16): int32,
     np.dtype(np.uint8): int32,
@@ -50,7 +79,11 @@ _NUMPY_ALIASES = {
     np.dtype(np.uint32): int64,
 }
 DEFAULT_FOR_CATEGORY = {BOOL: bool_, INTEGER: int64, FLOATING: float32}
-_RANK = {bool_: 0, int32: 1, int64: 2, float32: 3, float64: 4}
+_RANK = {bool_: 0, int32: 1, int64: 2, float16: 3, bfloat16: 3, float32: 4, float64: 5}
+
+
+def by_name(name: str) -> DType:
+    return _BY_NAME[name]
 
 
 def from_numpy_dtype(np_dtype) -> DType:
@@ -59,7 +92,7 @@ def from_numpy_dtype(np_dtype) -> DType:
     if found is None:
         raise TypeError(
             f"can't convert numpy array of type {np_dtype}: fusegrad supports "
-            "float32, float64, int64, int32 and bool"
+            "float16, float32, float64, int64, int32 and bool"
         )
     return found
 
@@ -81,6 +114,8 @@ def as_dtype(dtype) -> DType:
 
 
 def promote(a: DType, b: DType) -> DType:
+    if _RANK[a] == _RANK[b] and a is not b:  # float16 and bfloat16: neither holds the other
+        return float32
     return a if _RANK[a] >= _RANK[b] else b
 
 

@@ -238,6 +238,47 @@ exp.defvjp(x=lambda g, out: g * out)
 log = Primitive("log", np.log, _float_unary_rule("log"), elementwise=True, public="float")
 log.defvjp(x=lambda g, x: g / x)
 
+
+def _rounded_from_float64(ufunc):
+    """ufunc, float32 operands computed in float64 and rounded: numpy's own
+    float32 loops are an ulp off at round arguments (log10(1000) is
+    3.0000002), where PyTorch's give the correctly rounded result."""
+
+    def impl(*xs):
+        if xs[0].dtype == np.float32:
+            return ufunc(*(x.astype(np.float64) for x in xs)).astype(np.float32)
+        return ufunc(*xs)
+
+    return impl
+
+
+log2 = Primitive(
+    "log2",
+    _rounded_from_float64(np.log2),
+    _float_unary_rule("log2"),
+    elementwise=True,
+    public="float",
+)
+log2.defvjp(x=lambda g, x: g / (x * math.log(2.0)))
+
+log10 = Primitive(
+    "log10",
+    _rounded_from_float64(np.log10),
+    _float_unary_rule("log10"),
+    elementwise=True,
+    public="float",
+)
+log10.defvjp(x=lambda g, x: g / (x * math.log(10.0)))
+
+exp2 = Primitive(
+    "exp2",
+    _rounded_from_float64(np.exp2),
+    _float_unary_rule("exp2"),
+    elementwise=True,
+    public="float",
+)
+exp2.defvjp(x=lambda g, out: g * out * math.log(2.0))
+
 log1p = Primitive(
     "log1p",
     np.log1p,
@@ -378,6 +419,20 @@ pow_.defvjp(
     y=lambda g, x, y, out: where((x == 0.0) & (y >= 0.0), 0.0, g * out * log(x)),
 )
 
+# At (0, 0) both rules divide 0 by 0, as PyTorch's do: the gradient is nan.
+atan2 = Primitive(
+    "atan2",
+    _rounded_from_float64(np.arctan2),
+    _binary_rule("atan2", require=(dtypes.FLOATING,)),
+    inputs=("y", "x"),
+    elementwise=True,
+    public="float",
+)
+atan2.defvjp(
+    y=lambda g, y, x: g * x / (x * x + y * y),
+    x=lambda g, y, x: -(g * y) / (x * x + y * y),
+)
+
 # Ties split the gradient evenly, as PyTorch does.
 maximum = Primitive(
     "maximum", np.maximum, _binary_rule("maximum"), inputs=("x", "y"), elementwise=True
@@ -495,18 +550,39 @@ reduce_min.defvjp(x=_share_extremum)
 
 def _prod_vjp(g, x, out, axes):
     # d prod / d x_i is the product of the other elements: out / x_i where
-    # x_i != 0 (differentiable through out, so second order is right too).
-    # At a zero it is the product of the non-zeros if that zero is the only
-    # one, else 0; no division by zero happens on either branch.
+    # x_i != 0 (differentiable through out, so second order is right too),
+    # and at a zero the products of the elements before and after it, as
+    # PyTorch computes it (no division; exact to second order however many
+    # zeros a slice holds).
     is_zero = x == 0.0
-    zeros = expand_reduced(reduce_sum(convert(is_zero, dtype=x.dtype), axes=axes), x.shape, axes)
-    nonzero_prod = expand_reduced(reduce_prod(where(is_zero, 1.0, x), axes=axes), x.shape, axes)
     others = where(
         is_zero,
-        where(zeros == 1.0, nonzero_prod, 0.0),
+        _products_of_the_others(x, axes),
         expand_reduced(out, x.shape, axes) / where(is_zero, 1.0, x),
     )
     return expand_reduced(g, x.shape, axes) * others
+
+
+def _products_of_the_others(x, axes):
+    """For each element, the product of the others of its slice over ``axes``
+    (in C order): the exclusive cumulative products from either end."""
+    kept = [d for d in range(x.ndim) if d not in axes]
+    perm = tuple(kept + list(axes))
+    moved = transpose(x, perm=perm)
+    lead = moved.shape[: len(kept)]
+    flat = reshape(moved, shape=lead + (math.prod(moved.shape[len(kept) :]),))
+    axis = len(lead)
+
+    def part(values, start, stop):
+        return index(
+            values, spec=(("slice", None, None, None),) * axis + (("slice", start, stop, None),)
+        )
+
+    one = pow_(part(flat, 0, 1), 0.0)  # ones (x ** 0 is 1 even at 0, inf and nan)
+    before = concatenate(one, part(cumprod(flat, axis=axis, reverse=False), None, -1), axis=axis)
+    after = concatenate(part(cumprod(flat, axis=axis, reverse=True), 1, None), one, axis=axis)
+    others = reshape(before * after, shape=moved.shape)
+    return transpose(others, perm=tuple(np.argsort(perm).tolist()))
 
 
 reduce_prod = _reduction("reduce_prod", np.multiply, "ProdBackward1")
@@ -521,6 +597,78 @@ argmin = Primitive(
     "argmin",
     lambda x, axis: np.argmin(x, axis=axis),
     lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64),
+)
+
+# ------------------------------------------------------- scans and sorting
+
+
+def _scan(ufunc):
+    """A cumulative ufunc along ``axis``, from the last element back when ``reverse``."""
+
+    def impl(x, axis, reverse):
+        if reverse:
+            return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis), axis)
+        return ufunc.accumulate(x, axis=axis)
+
+    return impl
+
+
+def _scan_rule(x, axis, reverse):
+    return x.shape, x.dtype
+
+
+cumsum = Primitive("cumsum", _scan(np.add), _scan_rule)
+cumsum.defvjp(x=lambda g, axis, reverse: cumsum(g, axis=axis, reverse=not reverse))
+
+
+def _cumprod_vjp(g, x, out, axis, reverse):
+    # d out_j / d x_k (j at or past k) is the product of x up to j without x_k:
+    # out_j / x_k where x_k != 0, differentiable through out. At a slice's
+    # first zero the products are computed again with that zero taken as 1.
+    # At its second zero they hold the first zero's x as a factor: 0, but
+    # with that factor's derivative, so second derivatives are exact too.
+    # Past the second zero every product holds two zeros: 0 to second order.
+    def after(values):  # sums from each position to the end of the scan
+        return cumsum(values, axis=axis, reverse=not reverse)
+
+    is_zero = x == 0.0
+    zeros_so_far = cumsum(convert(is_zero, dtype=x.dtype), axis=axis, reverse=reverse)
+    first_zero = logical_and(is_zero, zeros_so_far == 1.0)
+    second_zero = logical_and(is_zero, zeros_so_far == 2.0)
+    nonzero = after(g * out) / where(is_zero, 1.0, x)
+    without_first = cumprod(where(first_zero, 1.0, x), axis=axis, reverse=reverse)
+    without_both = cumprod(
+        where(logical_or(first_zero, second_zero), 1.0, x), axis=axis, reverse=reverse
+    )
+    first_zero_x = expand_reduced(
+        reduce_sum(where(first_zero, x, 0.0), axes=(axis,)), x.shape, (axis,)
+    )
+    return where(
+        first_zero,
+        after(g * without_first),
+        where(second_zero, first_zero_x * after(g * without_both), where(is_zero, 0.0, nonzero)),
+    )
+
+
+cumprod = Primitive("cumprod", _scan(np.multiply), _scan_rule)
+cumprod.defvjp(x=_cumprod_vjp)
+
+
+def _argsort_impl(x, axis, descending):
+    """Stable: equal elements keep their order. NaN sorts above every number,
+    as in PyTorch (last ascending, first descending)."""
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    # the stable ascending order of the reversed slice, read backwards
+    backwards = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return x.shape[axis] - 1 - np.flip(backwards, axis)
+
+
+# The positions that sort x along axis; sort and topk gather the values with them.
+argsort = Primitive(
+    "argsort",
+    _argsort_impl,
+    lambda x, axis, descending: (x.shape, dtypes.int64),
 )
 
 # ---------------------------------------------------------------- shape ops
@@ -567,6 +715,48 @@ broadcast_to = Primitive(
     elementwise=True,
 )
 broadcast_to.defvjp(x=lambda g: g)
+
+
+def _diagonal_length(n: int, m: int, offset: int) -> int:
+    return max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+
+
+def _diagonal_impl(x, offset, dim1, dim2):
+    view = np.diagonal(x, offset, dim1, dim2)
+    if x.flags.writeable:  # a view in-place ops write through, as PyTorch's
+        view.flags.writeable = True
+    return view
+
+
+def _diagonal_rule(x, offset, dim1, dim2):
+    length = _diagonal_length(x.shape[dim1], x.shape[dim2], offset)
+    rest = tuple(size for d, size in enumerate(x.shape) if d not in (dim1, dim2))
+    return rest + (length,), x.dtype
+
+
+def embed_diagonal(g, shape, offset, dim1, dim2):
+    """Zeros of ``shape`` with ``g`` (the diagonal's values, last axis) on the
+    diagonal: every n-th element of the flattened (dim1, dim2) plane."""
+    n, m = shape[dim1], shape[dim2]
+    rest = [d for d in range(len(shape)) if d not in (dim1, dim2)]
+    batch = tuple(shape[d] for d in rest)
+    length = g.shape[-1]
+    start = offset if offset >= 0 else -offset * m
+    places = (
+        ("slice", start, start + (length - 1) * (m + 1) + 1, m + 1)
+        if length
+        else ("slice", 0, 0, None)
+    )
+    spec = (("slice", None, None, None),) * len(batch) + (places,)
+    plane = reshape(scatter_add(g, spec=spec, shape=batch + (n * m,)), shape=batch + (n, m))
+    order = rest + [dim1, dim2]
+    return transpose(plane, perm=tuple(order.index(d) for d in range(len(shape))))
+
+
+diagonal = Primitive("diagonal", _diagonal_impl, _diagonal_rule, view=True)
+diagonal.defvjp(
+    x=lambda g, x_shape, offset, dim1, dim2: embed_diagonal(g, x_shape, offset, dim1, dim2)
+)
 
 
 # An index spec is a hashable tuple: ("slice", start, stop, step), ("int", i),
@@ -781,13 +971,6 @@ def _random_bits_rule(seed, offset, shape):
 # state as an input and returns it advanced, as eager mode does.
 random_bits = Primitive(
     "random_bits", _random_bits_impl, _random_bits_rule, inputs=("seed", "offset")
-)
-
-# Stable, so equal keys keep their order. Indices have no derivative: no rule.
-argsort = Primitive(
-    "argsort",
-    lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
-    lambda x, axis: (x.shape, dtypes.int64),
 )
 
 PRIMITIVES = {p.name: p for p in globals().values() if isinstance(p, Primitive)}

@@ -34,8 +34,10 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
 
 
 def normalize_dim(dim, ndim: int) -> int:
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+    if dim.__class__ is not int:  # numpy's integers (and 0-d integer tensors) are ints too
+        if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+            raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+        dim = operator.index(dim)
     bound = max(ndim, 1)  # a 0-d tensor accepts dim 0 and -1, as in PyTorch
     if not -bound <= dim < bound:
         raise IndexError(
@@ -49,10 +51,10 @@ def normalize_axes(dim, ndim: int) -> tuple:
     """`dim` as given to a reduction (None, an int, or a sequence) to sorted axes."""
     if dim is None:
         return tuple(range(ndim))
-    if isinstance(dim, int):
-        dims = (dim,)
-    elif isinstance(dim, (tuple, list)):
+    if isinstance(dim, (tuple, list)):
         dims = tuple(dim)
+    elif hasattr(dim, "__index__") and not isinstance(dim, bool):
+        dims = (dim,)
     else:
         raise TypeError(f"dim must be an int or a sequence of ints, not {type(dim).__name__}")
     if not dims:

@@ -23,7 +23,7 @@ from ..tracer.tensor import Tensor, recording, tensor_type_name
 def typename(obj) -> str:
     """A name for ``obj``'s type in errors, as ``torch.typename`` gives it."""
     if isinstance(obj, Tensor):
-        return tensor_type_name(obj._data.dtype)
+        return tensor_type_name(obj._dtype)
     module = getattr(type(obj), "__module__", "") or ""
     name = type(obj).__qualname__
     return name if module in ("", "builtins") else f"{module}.{name}"

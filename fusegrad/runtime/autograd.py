@@ -130,7 +130,12 @@ class Node:
 
 
 class PrimitiveBackward(Node):
-    """The backward of one primitive application: runs the primitive's VJP rules."""
+    """The backward of one primitive application: runs the primitive's VJP rules.
+
+    Nodes are instances of a subclass named as PyTorch names the node
+    (``MulBackward0``, see ``backward_class``), since tools read
+    ``type(t.grad_fn).__name__``; an op ending in a primitive whose node
+    PyTorch names otherwise renames it by setting ``label``."""
 
     __slots__ = (
         "prim",
@@ -138,7 +143,6 @@ class PrimitiveBackward(Node):
         "plan",
         "in_shapes",
         "in_dtypes",
-        "label",
         "saved",
         "saved_out",
         "freed",
@@ -166,7 +170,6 @@ class PrimitiveBackward(Node):
         else:
             self.in_shapes = tuple([t._data.shape for t in inputs])
             self.in_dtypes = tuple([t._dtype for t in inputs])
-        self.label = prim.backward_name
         self.saved = (
             {i: (inputs[i], inputs[i]._version_counter[0]) for i in plan.saved_inputs}
             if plan.saved_inputs
@@ -181,8 +184,13 @@ class PrimitiveBackward(Node):
         )
         self.freed = False
 
-    def name(self) -> str:
-        return self.label
+    @property
+    def label(self) -> str:
+        return self.__class__.__name__
+
+    @label.setter
+    def label(self, name: str) -> None:
+        self.__class__ = backward_class(name)
 
     def unpack_output(self):
         data, counter, version = self.saved_out
@@ -214,6 +222,18 @@ class PrimitiveBackward(Node):
         return result
 
 
+_backward_classes: dict = {}  # node name -> its PrimitiveBackward subclass
+
+
+def backward_class(name: str) -> type:
+    """The subclass of PrimitiveBackward called ``name``, made once."""
+    cls = _backward_classes.get(name)
+    if cls is None:
+        cls = type(name, (PrimitiveBackward,), {"__slots__": (), "__module__": __name__})
+        _backward_classes[name] = cls
+    return cls
+
+
 def _arg_getter(prim, name: str, count: int):
     """How a backward node fetches the rule argument called ``name`` (decided
     once per plan, not per call)."""
@@ -241,10 +261,18 @@ class RecordingPlan:
     """For one primitive and one pattern of inputs requiring grad: which inputs
     get a gradient, and which values the backward node must save."""
 
-    __slots__ = ("needs_grad", "saved_inputs", "saves_output", "rules", "arg_getters")
+    __slots__ = (
+        "needs_grad",
+        "saved_inputs",
+        "saves_output",
+        "rules",
+        "arg_getters",
+        "node_class",
+    )
 
     def __init__(self, prim, requires_grad: tuple):
         count = len(requires_grad)
+        self.node_class = backward_class(prim.backward_name)
         self.needs_grad = tuple(
             r and prim.rule_for(i) is not None for i, r in enumerate(requires_grad)
         )
@@ -334,7 +362,7 @@ def record(prim, params, inputs, output, requires_grad: tuple) -> None:
                 "a view of a tensor that was since modified in-place is used in a computation "
                 "that requires grad; take the view again after the in-place operation"
             )
-    output.grad_fn = PrimitiveBackward(prim, params, inputs, output, plan)
+    output.grad_fn = plan.node_class(prim, params, inputs, output, plan)
     output._requires_grad = True
 
 

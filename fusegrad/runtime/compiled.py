@@ -33,6 +33,7 @@ class Program:
 
     def __init__(self, trace, args: list, output_tensors: list, jit):
         self.jit = jit
+        self.fixed_leaves: list = []  # (position, number): arguments keyed by value since
         self.num_args = len(trace.inputs)
         self.captured = trace.captured
         self.guards = trace.guards
@@ -173,6 +174,10 @@ class Program:
 
     def run(self, args: list):
         """The outputs as tensors, or None when a guard fails (nothing changed then)."""
+        if self.fixed_leaves:
+            args = list(args)
+            for position, number in self.fixed_leaves:
+                args.insert(position, number)
         for read, value, description in self.python_guards:
             now = read()
             if now != value:

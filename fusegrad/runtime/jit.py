@@ -165,9 +165,23 @@ class JitFunction:
         variants, done = turn
         try:
             program, result = self._trace(args, kwargs)
+            # a number argument the trace decided on by value is part of the key now;
+            # the program still takes it, as the value it was traced with
+            settled = self._signature(args, kwargs)[1]
             with self._lock:
+                if settled != key:
+                    paths: list = []
+                    leaves, _ = self._signature(args, kwargs, paths, by_value=frozenset())
+                    program.fixed_leaves = [
+                        (k, leaf)
+                        for k, (leaf, path) in enumerate(zip(leaves, paths))
+                        if path in self._by_value
+                    ]
+                    if not variants and self._cache.get(key) is variants:
+                        del self._cache[key]
+                    variants = self._cache.setdefault(settled, [])
                 variants.append(program)
-                self._evict(key)
+                self._evict(settled)
         finally:
             with self._lock:
                 if self._tracing.get(key) is done:
@@ -301,7 +315,7 @@ class JitFunction:
         self._dump(program, number)
         return program, result
 
-    def _signature(self, args, kwargs, paths=None):
+    def _signature(self, args, kwargs, paths=None, by_value=None):
         """The leaves (tensors and the numbers that are program inputs, in
         order; with ``paths``, each leaf's path is appended there) and the
         cache key: the structure of the arguments, each tensor's shape,
@@ -310,6 +324,7 @@ class JitFunction:
         leaves: list = []
         parts = []
         static = self.static_argnums
+        by_value = self._by_value if by_value is None else by_value
         for i, arg in enumerate(args):
             if static and i in static:
                 try:
@@ -324,21 +339,21 @@ class JitFunction:
                 leaves.append(arg)
                 parts.append(_tensor_key(arg))
             else:
-                parts.append(self._flatten_input(arg, leaves, (i,), paths))
+                parts.append(self._flatten_input(arg, leaves, (i,), paths, by_value))
         if kwargs:
             for name in sorted(kwargs):
-                part = self._flatten_input(kwargs[name], leaves, (name,), paths)
+                part = self._flatten_input(kwargs[name], leaves, (name,), paths, by_value)
                 parts.append(("keyword", name, part))
         return leaves, (tuple(parts), grad_mode.is_grad_enabled())
 
-    def _flatten_input(self, value, leaves: list, path: tuple, paths):
+    def _flatten_input(self, value, leaves: list, path: tuple, paths, by_value):
         if isinstance(value, Tensor):
             leaves.append(value)
             if paths is not None:
                 paths.append(path)
             return _tensor_key(value)
         if isinstance(value, _NUMBERS) and not isinstance(value, _NOT_NUMBERS):
-            if path not in self._by_value:
+            if path not in by_value:
                 leaves.append(value)
                 if paths is not None:
                     paths.append(path)
@@ -350,14 +365,15 @@ class JitFunction:
             return (
                 type(value).__name__,
                 tuple(
-                    self._flatten_input(v, leaves, (*path, k), paths) for k, v in enumerate(value)
+                    self._flatten_input(v, leaves, (*path, k), paths, by_value)
+                    for k, v in enumerate(value)
                 ),
             )
         if isinstance(value, dict):
             return (
                 "dict",
                 tuple(
-                    (k, self._flatten_input(value[k], leaves, (*path, k), paths))
+                    (k, self._flatten_input(value[k], leaves, (*path, k), paths, by_value))
                     for k in sorted(value)
                 ),
             )

@@ -20,6 +20,8 @@ from .tensor import Tensor
 
 
 def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
+    if dtype.reduced:
+        data = dtype.round(data)
     t = Tensor._new(data, dtype)
     if requires_grad:
         t.requires_grad = True

@@ -77,7 +77,7 @@ def parse_index(index, shape: tuple):
         ):
             spec.append(("int", int(item)))
             consumed += 1
-        elif isinstance(item, (Tensor, list, np.ndarray)):
+        elif isinstance(item, (Tensor, list, range, np.ndarray)):
             converted = _index_tensor(item)
             if isinstance(converted, np.ndarray):  # a boolean mask
                 if isinstance(item, Tensor) and recording.trace is not None:

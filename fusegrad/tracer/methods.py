@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from . import indexing, ops
+from . import einsum, indexing, ops  # noqa: F401  (einsum registers itself)
 from .tensor import Tensor
 
 for _name, _op in ops.METHODS.items():
@@ -92,6 +92,8 @@ Tensor.double = lambda self: ops.to(self, dtypes.float64)
 Tensor.long = lambda self: ops.to(self, dtypes.int64)
 Tensor.int = lambda self: ops.to(self, dtypes.int32)
 Tensor.bool = lambda self: ops.to(self, dtypes.bool_)
+Tensor.half = lambda self: ops.to(self, dtypes.float16)
+Tensor.bfloat16 = lambda self: ops.to(self, dtypes.bfloat16)
 Tensor.cpu = lambda self: self
 Tensor.type_as = lambda self, other: ops.to(self, other.dtype)
 
@@ -121,6 +123,21 @@ for _name in (
     "relu",
     "sigmoid",
     "tanh",
+    "clamp_min",
+    "clamp_max",
+    "square",
+    "reciprocal",
+    "log2",
+    "log10",
+    "exp2",
+    "atan2",
+    "cumsum",
+    "cumprod",
+    "tril",
+    "triu",
+    "scatter",
+    "scatter_add",
+    "index_add",
 ):
     setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 
@@ -128,6 +145,16 @@ Tensor.__iadd__ = _forward(Tensor.add_)
 Tensor.__isub__ = _forward(Tensor.sub_)
 Tensor.__imul__ = _forward(Tensor.mul_)
 Tensor.__itruediv__ = _forward(Tensor.div_)
+
+
+def masked_fill_(self, mask, value):
+    if isinstance(mask, Tensor):  # the mask broadcasts to self, never self to the mask
+        mask = ops.expand(mask, self.shape)
+    self._check_inplace()
+    return self._commit_inplace(ops.masked_fill(self, mask, value))
+
+
+Tensor.masked_fill_ = masked_fill_
 
 
 def fill_(self, value):

@@ -11,19 +11,27 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import math
 import operator
+import warnings
 from collections import namedtuple
 
 import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from ..ir.shapes import infer_reshape, normalize_axes, normalize_dim, reduced_shape
+from ..ir.shapes import (
+    infer_reshape,
+    normalize_axes,
+    normalize_dim,
+    reduced_shape,
+    sizes_from_args,
+)
 from ..runtime import autograd
-from . import devices
+from . import creation, devices
 from .numbers import TracedNumber
-from .tensor import Tensor, constant, constant_array
+from .tensor import Tensor, constant, constant_array, recording
 
 # ------------------------------------------------------------------ plumbing
 
@@ -37,23 +45,100 @@ def public(op=None, *, name=None, function=True, method=True):
     list is written."""
 
     def register(op):
+        exposed = _with_numpy_names(op)
         if function:
-            FUNCTIONS[name or op.__name__] = op
+            FUNCTIONS[name or op.__name__] = exposed
         if method:
-            METHODS[name or op.__name__] = op
+            METHODS[name or op.__name__] = exposed
         return op
 
     return register if op is None else register(op)
 
 
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def _with_numpy_names(op):
+    """op, also taking numpy's names for its ``dim`` and ``keepdim``
+    (``x.sum(axis=0, keepdims=True)``), as PyTorch's functions do."""
+    parameters = inspect.signature(op).parameters
+    if "dim" not in parameters and "keepdim" not in parameters:
+        return op
+
+    @functools.wraps(op)
+    def op_taking_numpy_names(*args, **kwargs):
+        if "axis" in kwargs or "keepdims" in kwargs:
+            for numpy_name, name in _NUMPY_NAMES.items():
+                if numpy_name in kwargs:
+                    if name in kwargs:
+                        raise TypeError(
+                            f"{op.__name__}() got multiple values for argument '{name}'"
+                        )
+                    kwargs[name] = kwargs.pop(numpy_name)
+        return op(*args, **kwargs)
+
+    return op_taking_numpy_names
+
+
+def _with_out(op):
+    """op, also taking ``out=``: a tensor (a tuple of them for ops returning
+    several) the result is written into and that is returned, as PyTorch's
+    functions do. Not differentiable: refused when the result needs a gradient."""
+
+    @functools.wraps(op)
+    def op_with_out(*args, out=None, **kwargs):
+        result = op(*args, **kwargs)
+        if out is None:
+            return result
+        if isinstance(result, Tensor):
+            return _write_out(op.__name__, result, out)
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(
+                f"{op.__name__}(): argument 'out' must be a tuple of {len(result)} Tensors"
+            )
+        return _rebuilt(result, [_write_out(op.__name__, r, o) for r, o in zip(result, out)])
+
+    return op_with_out
+
+
+def _write_out(name, result, out):
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if result.requires_grad:
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad."
+        )
+    out._check_inplace()
+    if out.shape != result.shape:
+        if recording.trace is not None:
+            recording.trace.unsupported("resizing an out= tensor")
+        if out.numel():
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(result.shape)}. This behavior is deprecated, and in a future "
+                "PyTorch release outputs will not be resized unless they have zero "
+                "elements. You can explicitly reuse an out tensor t by resizing it, "
+                "inplace, to zero elements with t.resize_(0).",
+                UserWarning,
+                stacklevel=3,
+            )
+        out._data = np.empty(result.shape, out._data.dtype)
+    return out._commit_inplace(result)
+
+
 def _named(backward_name):
-    """Gives the node an op ends in the PyTorch name of the op (for grad_fn's repr)."""
+    """Gives the node a composite op ends in the PyTorch name of the op (for
+    grad_fn). On float16 and bfloat16 tensors the op computes in float32 and
+    rounds its result once, as PyTorch's kernel for it does."""
 
     def decorate(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             mark = autograd.sequence_mark()
-            out = fn(*args, **kwargs)
+            reduced = _reduced_result(args, kwargs)
+            out = fn(*args, **kwargs) if reduced is None else _in_float32(fn, reduced, args, kwargs)
             node = getattr(out, "grad_fn", None)
             if node is not None and node.sequence_nr > mark:
                 node.label = (
@@ -64,6 +149,56 @@ def _named(backward_name):
         return wrapper
 
     return decorate
+
+
+def _reduced_result(args, kwargs):
+    """The float16 or bfloat16 dtype the tensors among an op's arguments
+    promote to, if they promote to one (and no ``dtype=`` asks for another)."""
+    for a in args:
+        if a.__class__ is Tensor and a._dtype.reduced:
+            break
+    else:
+        if not kwargs or not builtins.any(isinstance(v, Tensor) for v in kwargs.values()):
+            return None
+    if kwargs.get("dtype") is not None:
+        return None
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+    dtype = dtypes.result_type(*tensors)
+    return dtype if dtype.reduced else None
+
+
+def _in_float32(fn, dtype, args, kwargs):
+    """fn on the tensors of ``dtype`` converted to float32, its float32 results rounded back."""
+
+    def up(a):
+        return (
+            P.convert(a, dtype=dtypes.float32) if isinstance(a, Tensor) and a._dtype is dtype else a
+        )
+
+    def down(t):
+        return (
+            P.convert(t, dtype=dtype) if isinstance(t, Tensor) and t._dtype is dtypes.float32 else t
+        )
+
+    out = fn(*[up(a) for a in args], **{k: up(v) for k, v in kwargs.items()})
+    return _rebuilt(out, [down(t) for t in out]) if isinstance(out, tuple) else down(out)
+
+
+def _rebuilt(result: tuple, items: list) -> tuple:
+    """A tuple of ``items`` of the type of ``result`` (a named one or a plain one)."""
+    return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
+
+
+def _rounded_once(fn):
+    """fn with ``_named``'s float32 computation on float16 and bfloat16
+    tensors, for a composite op whose node keeps the name of its last step."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        reduced = _reduced_result(args, kwargs)
+        return fn(*args, **kwargs) if reduced is None else _in_float32(fn, reduced, args, kwargs)
+
+    return wrapper
 
 
 def as_tensor_arg(value, name: str = "input") -> Tensor:
@@ -285,6 +420,29 @@ clip = public(clamp, name="clip")
 
 
 @public
+@_named("ClampMinBackward0")
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+@public
+@_named("ClampMaxBackward0")
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+@public
+def square(input):
+    return pow(as_tensor_arg(input), 2)
+
+
+@public
+@_named("ReciprocalBackward0")
+def reciprocal(input):
+    return div(1.0, as_tensor_arg(input))
+
+
+@public
 def maximum(input, other):
     return _binary(P.maximum, as_tensor_arg(input), as_tensor_arg(other, "other"))
 
@@ -295,7 +453,9 @@ def minimum(input, other):
 
 
 @public(method=False)
-def where(condition, input, other):
+def where(condition, input=None, other=None):
+    if input is None and other is None:  # where(condition): the positions of its True elements
+        return nonzero(condition, as_tuple=True)
     condition = as_tensor_arg(condition, "condition")
     if condition._dtype is not dtypes.bool_:
         raise RuntimeError(
@@ -305,6 +465,25 @@ def where(condition, input, other):
     input, other = _check_operand(input), _check_operand(other)
     dtype = dtypes.result_type(input, other)
     return P.where(condition, _cast(input, dtype), _cast(other, dtype))
+
+
+@public
+def nonzero(input, *, as_tuple=False):
+    """The positions of the non-zero elements: one row each, or one tensor per
+    dimension (``as_tuple``). Eager only: how many there are is a value."""
+    input = as_tensor_arg(input)
+    if recording.trace is not None:
+        recording.trace.unsupported("nonzero (its result's shape depends on the input's values)")
+    positions = np.nonzero(input._data.reshape(input.shape or (1,)))
+    if as_tuple:
+        return tuple(Tensor._make(p.astype(np.int64)) for p in positions)
+    rows = np.stack(positions, axis=1) if input.ndim else np.zeros((len(positions[0]), 0))
+    return Tensor._make(rows.astype(np.int64))
+
+
+@public(method=False)
+def argwhere(input):
+    return nonzero(input)
 
 
 # ---------------------------------------------------------------- comparisons
@@ -469,6 +648,8 @@ def _return_type(name):
 
 MaxResult = _return_type("max")
 MinResult = _return_type("min")
+SortResult = _return_type("sort")
+TopkResult = _return_type("topk")
 
 
 def _select_along(input, indices, axis):
@@ -658,8 +839,6 @@ def logsumexp(input, dim, keepdim=False):
 
 def _softmax_dim(input, dim):
     if dim is None:
-        import warnings
-
         warnings.warn(
             "Implicit dimension choice for softmax has been deprecated. Change the "
             "call to include dim=X as an argument.",
@@ -686,6 +865,77 @@ def log_softmax(input, dim=None, dtype=None):
     x = _to_float(x if dtype is None else _cast(x, dtypes.as_dtype(dtype)))
     dim = _softmax_dim(x, dim)
     return x - logsumexp(x, dim, keepdim=True)
+
+
+# ------------------------------------------------------- scans and sorting
+
+
+def _scan(prim, input, dim, dtype):
+    input = as_tensor_arg(input)
+    if dtype is not None:
+        input = _cast(input, dtypes.as_dtype(dtype))
+    elif input._dtype.category != dtypes.FLOATING:
+        input = _cast(input, dtypes.int64)  # as sum: integers accumulate in int64
+    axis = normalize_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return P.reshape(prim(P.reshape(input, shape=(1,)), axis=0, reverse=False), shape=())
+    return prim(input, axis=axis, reverse=False)
+
+
+@public
+@_named("CumsumBackward0")
+def cumsum(input, dim, *, dtype=None):
+    return _scan(P.cumsum, input, dim, dtype)
+
+
+@public
+@_named("CumprodBackward0")
+def cumprod(input, dim, *, dtype=None):
+    return _scan(P.cumprod, input, dim, dtype)
+
+
+def _order(input, dim, descending):
+    """(input as at least 1-d, its sorting axis, the positions sorting it)."""
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dim, input.ndim)
+    x = input if input.ndim else P.reshape(input, shape=(1,))
+    return x, axis, P.argsort(x, axis=axis, descending=bool(descending))
+
+
+@public
+def sort(input, dim=-1, descending=False, stable=False):
+    """Always stable (``stable`` only promises it): equal elements keep their order."""
+    x, axis, order = _order(input, dim, descending)
+    values = gather(x, axis, order)
+    if input.ndim == 0:
+        values, order = P.reshape(values, shape=()), P.reshape(order, shape=())
+    if values.grad_fn is not None:
+        values.grad_fn.label = "SortBackward0"
+    return SortResult(values, order)
+
+
+@public
+def argsort(input, dim=-1, descending=False, stable=False):
+    x, _, order = _order(input, dim, descending)
+    return order if x is input else P.reshape(order, shape=())
+
+
+@public
+def topk(input, k, dim=None, largest=True, sorted=True):
+    """The k largest (or smallest) elements along dim, in order; of equal
+    elements the first ones (as JAX: PyTorch leaves ties' order unspecified).
+    ``sorted=False`` allows any order; this is the sorted one."""
+    x, axis, order = _order(input, -1 if dim is None else dim, largest)
+    k = operator.index(k)
+    if not 0 <= k <= x.shape[axis]:
+        raise RuntimeError("selected index k out of range")
+    indices = P.index(order, spec=_narrow_spec(x.ndim, axis, 0, k))
+    values = gather(x, axis, indices)
+    if input.ndim == 0 and k:
+        values, indices = P.reshape(values, shape=()), P.reshape(indices, shape=())
+    if values.grad_fn is not None:
+        values.grad_fn.label = "TopkBackward0"
+    return TopkResult(values, indices)
 
 
 # ----------------------------------------------------------- matrix products
@@ -914,7 +1164,7 @@ def squeeze(input, dim=None):
     if dim is None:
         axes = {i for i, s in enumerate(input.shape) if s == 1}
     else:
-        axes = {normalize_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)}
+        axes = {normalize_dim(d, input.ndim) for d in _ints(dim)}
         axes = {a for a in axes if input.ndim and input.shape[a] == 1}
     return P.reshape(input, shape=tuple(s for i, s in enumerate(input.shape) if i not in axes))
 
@@ -1015,6 +1265,237 @@ def stack(tensors, dim=0):
     axis = normalize_dim(dim, tensors[0].ndim + 1)
     shape = tensors[0].shape[:axis] + (1,) + tensors[0].shape[axis:]
     return P.concatenate(*[P.reshape(t, shape=shape) for t in tensors], axis=axis)
+
+
+@public(function=False)
+@_named("RepeatBackward0")
+def repeat(input, *sizes):
+    """Tiles the tensor: ``sizes[i]`` copies along dimension i (new leading
+    dimensions where there are more sizes than dimensions)."""
+    input = as_tensor_arg(input)
+    sizes = sizes_from_args(sizes, "repeats")
+    if len(sizes) < input.ndim:
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of "
+            "dimensions of tensor"
+        )
+    shape = (1,) * (len(sizes) - input.ndim) + input.shape
+    paired = builtins.sum(((1, n) for n in shape), ())
+    tiled = builtins.sum(((r, n) for r, n in zip(sizes, shape)), ())
+    x = P.broadcast_to(P.reshape(input, shape=paired), shape=tiled)
+    return clone(P.reshape(x, shape=tuple(r * n for r, n in zip(sizes, shape))))
+
+
+@public
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element repeated ``repeats`` times along dim (of the flattened
+    tensor without dim). ``repeat_interleave(counts)`` repeats each index."""
+    input = as_tensor_arg(input)
+    if repeats is None:  # the one-argument form: input holds the counts
+        counts = _repeat_counts(input, None)
+        return Tensor._new(np.repeat(np.arange(len(counts)), counts).astype(np.int64), dtypes.int64)
+    if dim is None:
+        input, axis = P.reshape(input, shape=(input.numel(),)), 0
+    else:
+        axis = normalize_dim(dim, input.ndim)
+        if input.ndim == 0:
+            input = P.reshape(input, shape=(1,))
+    size = input.shape[axis]
+    if isinstance(repeats, Tensor) and repeats.numel() != 1:
+        counts = _repeat_counts(repeats, size)
+        positions = np.repeat(np.arange(size), counts).astype(np.int64)
+        spec = (("slice", None, None, None),) * axis + (("array",),)
+        return P.index(input, constant_array(positions, dtypes.int64), spec=spec)
+    times = operator.index(repeats)
+    if times < 0:
+        raise RuntimeError("repeats can not be negative")
+    shape = input.shape
+    spread = P.reshape(input, shape=shape[: axis + 1] + (1,) + shape[axis + 1 :])
+    spread = P.broadcast_to(spread, shape=shape[: axis + 1] + (times,) + shape[axis + 1 :])
+    return clone(P.reshape(spread, shape=shape[:axis] + (size * times,) + shape[axis + 1 :]))
+
+
+def _repeat_counts(repeats, size) -> list:
+    """The counts a tensor of repeats holds (read from its values: under jit
+    they are guarded, so other counts compile again)."""
+    if repeats.ndim > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    if repeats._dtype.category != dtypes.INTEGER:
+        raise RuntimeError("repeats has to be Long or Int tensor")
+    counts = repeats.reshape(-1).tolist()
+    if size is not None and len(counts) != size:
+        raise RuntimeError(
+            f"repeats must have the same size as input along dim, but got "
+            f"repeats.size(0) = {len(counts)} and input.size(0) = {size}"
+        )
+    if builtins.any(c < 0 for c in counts):
+        raise RuntimeError("repeats can not be negative")
+    return counts
+
+
+def _ints(value) -> tuple:
+    """An int argument that may also be a sequence of ints, as a tuple."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _dims_arg(dims, ndim: int, what: str) -> tuple:
+    dims = _ints(dims)
+    axes = tuple(normalize_dim(operator.index(d), ndim) for d in dims)
+    if len(set(axes)) != len(axes):
+        raise RuntimeError(
+            f"dims has duplicates, original {what} dims size={len(axes)}, but unique "
+            f"{what} dims size={len(set(axes))}"
+        )
+    return axes
+
+
+@public
+@_named("FlipBackward0")
+def flip(input, dims):
+    input = as_tensor_arg(input)
+    axes = _dims_arg(dims, input.ndim, "flip")
+    spec = tuple(("slice", None, None, -1 if d in axes else None) for d in range(input.ndim))
+    return clone(P.index(input, spec=spec))  # a copy, as PyTorch's: not a view
+
+
+@public
+def fliplr(input):
+    input = as_tensor_arg(input)
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+@public
+def flipud(input):
+    input = as_tensor_arg(input)
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+@public
+@_named("RollBackward0")
+def roll(input, shifts, dims=None):
+    input = as_tensor_arg(input)
+    if dims is None:
+        shifts = _ints(shifts)
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        flat = P.reshape(input, shape=(input.numel(),))
+        return P.reshape(roll(flat, shifts, 0), shape=input.shape)
+    shifts, dims = _ints(shifts), _ints(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(
+            f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
+        )
+    out = input
+    for shift, dim in zip(shifts, dims):
+        axis = normalize_dim(operator.index(dim), input.ndim)
+        size = input.shape[axis]
+        cut = size - operator.index(shift) % size if size else 0
+        if cut not in (0, size):
+            head = P.index(out, spec=_narrow_spec(out.ndim, axis, cut, size))
+            tail = P.index(out, spec=_narrow_spec(out.ndim, axis, 0, cut))
+            out = P.concatenate(head, tail, axis=axis)
+    return out if out is not input else clone(input)
+
+
+def _tri(input, diagonal, keep, name):
+    input = as_tensor_arg(input)
+    if input.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    mask = keep(np.ones(input.shape[-2:], np.bool_), operator.index(diagonal))
+    return P.where(constant_array(mask, dtypes.bool_), input, 0)
+
+
+@public
+@_named("TrilBackward0")
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dimensions (at or below the
+    ``diagonal``-th diagonal), zeros above."""
+    return _tri(input, diagonal, np.tril, "tril")
+
+
+@public
+@_named("TriuBackward0")
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dimensions, zeros below."""
+    return _tri(input, diagonal, np.triu, "triu")
+
+
+@public
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of the diagonal of the (dim1, dim2) planes, as the last dimension."""
+    input = as_tensor_arg(input)
+    a, b = normalize_dim(dim1, input.ndim), normalize_dim(dim2, input.ndim)
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return P.diagonal(input, offset=operator.index(offset), dim1=a, dim2=b)
+
+
+@public
+@_named("DiagEmbedBackward0")
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices (in dims dim1, dim2 of the result) with the last dimension of
+    input on their ``offset``-th diagonal, zeros elsewhere."""
+    input = as_tensor_arg(input)
+    ndim = input.ndim + 1
+    a, b = normalize_dim(dim1, ndim), normalize_dim(dim2, ndim)
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if input.ndim == 0:
+        input = P.reshape(input, shape=(1,))
+    offset = operator.index(offset)
+    side = input.shape[-1] + builtins.abs(offset)
+    batch = iter(input.shape[:-1])
+    shape = tuple(side if d in (a, b) else next(batch) for d in range(ndim))
+    return P.embed_diagonal(input, shape, offset, a, b)
+
+
+@public
+def diag(input, diagonal=0):
+    """The diagonal of a matrix (a copy), or the square matrix with a vector
+    on its ``diagonal``-th diagonal."""
+    input = as_tensor_arg(input)
+    if input.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.ndim != 2:
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.ndim}D")
+    return clone(P.diagonal(input, offset=operator.index(diagonal), dim1=0, dim2=1))
+
+
+@public
+@_named("TraceBackward0")
+def trace(input):
+    input = as_tensor_arg(input)
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return sum(P.diagonal(input, offset=0, dim1=0, dim2=1))
+
+
+@public
+def masked_fill(input, mask, value):
+    """``value`` where ``mask`` (broadcast) is True, ``input`` elsewhere."""
+    input = as_tensor_arg(input)
+    mask = as_tensor_arg(mask, "mask")
+    if mask._dtype is not dtypes.bool_:
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype {mask._dtype.name}"
+        )
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                f"with {value.ndim} dimension(s)."
+            )
+        name = "MaskedFillBackward1"
+    else:
+        name = "MaskedFillBackward0"
+    out = P.where(mask, _cast(_check_operand(value), input._dtype), input)
+    if out.grad_fn is not None:
+        out.grad_fn.label = name
+    return out
 
 
 def _narrow_spec(ndim, axis, start, stop):
@@ -1138,15 +1619,118 @@ def gather(input, dim, index):
                 f"{list(input.shape)} apart from dimension {axis}"
             )
     _check_bounds(index, input.shape[axis], axis, "gather")
+    return index_with_arrays(input, _grids(index, axis))
+
+
+def _grids(index, axis) -> list:
+    """Index arrays addressing, for each element of ``index``, its own position
+    with its value in place of the coordinate along ``axis``."""
     grids = []
-    for d in range(input.ndim):
+    for d in range(index.ndim):
         if d == axis:
             grids.append(index)
         else:
-            shape = [1] * input.ndim
+            shape = [1] * index.ndim
             shape[d] = index.shape[d]
             grids.append(constant_array(np.arange(index.shape[d]).reshape(shape), dtypes.int64))
-    return index_with_arrays(input, grids)
+    return grids
+
+
+def _scatter_args(what, input, dim, index, src):
+    """Checks scatter's arguments; returns the axis and the part of src that is used."""
+    input = as_tensor_arg(input)
+    index = _as_index_tensor(index, what)
+    axis = normalize_dim(dim, input.ndim)
+    if index.ndim != input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if isinstance(src, Tensor):
+        if src._dtype is not input._dtype:
+            raise RuntimeError(f"{what}(): Expected self.dtype to be equal to src.dtype")
+        if src.ndim != input.ndim:
+            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    for d in range(input.ndim):
+        too_big = d != axis and index.shape[d] > input.shape[d]
+        if too_big or (isinstance(src, Tensor) and index.shape[d] > src.shape[d]):
+            raise RuntimeError(
+                f"Expected index {list(index.shape)} to be smaller than self "
+                f"{list(input.shape)} apart from dimension {axis}"
+                + (
+                    f" and to be smaller size than src {list(src.shape)}"
+                    if isinstance(src, Tensor)
+                    else ""
+                )
+            )
+    _check_bounds(index, input.shape[axis], axis, what)
+    if isinstance(src, Tensor) and src.shape != index.shape:
+        src = P.index(src, spec=tuple(("slice", 0, n, None) for n in index.shape))
+    return input, index, axis, src
+
+
+@public
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """A copy of input with ``src[i][j]`` (or ``value``) written at
+    ``[index[i][j]][j]`` (dim 0; likewise for others). Where index repeats a
+    place, one of the values written there lands, as in PyTorch."""
+    if src is None and value is None:
+        raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+    src = value if src is None else src
+    if reduce is not None:
+        if reduce == "add":
+            return scatter_add(input, dim, index, src)
+        raise RuntimeError(
+            f"scatter(): reduce={reduce!r} is not supported by fusegrad (reduce='add' is)"
+        )
+    input, index, axis, src = _scatter_args("scatter", input, dim, index, src)
+    if not isinstance(src, Tensor):
+        src = _cast(_check_operand(src), input._dtype)
+    out = P.index_put(input, src, *_grids(index, axis), spec=(("array",),) * input.ndim)
+    if out.grad_fn is not None:
+        out.grad_fn.label = "ScatterBackward0" if src.ndim else "ScatterBackward1"
+    return out
+
+
+@public
+@_named("ScatterAddBackward0")
+def scatter_add(input, dim, index, src):
+    """input with ``src[i][j]`` added at ``[index[i][j]][j]`` (dim 0; likewise for others)."""
+    input, index, axis, src = _scatter_args("scatter_add", input, dim, index, src)
+    added = P.scatter_add(
+        src, *_grids(index, axis), spec=(("array",),) * input.ndim, shape=input.shape
+    )
+    return input + added
+
+
+@public
+@_named("IndexAddBackward0")
+def index_add(input, dim, index, source, *, alpha=1):
+    """input with ``alpha * source[..., i, ...]`` added at ``input[..., index[i], ...]``."""
+    input = as_tensor_arg(input)
+    source = as_tensor_arg(source, "source")
+    index = _as_index_tensor(index, "index_add")
+    if index.ndim > 1:
+        raise IndexError("index_add_(): Index is supposed to be a vector")
+    axis = normalize_dim(dim, input.ndim)
+    if source._dtype is not input._dtype:
+        raise RuntimeError(
+            "index_add_(): self ("
+            + _short(input._dtype)
+            + ") and source ("
+            + _short(source._dtype)
+            + ") must have the same scalar type"
+        )
+    expected = input.shape[:axis] + (index.numel(),) + input.shape[axis + 1 :]
+    if source.shape != expected and not (source.ndim == 0 and expected == (1,) * input.ndim):
+        raise RuntimeError(
+            f"index_add_(): source shape {list(source.shape)} does not match "
+            f"the expected shape {list(expected)}"
+        )
+    _check_bounds(index, input.shape[axis] if input.ndim else 1, axis, "index_add_")
+    if alpha != 1:
+        source = source * alpha
+    spec = (("slice", None, None, None),) * axis + (("array",),)
+    flat = P.reshape(index, shape=(index.numel(),))
+    source = P.reshape(source, shape=expected)
+    return input + P.scatter_add(source, flat, spec=spec, shape=input.shape)
 
 
 @public(method=False)
@@ -1189,6 +1773,55 @@ def to(input, *args, **kwargs):
     return input if dtype is input._dtype else P.convert(input, dtype=dtype)
 
 
+def _new_dtype(input, dtype):
+    return input._dtype if dtype is None else dtype
+
+
+@public(function=False)
+def new_zeros(input, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+    """A tensor of zeros with input's dtype (unless ``dtype`` is given)."""
+    return creation.zeros(
+        *size, dtype=_new_dtype(input, dtype), requires_grad=requires_grad, **kwargs
+    )
+
+
+@public(function=False)
+def new_ones(input, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+    return creation.ones(
+        *size, dtype=_new_dtype(input, dtype), requires_grad=requires_grad, **kwargs
+    )
+
+
+@public(function=False)
+def new_empty(input, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+    return creation.empty(
+        *size, dtype=_new_dtype(input, dtype), requires_grad=requires_grad, **kwargs
+    )
+
+
+@public(function=False)
+def new_full(input, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return creation.full(
+        size, fill_value, dtype=_new_dtype(input, dtype), requires_grad=requires_grad
+    )
+
+
+@public(function=False)
+def new_tensor(input, data, dtype=None, device=None, requires_grad=False):
+    """A copy of ``data`` with input's dtype (unless ``dtype`` is given)."""
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use "
+            "sourceTensor.detach().clone() or "
+            "sourceTensor.detach().clone().requires_grad_(True), rather than "
+            "tensor.new_tensor(sourceTensor).",
+            UserWarning,
+            stacklevel=2,
+        )
+        data = data.detach()
+    return creation.tensor(data, dtype=_new_dtype(input, dtype), requires_grad=requires_grad)
+
+
 @public(method=False)
 def detach(input):
     return input.detach()
@@ -1218,5 +1851,19 @@ for _alias, _name in (
     ("subtract", "sub"),
     ("divide", "div"),
     ("negative", "neg"),
+    ("arctan2", "atan2"),
 ):
-    public(FUNCTIONS[_name], name=_alias)
+    FUNCTIONS[_alias] = FUNCTIONS[_name]
+
+# The functions taking out= (as in PyTorch; their methods don't).
+for _name in (
+    "add sub mul multiply div divide true_divide pow neg negative abs sign exp log log1p "
+    "expm1 log2 log10 exp2 sqrt rsqrt sin cos tan tanh sigmoid erf floor ceil trunc round "
+    "clamp clip clamp_min clamp_max square reciprocal atan2 arctan2 maximum minimum where "
+    "eq ne lt le gt ge logical_and logical_or logical_xor logical_not "
+    "sum mean prod amax amin max min argmax argmin all any logsumexp "
+    "cumsum cumprod sort argsort topk softmax log_softmax "
+    "matmul mm mv bmm dot outer cat concat concatenate stack "
+    "index_select gather take_along_dim nonzero tril triu diag flip roll"
+).split():
+    FUNCTIONS[_name] = _with_out(FUNCTIONS[_name])

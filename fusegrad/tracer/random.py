@@ -139,7 +139,7 @@ default_generator = Generator()
 
 def _describe(value) -> str:
     if isinstance(value, Tensor):
-        return f"{tensor_type_name(value._data.dtype)} of shape {list(value.shape)}"
+        return f"{tensor_type_name(value._dtype)} of shape {list(value.shape)}"
     return type(value).__name__
 
 
@@ -178,7 +178,7 @@ def stream(generator, sampler: str) -> Generator:
 
 def _scalar_type(dtype) -> str:
     """PyTorch's name of a dtype in kernel errors: Float, Double, Long, Int, Bool."""
-    return tensor_type_name(dtype.np).removeprefix("fusegrad.").removesuffix("Tensor")
+    return tensor_type_name(dtype).removeprefix("fusegrad.").removesuffix("Tensor")
 
 
 def require_floating(dtype, kernel: str) -> None:
@@ -264,7 +264,7 @@ def integers(gen: Generator, low: int, span: int, shape: tuple) -> Tensor:
 
 
 def permutation(gen: Generator, n: int) -> Tensor:
-    return P.argsort(_words63(gen, (n,)), axis=0)
+    return P.argsort(_words63(gen, (n,)), axis=0, descending=False)
 
 
 def _bernoulli(gen: Generator, shape: tuple, p, dtype) -> Tensor:
@@ -390,7 +390,7 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
         weights = ops.unsqueeze(weights, -2)
         shape = input.shape[:-1] + (num_samples, categories)
         return P.argmax(_race(gen, weights, shape), axis=input.ndim)
-    order = P.argsort(-_race(gen, weights, input.shape), axis=input.ndim - 1)
+    order = P.argsort(-_race(gen, weights, input.shape), axis=input.ndim - 1, descending=False)
     return order[..., :num_samples]
 
 

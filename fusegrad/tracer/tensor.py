@@ -23,11 +23,14 @@ _TYPE_NAMES = {
     "int64": "LongTensor",
     "int32": "IntTensor",
     "bool": "BoolTensor",
+    "float16": "HalfTensor",
+    "bfloat16": "BFloat16Tensor",
 }
 
 
-def tensor_type_name(np_dtype) -> str:
-    return "fusegrad." + _TYPE_NAMES[dtypes.from_numpy_dtype(np_dtype).name]
+def tensor_type_name(dtype) -> str:
+    """PyTorch's name of a tensor type of ``dtype``: ``fusegrad.FloatTensor``."""
+    return "fusegrad." + _TYPE_NAMES[dtype.name]
 
 
 class _Recording(threading.local):
@@ -261,11 +264,11 @@ class Tensor:
 
     def type(self, dtype=None):
         if dtype is None:
-            return tensor_type_name(self._data.dtype)
+            return tensor_type_name(self._dtype)
         return self.to(dtype)
 
     def stride(self, dim=None):
-        strides = tuple(s // self._dtype.itemsize for s in self._data.strides)
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[dim]
 
     # ---------------------------------------------------------- conversions
@@ -298,11 +301,19 @@ class Tensor:
                 "tensor.detach().numpy() instead."
             )
         self._guarded("numpy()")
-        return self._data
+        return self._data if not self._dtype.reduced else self._reduced_array()
 
     def __array__(self, dtype=None, copy=None):
         self._guarded("__array__")
-        return self._data if dtype is None else self._data.astype(dtype)
+        data = self._data if not self._dtype.reduced else self._reduced_array()
+        return data if dtype is None else data.astype(dtype)
+
+    def _reduced_array(self) -> np.ndarray:
+        """A float16 tensor's values as numpy's float16 (a copy: the storage is
+        float32); numpy has no bfloat16, and PyTorch refuses to convert it."""
+        if self._dtype is dtypes.bfloat16:
+            raise TypeError("Got unsupported ScalarType BFloat16")
+        return self._data.astype(np.float16)
 
     def __bool__(self) -> bool:
         self._guarded("bool()")
@@ -343,8 +354,15 @@ class Tensor:
             suffixes.append("requires_grad=True")
         return tensor_repr(self._data, self._dtype, dtypes.float32, suffixes)
 
+    def __format__(self, format_spec: str) -> str:
+        """A 0-d tensor formats as its Python number (``f"{loss:.4f}"``);
+        others only with an empty spec, as ``str``, as in PyTorch."""
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def __reduce_ex__(self, protocol):
-        return (_rebuild, (self._data.copy(), self._requires_grad))
+        return (_rebuild, (self._data.copy(), self._requires_grad, self._dtype))
 
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
@@ -409,6 +427,8 @@ class Tensor:
             existing._commit_inplace(P.add(existing, grad))
         else:
             np.add(existing._data, grad._data, out=existing._data)
+            if existing._dtype.reduced:
+                existing._data[...] = existing._dtype.round(existing._data)
             existing._version_counter[0] += 1
 
     def detach_(self) -> Tensor:
@@ -467,12 +487,15 @@ class Tensor:
         """Makes ``result`` (computed out of place from self) this tensor's value and history."""
         if not np.can_cast(result._data.dtype, self._data.dtype, casting="same_kind"):
             raise RuntimeError(
-                f"result type {result._dtype.name.capitalize()} can't be cast "
-                f"to the desired output type {self._dtype.name.capitalize()}"
+                f"result type {_TYPE_NAMES[result._dtype.name][:-6]} can't be cast "
+                f"to the desired output type {_TYPE_NAMES[self._dtype.name][:-6]}"
             )
         if recording.trace is not None:  # first: the trace snapshots the old value
             recording.trace.rebind(self, result)
-        np.copyto(self._data, result._data, casting="unsafe")
+        data = result._data
+        if self._dtype.reduced and result._dtype is not self._dtype:
+            data = self._dtype.round(data)
+        np.copyto(self._data, data, casting="unsafe")
         self._version_counter[0] += 1
         if result.grad_fn is not None:
             self.grad_fn = result.grad_fn
@@ -481,8 +504,8 @@ class Tensor:
         return self
 
 
-def _rebuild(data, requires_grad):
-    t = Tensor._make(data)
+def _rebuild(data, requires_grad, dtype=None):
+    t = Tensor._make(data, dtype)
     t._requires_grad = requires_grad
     return t
 
@@ -530,10 +553,20 @@ def eager_bind(prim, args, params):
             args = tuple(a if isinstance(a, Tensor) else constant(a, dtype) for a in args)
             break
     first = args[0]
+    # Promotion made a reduced float operand the first or the last (where's
+    # condition comes first); a conversion may make one.
+    reduced = (
+        first._dtype.reduced
+        or args[-1]._dtype.reduced
+        or (prim is P.convert and params["dtype"].reduced)
+    )
     # Values and dtypes come from numpy; the shape rule (which tests check
     # against numpy over the op table) words the error when numpy refuses.
     try:
-        if len(args) == 1:
+        if reduced:
+            data, dtype = _reduced_impl(prim, args, params)
+            pattern = tuple([t._requires_grad for t in args])
+        elif len(args) == 1:
             data = prim.impl(first._data, **params)
             pattern = (first._requires_grad,)
         elif len(args) == 2:
@@ -549,7 +582,8 @@ def eager_bind(prim, args, params):
         raise (RuntimeError if isinstance(exc, ValueError) else type(exc))(message) from None
     if data.__class__ is not np.ndarray:
         data = np.asarray(data)
-    dtype = _DTYPE_OF[data.dtype]
+    if not reduced:
+        dtype = _DTYPE_OF[data.dtype]
     out = Tensor._make(data, dtype)
     if prim.view and np.may_share_memory(data, first._data):
         out._version_counter = first._version_counter
@@ -564,6 +598,27 @@ def eager_bind(prim, args, params):
     if recording.trace is not None:
         recording.trace.record(prim, args, params, out)
     return out
+
+
+_COMPARISONS = frozenset([P.eq, P.ne, P.lt, P.le, P.gt, P.ge])
+
+
+def _reduced_impl(prim, args, params) -> tuple:
+    """(data, dtype) of a primitive with float16 or bfloat16 operands: computed
+    in their float32 storage, a reduced result rounded once, as PyTorch's
+    CPU kernels do. A Python number operand stays as float32 has it (PyTorch
+    computes ``half * 0.1`` with 0.1 in float32), but a comparison compares
+    it rounded to the tensor's type, as PyTorch's do."""
+    if recording.trace is not None:
+        recording.trace.unsupported("float16 and bfloat16 tensors")
+    _, dtype = prim.shape_rule(*args, **params)
+    values = [t._data for t in args]
+    if prim in _COMPARISONS:
+        values = [t._dtype.round(v) if t._dtype.reduced else v for t, v in zip(args, values)]
+    data = prim.impl(*values, **params)
+    if dtype.reduced and not prim.view:
+        data = dtype.round(data)
+    return data, dtype
 
 
 def _any_volatile(args) -> bool:

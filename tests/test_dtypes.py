@@ -1,0 +1,160 @@
+"""float16 and bfloat16: stored in float32 holding only values of the type,
+every op's result rounded once (ties to even), as PyTorch computes them on the CPU."""
+
+from __future__ import annotations
+
+import copy
+import math
+import operator
+import pickle
+
+import numpy as np
+import pytest
+
+import fusegrad as fg
+
+
+def _bfloat16(x: float) -> float:
+    """x rounded to bfloat16 by hand: 8 significant bits, ties to even."""
+    mantissa, exponent = math.frexp(x)
+    scaled = mantissa * 2**8
+    return math.ldexp(round(scaled), exponent - 8)  # round(): halves to even
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0.1, 1 / 3, 3.14159, 1 + 2**-8, 1 + 3 * 2**-8, -2.5e-3, 1e30, 255.5, 257.0, 2.0**-130],
+)
+def test_bfloat16_rounds_to_nearest_even(value):
+    assert fg.tensor(value, dtype=fg.bfloat16).item() == _bfloat16(float(np.float32(value)))
+
+
+def test_bfloat16_keeps_inf_and_nan_and_overflows_to_inf():
+    values = fg.tensor([math.inf, -math.inf, math.nan, 3.4028235e38]).bfloat16().tolist()
+    assert values[:2] == [math.inf, -math.inf] and math.isnan(values[2])
+    assert values[3] == math.inf
+
+
+def test_float16_values_are_numpys_float16():
+    values = [0.1, 1 / 3, 65519.0, 65520.0, 6e-8, -1e-5, 2049.0]
+    assert fg.tensor(values, dtype=fg.half).tolist() == np.array(values, np.float16).tolist()
+
+
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16])
+def test_reduced_floats_from_float64_round_through_float32_as_pytorch(dtype):
+    value = 1 + 2**-11 + 2**-40  # above a float16 tie in float64, exactly on it in float32
+    expected = fg.tensor(float(np.float32(value))).to(dtype).item()
+    assert fg.tensor(value, dtype=fg.float64).to(dtype).item() == expected
+
+
+@pytest.mark.parametrize("op", [operator.add, operator.sub, operator.mul, operator.truediv])
+def test_float16_arithmetic_is_rounded_once_per_op(op):
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(-4, 4, (2, 50)).astype(np.float16)
+    got = op(fg.tensor(a), fg.tensor(b))
+    assert got.dtype is fg.float16
+    np.testing.assert_array_equal(got.numpy(), op(a, b))  # numpy's float16 ufuncs round once too
+
+
+def test_a_python_number_operand_stays_float32_but_comparisons_round_it():
+    x = fg.tensor([0.1, 3.0, 7.0], dtype=fg.half)
+    expected = (x.float() * np.float32(0.1)).half()  # PyTorch: the scalar in float32
+    assert (x * 0.1).tolist() == expected.tolist()
+    assert (x >= 0.1).tolist() == [True, True, True]  # half(0.1) >= half(0.1)
+    assert (fg.tensor(0.1, dtype=fg.bfloat16) == 0.1).item()
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x: x.mean(),
+        lambda x: x.var(1),
+        lambda x: x.softmax(1),
+        lambda x: x.norm(),
+        lambda x: x.logsumexp(0),
+        lambda x: fg.nn.functional.layer_norm(x, (5,)),
+        lambda x: fg.einsum("ij,kj->ik", x, x),
+        lambda x: x @ x.t(),
+        lambda x: x.cumsum(1),
+        lambda x: x.sum(0),
+    ],
+)
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16])
+def test_ops_compute_in_float32_and_round_their_result_once(op, dtype):
+    x = fg.tensor(np.random.default_rng(1).uniform(-2, 2, (3, 5))).to(dtype)
+    got = op(x)
+    assert got.dtype is dtype
+    assert got.tolist() == op(x.float()).to(dtype).tolist()
+
+
+def test_promotion_between_reduced_floats_and_others():
+    half, bf = fg.ones(2, dtype=fg.half), fg.ones(2, dtype=fg.bfloat16)
+    assert (half + bf).dtype is fg.float32
+    assert (half + fg.ones(2)).dtype is fg.float32
+    assert (half + fg.tensor(1.0, dtype=fg.float64)).dtype is fg.float16
+    assert (fg.ones(2, dtype=fg.int64) * bf).dtype is fg.bfloat16
+    assert (half * 2.5).dtype is fg.float16 and fg.where(half > 0, half, 0.0).dtype is fg.float16
+
+
+@pytest.mark.parametrize(
+    "dtype,name,spelled",
+    [(fg.float16, "HalfTensor", "float16"), (fg.bfloat16, "BFloat16Tensor", "bfloat16")],
+)
+def test_conversions_and_attributes(dtype, name, spelled):
+    x = fg.tensor([1.0, 2.5])
+    converted = x.half() if dtype is fg.float16 else x.bfloat16()
+    assert converted.dtype is dtype and x.to(dtype).dtype is dtype
+    assert converted.element_size() == 2 and converted.type() == f"fusegrad.{name}"
+    assert converted.stride() == (1,) and converted.is_floating_point()
+    assert repr(converted) == f"tensor([1.0000, 2.5000], dtype=fusegrad.{spelled})"
+    assert converted.float().dtype is fg.float32 and converted.long().tolist() == [1, 2]
+    assert fg.half is fg.float16
+    clone = pickle.loads(pickle.dumps(converted))
+    assert clone.dtype is dtype and copy.deepcopy(converted).dtype is dtype
+    assert pickle.loads(pickle.dumps(dtype)) is dtype
+
+
+def test_numpy_of_float16_is_float16_and_of_bfloat16_is_refused():
+    assert fg.tensor([0.5], dtype=fg.half).numpy().dtype == np.float16
+    assert fg.tensor(np.array([0.5, 2.0], np.float16)).dtype is fg.float16
+    with pytest.raises(TypeError, match="Got unsupported ScalarType BFloat16"):
+        fg.ones(2, dtype=fg.bfloat16).numpy()
+
+
+def test_creation_rounds_to_the_type():
+    assert fg.full((2,), 0.1, dtype=fg.bfloat16).tolist() == [_bfloat16(0.1)] * 2
+    assert fg.arange(2049, 2052, dtype=fg.half).tolist() == [2048.0, 2050.0, 2052.0]
+    sample = fg.rand(100, dtype=fg.half)
+    assert sample.tolist() == sample.float().numpy().astype(np.float16).tolist()
+
+
+def test_inplace_updates_and_accumulated_gradients_are_rounded():
+    x = fg.zeros(1, dtype=fg.half)
+    x.add_(fg.tensor([1 / 3], dtype=fg.float64))
+    assert x.item() == float(np.float16(1 / 3))
+    w = fg.tensor([1.0], dtype=fg.half, requires_grad=True)
+    for _ in range(2):
+        (w * fg.tensor([1 / 3], dtype=fg.half)).sum().backward()
+    step = np.float16(1 / 3)
+    assert w.grad.dtype is fg.float16 and w.grad.item() == float(np.float16(step + step))
+
+
+def test_gradients_of_reduced_floats_come_back_in_their_type():
+    x = fg.tensor([0.5, 1.5], dtype=fg.bfloat16, requires_grad=True)
+    (x.exp() * x).sum().backward()
+    assert x.grad.dtype is fg.bfloat16
+    x32 = x.detach().float()
+    expected = (x32.exp() + x32.exp() * x32).bfloat16()
+    np.testing.assert_allclose(x.grad.float().numpy(), expected.float().numpy(), rtol=2**-7)
+
+
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16])
+def test_jit_refuses_reduced_floats_with_a_clear_error(dtype):
+    @fg.jit
+    def f(x):
+        return x * 2
+
+    with pytest.raises(fg.TracingError, match=r"float16 and bfloat16 tensors .*test_dtypes\.py"):
+        f(fg.ones(2, dtype=dtype))
+    with pytest.raises(fg.TracingError, match="float16 and bfloat16"):
+        fg.jit(lambda x: x.half().sum())(fg.ones(2))
