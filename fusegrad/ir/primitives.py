@@ -848,7 +848,8 @@ pad.defvjp(x=lambda g, widths: pad(g, widths=tuple((-lo, -hi) for lo, hi in widt
 
 def _bce_impl(x, t):
     # PyTorch's formula: the logarithms clamped at -100, so 0 and 1 give finite losses
-    return (t - 1) * np.maximum(np.log(1 - x), -100) - t * np.maximum(np.log(x), -100)
+    with np.errstate(divide="ignore"):
+        return (t - 1) * np.maximum(np.log(1 - x), -100) - t * np.maximum(np.log(x), -100)
 
 
 # Primitives rather than compositions for PyTorch's gradients: (x - t) / x(1 - x)
