@@ -861,6 +861,89 @@ def test_attention_scale_and_grouped_query_heads():
     np.testing.assert_allclose(out.numpy(), (weights @ repeated_v).numpy(), rtol=1e-5, atol=1e-6)
 
 
+def _attention_reference(query, key, value, w_in, b_in, w_out, b_out, heads, mask, padding):
+    """MultiheadAttention in numpy: (L, N, E) inputs, an additive mask, a bool padding mask."""
+    e = query.shape[-1]
+    q, k, v = (
+        x @ w.T + b for x, w, b in zip((query, key, value), np.split(w_in, 3), np.split(b_in, 3))
+    )
+
+    def split(x):  # (L, N, E) -> (N, heads, L, head_dim)
+        return x.reshape(x.shape[0], x.shape[1], heads, e // heads).transpose(1, 2, 0, 3)
+
+    scores = split(q) @ np.swapaxes(split(k), -1, -2) / np.sqrt(e // heads) + mask
+    scores = np.where(padding[:, None, None, :], -np.inf, scores)
+    weights = _softmax(scores)
+    out = (weights @ split(v)).transpose(2, 0, 1, 3).reshape(query.shape)
+    return out @ w_out.T + b_out, weights.mean(axis=1)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_multihead_attention_computes_pytorchs_attention(need_weights):
+    fg.manual_seed(16)
+    attention = nn.MultiheadAttention(8, 2, batch_first=True).double()
+    with fg.no_grad():
+        attention.in_proj_bias.copy_(fg.randn(24, dtype=fg.float64))
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((3, 5, 8))  # (batch, length, embed)
+    mask = np.triu(np.full((5, 5), -np.inf), 1)
+    padding = np.zeros((3, 5), bool)
+    padding[1, 3:] = True
+    tensor = fg.tensor(x)
+    out, weights = attention(
+        tensor,
+        tensor,
+        tensor,
+        key_padding_mask=fg.tensor(padding),
+        attn_mask=fg.tensor(mask),
+        need_weights=need_weights,
+    )
+    params = [p.detach().numpy() for p in attention.parameters()]
+    want, want_weights = _attention_reference(
+        x.transpose(1, 0, 2), *([x.transpose(1, 0, 2)] * 2), *params, 2, mask, padding
+    )
+    np.testing.assert_allclose(out.detach().numpy(), want.transpose(1, 0, 2), rtol=1e-12)
+    if need_weights:
+        np.testing.assert_allclose(weights.detach().numpy(), want_weights, rtol=1e-12)
+    else:
+        assert weights is None
+
+
+def test_multihead_attention_parameters_and_variants():
+    attention = nn.MultiheadAttention(6, 3, kdim=4, vdim=5, add_bias_kv=True, add_zero_attn=True)
+    assert [n for n, _ in attention.named_parameters()] == [
+        "q_proj_weight",
+        "k_proj_weight",
+        "v_proj_weight",
+        "in_proj_bias",
+        "bias_k",
+        "bias_v",
+        "out_proj.weight",
+        "out_proj.bias",
+    ]
+    assert repr(nn.MultiheadAttention(4, 2)) == (
+        "MultiheadAttention(\n  (out_proj): NonDynamicallyQuantizableLinear(in_features=4, "
+        "out_features=4, bias=True)\n)"
+    )
+    query, key, value = fg.randn(2, 3, 6), fg.randn(7, 3, 4), fg.randn(7, 3, 5)
+    out, weights = attention(query, key, value, average_attn_weights=False)
+    assert out.shape == (2, 3, 6) and weights.shape == (3, 3, 2, 9)  # 7 keys, a bias, a zero
+    out.sum().backward()
+    assert all(p.grad is not None for p in attention.parameters())
+    unbatched, weights = attention(query[:, 0], key[:, 0], value[:, 0])
+    np.testing.assert_allclose(
+        unbatched.detach().numpy(), out[:, 0].detach().numpy(), rtol=1e-5, atol=1e-6
+    )
+    assert weights.shape == (2, 9)
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        nn.MultiheadAttention(6, 4)
+
+
 # ---------------------------------------------------------------- utils
 
 
@@ -1098,3 +1181,31 @@ def test_an_attention_step_with_clipped_gradients_compiles_to_eagers_numbers():
             np.testing.assert_allclose(
                 b.detach().numpy(), a.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=str(call)
             )
+
+
+def test_multihead_attention_compiles_to_eagers_numbers():
+    fg.manual_seed(18)
+    attention = nn.MultiheadAttention(8, 2, batch_first=True)
+    padding = fg.tensor([[False, False, True], [False, False, False]])
+
+    def attend(x):
+        out, weights = attention(x, x, x, key_padding_mask=padding)
+        return out.pow(2).sum() + weights.sum()
+
+    compiled = fg.jit(attend)
+    rng = np.random.default_rng(19)
+    for _ in range(3):
+        x = rng.standard_normal((2, 3, 8)).astype(np.float32)
+        results = []
+        for function in (attend, compiled):
+            inputs = fg.tensor(x, requires_grad=True)
+            attention.zero_grad()
+            value = function(inputs)
+            value.backward()
+            results.append(
+                [value.item(), inputs.grad.numpy(), attention.in_proj_weight.grad.numpy()]
+            )
+        (v1, g1, w1), (v2, g2, w2) = results
+        assert v2 == pytest.approx(v1, rel=1e-5)
+        np.testing.assert_allclose(g2, g1, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(w2, w1, rtol=1e-4, atol=1e-5)

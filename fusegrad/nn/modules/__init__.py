@@ -19,6 +19,7 @@ from .activation import (
     Softsign,
     Tanh,
 )
+from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d
 from .dropout import Dropout
