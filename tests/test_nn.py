@@ -1209,3 +1209,26 @@ def test_multihead_attention_compiles_to_eagers_numbers():
         assert v2 == pytest.approx(v1, rel=1e-5)
         np.testing.assert_allclose(g2, g1, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(w2, w1, rtol=1e-4, atol=1e-5)
+
+
+def test_running_averages_and_renormalized_embeddings_are_written_back_under_jit():
+    rng = np.random.default_rng(20)
+    eager, jitted = nn.BatchNorm1d(3, momentum=None), nn.BatchNorm1d(3, momentum=None)
+    table = fg.randn(4, 2) * 3
+    jitted_table = table.clone()
+    compiled = fg.jit(
+        lambda x, i: jitted(x).sum() + F.embedding(i, jitted_table, max_norm=1.0).sum()
+    )
+    for _ in range(3):  # the count behind the average is a tensor, not a constant
+        x = fg.tensor(rng.standard_normal((6, 3)).astype(np.float32))
+        i = fg.tensor(rng.integers(0, 4, 2))
+        eager(x)
+        F.embedding(i, table, max_norm=1.0)
+        compiled(x, i)
+        for a, b in (
+            (eager.running_mean, jitted.running_mean),
+            (eager.running_var, jitted.running_var),
+            (table, jitted_table),
+        ):
+            np.testing.assert_array_equal(b.numpy(), a.numpy())
+    assert jitted.num_batches_tracked.item() == 3 and compiled.cache_info().misses == 1
