@@ -1232,3 +1232,29 @@ def test_running_averages_and_renormalized_embeddings_are_written_back_under_jit
         ):
             np.testing.assert_array_equal(b.numpy(), a.numpy())
     assert jitted.num_batches_tracked.item() == 3 and compiled.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
+def test_binary_cross_entropies_at_their_extremes_compile_to_eagers_numbers(dtype):
+    probabilities = np.array([0.0, 1.0, 0.3, 1e-30, 1 - 1e-7, 0.5, 0.0, 1.0] * 3)
+    logits = np.array([-200.0, -30.0, -1.0, 0.0, 1.0, 30.0, 200.0, 5.0] * 3)
+    targets = np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.2, 0.0, 1.0] * 3)
+
+    def losses(p, x, t):
+        return F.binary_cross_entropy(p, t, reduction="none") + F.binary_cross_entropy_with_logits(
+            x, t, reduction="none"
+        )
+
+    compiled = fg.jit(losses)
+    for _ in range(3):
+        results = []
+        for function in (losses, compiled):
+            inputs = [
+                fg.tensor(a, dtype=dtype, requires_grad=True)
+                for a in (probabilities, logits, targets)
+            ]
+            out = function(*inputs)
+            out.backward(fg.ones_like(out))
+            results.append([out.detach().numpy()] + [a.grad.numpy() for a in inputs])
+        for got, want in zip(*results[::-1]):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
