@@ -695,11 +695,11 @@ NN_OPS = [
         lambda x: np.where(x > 0, x, 0.2 * x),
         UNARY_SAMPLES,
     ),
-    OpInfo("elu", F.elu, lambda x: np.where(x > 0, x, np.expm1(x)), UNARY_SAMPLES),
+    OpInfo("elu", F.elu, lambda x: np.where(x > 0, x, np.exp(x) - 1), UNARY_SAMPLES),
     OpInfo(
         "selu",
         F.selu,
-        lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(x)),
+        lambda x: np.where(x > 0, x * 1.0507009873554805, (np.exp(x) - 1) * 1.7580993408473766),
         UNARY_SAMPLES,
     ),
     OpInfo("silu", F.silu, lambda x: x / (1 + np.exp(-x)), UNARY_SAMPLES),

@@ -119,9 +119,9 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 @_named("EluBackward0")
 def _elu(input, alpha, scale=1.0):
-    negative = ops.expm1(input) * alpha
-    out = ops.where(input > 0, input, negative)
-    return out * scale if scale != 1.0 else out
+    # PyTorch's arithmetic: exp(x) - 1 (not expm1) times one coefficient alpha * scale
+    negative = (ops.exp(input) - 1.0) * (alpha * scale)
+    return ops.where(input > 0, input * scale if scale != 1.0 else input, negative)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
