@@ -667,4 +667,351 @@ OPS = [
     OpInfo("dropout_eval", lambda x: F.dropout(x, 0.5, training=False), lambda x: x, [S(r(3, 4))]),
 ]
 
+
+# ------------------------------------------------- nn.functional references in numpy
+
+
+def _taps(x, kernel, stride, dilation):
+    """Per kernel tap, the strided slice of x's trailing axes it reads: {tap: array}."""
+    dims = len(kernel)
+    counts = [
+        (size - d * (k - 1) - 1) // s + 1
+        for size, k, s, d in zip(x.shape[-dims:], kernel, stride, dilation)
+    ]
+    return {
+        tap: x[
+            (Ellipsis,)
+            + tuple(
+                slice(t * d, t * d + s * (c - 1) + 1, s)
+                for t, d, s, c in zip(tap, dilation, stride, counts)
+            )
+        ]
+        for tap in np.ndindex(*kernel)
+    }
+
+
+def _conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    """A direct convolution: for each tap, the weight's slice times the shifted input."""
+    dims = w.ndim - 2
+    if x.ndim == dims + 1:  # unbatched
+        return _conv(x[None], w, b, stride, padding, dilation, groups)[0]
+    stride = (stride,) * dims if isinstance(stride, int) else stride
+    dilation = (dilation,) * dims if isinstance(dilation, int) else dilation
+    if padding == "same":
+        totals = [d * (k - 1) for k, d in zip(w.shape[2:], dilation)]
+        pads = [(t // 2, t - t // 2) for t in totals]
+    else:
+        pads = (
+            [(padding, padding)] * dims if isinstance(padding, int) else [(p, p) for p in padding]
+        )
+    x = np.pad(x, [(0, 0), (0, 0), *pads])
+    per_group_in, per_group_out = w.shape[1], w.shape[0] // groups
+    out = 0
+    for tap, shifted in _taps(x, w.shape[2:], stride, dilation).items():
+        parts = [
+            np.einsum(
+                "oc,nc...->no...",
+                w[(slice(g * per_group_out, (g + 1) * per_group_out), slice(None), *tap)],
+                shifted[:, g * per_group_in : (g + 1) * per_group_in],
+            )
+            for g in range(groups)
+        ]
+        out = out + np.concatenate(parts, axis=1)
+    if b is not None:
+        out = out + b.reshape((-1,) + (1,) * dims)
+    return out
+
+
+def _pool_ref(x, kernel, stride, padding, reduce, fill, ceil_mode=False):
+    """Pooling by brute force: every window cut out of the padded input and reduced."""
+    dims = len(kernel)
+    counts = []
+    for size, k, s, p in zip(x.shape[-dims:], kernel, stride, padding):
+        n = (size + 2 * p - k + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and (n - 1) * s >= size + p:
+            n -= 1
+        counts.append(n)
+    padded = np.pad(
+        x,
+        [(0, 0)] * (x.ndim - dims) + [(p, p + k) for p, k in zip(padding, kernel)],
+        constant_values=fill,
+    )
+    out = np.empty(x.shape[:-dims] + tuple(counts))
+    for position in np.ndindex(*counts):
+        window = tuple(slice(i * s, i * s + k) for i, s, k in zip(position, stride, kernel))
+        starts = [i * s - p for i, s, p in zip(position, stride, padding)]
+        out[(Ellipsis, *position)] = reduce(padded[(Ellipsis, *window)], starts, x.shape[-dims:])
+    return out
+
+
+def _max_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False):
+    dims = 2
+    kernel = (kernel_size,) * dims
+    stride = kernel if stride is None else (stride,) * dims
+    padding = (padding,) * dims
+    return _pool_ref(
+        x, kernel, stride, padding, lambda w, *_: w.max(axis=(-2, -1)), -np.inf, ceil_mode
+    )
+
+
+def _avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    dims = 2
+    kernel = (kernel_size,) * dims
+    stride = kernel if stride is None else (stride,) * dims
+    padding = (padding,) * dims
+
+    def mean(window, starts, sizes):
+        count = 1
+        for start, k, p, size in zip(starts, kernel, padding, sizes):
+            end = min(start + k, size + p)
+            if not count_include_pad:
+                start, end = max(start, 0), min(end, size)
+            count *= end - start
+        return window.sum(axis=(-2, -1)) / count
+
+    return _pool_ref(x, kernel, stride, padding, mean, 0.0, ceil_mode)
+
+
+def _adaptive_avg_pool(x, output_size):
+    out = np.empty(x.shape[:-2] + tuple(output_size))
+    (h, w), (oh, ow) = x.shape[-2:], output_size
+    for i in range(oh):
+        for j in range(ow):
+            rows = slice(i * h // oh, -(-(i + 1) * h // oh))
+            columns = slice(j * w // ow, -(-(j + 1) * w // ow))
+            out[..., i, j] = x[..., rows, columns].mean(axis=(-2, -1))
+    return out
+
+
+def _batch_norm(x, w, b, eps=1e-5):
+    axes = (0, *range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    mean, var = x.mean(axis=axes, keepdims=True), x.var(axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * w.reshape(shape) + b.reshape(shape)
+
+
+def _bce(x, t):
+    return -(t * np.log(x) + (1 - t) * np.log(1 - x)).mean()
+
+
+def _bce_logits(x, t, pos_weight):
+    # -log(sigmoid(x)) = log(1 + exp(-x)), -log(1 - sigmoid(x)) = log(1 + exp(x))
+    return (pos_weight * t * np.logaddexp(0, -x) + (1 - t) * np.logaddexp(0, x)).mean()
+
+
+def _sdpa(q, k, v, mask=None, is_causal=False):
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if is_causal:
+        mask = np.tril(np.ones(scores.shape[-2:], bool))
+    if mask is not None and mask.dtype == bool:
+        scores = np.where(mask, scores, -np.inf)
+    elif mask is not None:
+        scores = scores + mask
+    return _softmax(scores, -1) @ v
+
+
+def _pad_ref(x, pad, mode="constant", value=0.0):
+    widths = [(0, 0)] * (x.ndim - len(pad) // 2) + [
+        (pad[2 * k], pad[2 * k + 1]) for k in reversed(range(len(pad) // 2))
+    ]
+    x = x[tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(widths))]
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    numpy_mode = {"replicate": "edge", "circular": "wrap"}.get(mode, mode)
+    extra = {"constant_values": value} if mode == "constant" else {}
+    return np.pad(x, widths, mode=numpy_mode, **extra)
+
+
+_MASK = np.array([[True, False, True, True, False], [True, True, True, False, False]])
+_PROBS = _rng.uniform(0.05, 0.95, size=(3, 4))
+_TARGETS = _rng.uniform(0.0, 1.0, size=(3, 4))
+
+NN_OPS = [
+    OpInfo(
+        "conv2d",
+        F.conv2d,
+        _conv,
+        [
+            S(r(2, 3, 7, 6), r(4, 3, 3, 2), r(4)),
+            S(r(2, 3, 7, 6), r(4, 3, 3, 3), r(4), stride=2, padding=1),
+            S(r(1, 2, 8, 7), r(3, 2, 2, 3), r(3), stride=(2, 1), dilation=(2, 1)),
+            S(r(2, 4, 5, 5), r(6, 2, 3, 3), r(6), padding="same", groups=2),
+            S(r(3, 5, 6), r(2, 3, 2, 2)),
+        ],
+        rtol32=1e-4,
+    ),
+    OpInfo(
+        "conv1d",
+        F.conv1d,
+        _conv,
+        [
+            S(r(2, 3, 9), r(4, 3, 3), r(4), padding="same", dilation=2),
+            S(r(2, 2, 7), r(4, 1, 2), groups=2, stride=3),
+        ],
+        rtol32=1e-4,
+    ),
+    OpInfo(
+        "max_pool2d",
+        F.max_pool2d,
+        _max_pool,
+        [
+            S(r(2, 3, 6, 6), 2),
+            S(r(1, 2, 7, 7), 3, stride=2, padding=1),
+            S(r(2, 5, 5), 2, ceil_mode=True),
+        ],
+    ),
+    OpInfo(
+        "avg_pool2d",
+        F.avg_pool2d,
+        _avg_pool,
+        [
+            S(r(2, 3, 6, 6), 2),
+            S(r(1, 2, 7, 7), 3, stride=2, padding=1),
+            S(r(1, 2, 7, 7), 3, stride=2, padding=1, count_include_pad=False, ceil_mode=True),
+        ],
+    ),
+    OpInfo(
+        "adaptive_avg_pool2d",
+        F.adaptive_avg_pool2d,
+        _adaptive_avg_pool,
+        [S(r(2, 3, 6, 4), (3, 2)), S(r(2, 3, 7, 5), (3, 2))],
+    ),
+    OpInfo(
+        "pad",
+        F.pad,
+        _pad_ref,
+        [
+            S(r(2, 3, 4), (1, 2, 0, 1)),
+            S(r(2, 3, 4), (2, -1), value=0.5),
+            S(r(2, 3, 4), (2, 1, 1, 2), mode="reflect"),
+            S(r(2, 3, 4), (2, 3), mode="replicate"),
+            S(r(1, 2, 3, 4), (1, 2, 2, 0), mode="circular"),
+        ],
+    ),
+    OpInfo(
+        "embedding",
+        lambda w, i: F.embedding(i, w),
+        lambda w, i: w[i],
+        [S(r(5, 3), ints([[0, 4], [2, 2]])), S(r(5, 3), ints([1, 3, 1]))],
+    ),
+    OpInfo(
+        "batch_norm",
+        lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+        _batch_norm,
+        [S(r(4, 3), r(3), r(3)), S(r(2, 3, 4, 2), r(3), r(3))],
+        rtol32=1e-4,
+    ),
+    OpInfo(
+        "batch_norm_eval",
+        lambda x, w, b: F.batch_norm(
+            x,
+            fg.tensor([0.5, -0.2, 1.0], dtype=x.dtype),
+            fg.tensor([1.5, 0.3, 2.0], dtype=x.dtype),
+            w,
+            b,
+        ),
+        lambda x, w, b: (
+            (x - np.array([0.5, -0.2, 1.0]).reshape(1, 3, 1))
+            / np.sqrt(np.array([1.5, 0.3, 2.0]).reshape(1, 3, 1) + 1e-5)
+            * w.reshape(1, 3, 1)
+            + b.reshape(1, 3, 1)
+        ),
+        [S(r(2, 3, 4), r(3), r(3))],
+    ),
+    OpInfo("binary_cross_entropy", F.binary_cross_entropy, _bce, [S(_PROBS, _TARGETS)]),
+    OpInfo(
+        "binary_cross_entropy_with_logits",
+        lambda x, t, w: F.binary_cross_entropy_with_logits(x, t, pos_weight=w),
+        _bce_logits,
+        [S(r(3, 4), _TARGETS, pos(4))],
+    ),
+    OpInfo(
+        "binary_cross_entropy_with_logits_plain",
+        F.binary_cross_entropy_with_logits,
+        lambda x, t: _bce_logits(x, t, 1.0),
+        [S(r(3, 4) * 10, _TARGETS)],
+    ),
+    OpInfo("l1_loss", F.l1_loss, lambda a, b: np.abs(a - b).mean(), [S(r(3, 4), r(3, 4))]),
+    OpInfo(
+        "smooth_l1_loss",
+        lambda a, b: F.smooth_l1_loss(a, b, beta=0.5, reduction="sum"),
+        lambda a, b: np.where(
+            np.abs(a - b) < 0.5, 0.5 * (a - b) ** 2 / 0.5, np.abs(a - b) - 0.25
+        ).sum(),
+        [S(r(3, 4), r(3, 4))],
+    ),
+    OpInfo(
+        "huber_loss",
+        lambda a, b: F.huber_loss(a, b, delta=0.7, reduction="none"),
+        lambda a, b: np.where(
+            np.abs(a - b) < 0.7, 0.5 * (a - b) ** 2, 0.7 * (np.abs(a - b) - 0.35)
+        ),
+        [S(r(3, 4), r(3, 4))],
+    ),
+    OpInfo(
+        "kl_div",
+        lambda x, t: F.kl_div(x, t, reduction="batchmean"),
+        lambda x, t: (t * (np.log(t) - x)).sum() / x.shape[0],
+        [S(r(3, 4), pos(3, 4))],
+    ),
+    OpInfo(
+        "kl_div_log_target",
+        lambda x, t: F.kl_div(x, t, reduction="sum", log_target=True),
+        lambda x, t: (np.exp(t) * (t - x)).sum(),
+        [S(r(3, 4), r(3, 4))],
+    ),
+    OpInfo(
+        "nll_loss",
+        lambda x, t: F.nll_loss(x, t, reduction="sum"),
+        lambda x, t: -x[np.arange(len(t)), t].sum(),
+        [S(r(4, 5), ints([0, 4, 2, 2]))],
+    ),
+    OpInfo(
+        "leaky_relu",
+        lambda x: F.leaky_relu(x, 0.2),
+        lambda x: np.where(x > 0, x, 0.2 * x),
+        UNARY_SAMPLES,
+    ),
+    OpInfo("elu", F.elu, lambda x: np.where(x > 0, x, np.exp(x) - 1), UNARY_SAMPLES),
+    OpInfo(
+        "selu",
+        F.selu,
+        lambda x: np.where(x > 0, x * 1.0507009873554805, (np.exp(x) - 1) * 1.7580993408473766),
+        UNARY_SAMPLES,
+    ),
+    OpInfo("silu", F.silu, lambda x: x / (1 + np.exp(-x)), UNARY_SAMPLES),
+    OpInfo("mish", F.mish, lambda x: x * np.tanh(np.log1p(np.exp(x))), UNARY_SAMPLES),
+    OpInfo(
+        "hardtanh",
+        lambda x: F.hardtanh(x, -0.5, 1.2),
+        lambda x: np.clip(x, -0.5, 1.2),
+        UNARY_SAMPLES,
+    ),
+    OpInfo("relu6", lambda x: F.relu6(x * 4), lambda x: np.clip(x * 4, 0, 6), UNARY_SAMPLES),
+    OpInfo("logsigmoid", F.logsigmoid, lambda x: -np.log1p(np.exp(-x)), UNARY_SAMPLES),
+    OpInfo(
+        "scaled_dot_product_attention",
+        F.scaled_dot_product_attention,
+        _sdpa,
+        [
+            S(r(2, 3, 4), r(2, 5, 4), r(2, 5, 6)),
+            S(r(2, 4, 3), r(2, 4, 3), r(2, 4, 2), is_causal=True),
+        ],
+    ),
+    OpInfo(
+        "scaled_dot_product_attention_bool_mask",
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        lambda q, k, v, m: _sdpa(q, k, v, m),
+        [S(r(2, 2, 4), r(2, 5, 4), r(2, 5, 3), _MASK)],
+        float_inputs=(0, 1, 2),
+    ),
+    OpInfo(
+        "scaled_dot_product_attention_float_mask",
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        lambda q, k, v, m: _sdpa(q, k, v, m),
+        [S(r(2, 2, 4), r(2, 5, 4), r(2, 5, 3), r(2, 5))],
+    ),
+]
+
+OPS += NN_OPS
+
 OPS_BY_NAME = {op.name: op for op in OPS}

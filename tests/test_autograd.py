@@ -265,6 +265,13 @@ def test_type_promotion_follows_pytorch():
     assert (i64 / 2).dtype is fg.float32
 
 
+def test_a_requested_dtype_keeps_every_digit_of_python_numbers():
+    # tensor(0.1, dtype=float64) went through float32 first: 0.10000000149011612
+    assert fg.tensor(0.1, dtype=fg.float64).item() == 0.1
+    assert fg.tensor([[0.1, 1e-300]], dtype=fg.float64).tolist() == [[0.1, 1e-300]]
+    assert fg.tensor([2**40 + 1], dtype=fg.int64).item() == 2**40 + 1
+
+
 @pytest.mark.parametrize(
     "tensor_dtype,operand,expected",
     [

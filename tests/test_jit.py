@@ -1051,7 +1051,9 @@ def test_a_tensor_two_places_held_is_retraced_for_once_they_differ():
     assert weights[0] == weights[1]
 
 
-@pytest.mark.parametrize("make", [fg.optim.Adam, fg.optim.AdamW, fg.optim.RMSprop, fg.optim.Adagrad])
+@pytest.mark.parametrize(
+    "make", [fg.optim.Adam, fg.optim.AdamW, fg.optim.RMSprop, fg.optim.Adagrad]
+)
 def test_an_optimizer_creating_its_state_in_the_first_compiled_step_trains_as_eagerly(make):
     """The first step creates the state in Python; that trace's program then
     guards a state that no longer holds, so the call keeps the trace's eager
@@ -1063,7 +1065,7 @@ def test_an_optimizer_creating_its_state_in_the_first_compiled_step_trains_as_ea
         model = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 2))
         opt = make(model.parameters(), lr=0.01)
 
-        def step(x, y):
+        def step(x, y, model=model, opt=opt):
             opt.zero_grad()
             loss = F.cross_entropy(model(x), y)
             loss.backward()
@@ -1096,7 +1098,7 @@ def test_a_learning_rate_schedule_changes_no_program(schedule):
         opt = fg.optim.Adam(model.parameters(), lr=0.01, betas=(0.9, 0.99))
         scheduler = schedule(opt)
 
-        def step(x, y):
+        def step(x, y, model=model, opt=opt):
             opt.zero_grad()
             loss = F.mse_loss(model(x), y)
             loss.backward()

@@ -228,6 +228,29 @@ def _libm(name):
     return lower
 
 
+def _clamped_log(e: mathfns.Emitter, x):
+    """max(log(x), -100); NaN compares false, so it passes through as in numpy."""
+    value = mathfns.log(e, x)
+    floor = e.c(-100.0)
+    return e.select(e.lt(value, floor), floor, value)
+
+
+def _binary_cross_entropy(b, args, eqn):
+    x, t = args
+    e = mathfns.Emitter(b, x.type)
+    one = e.c(1.0)
+    return e.sub(e.mul(e.sub(t, one), _clamped_log(e, e.sub(one, x))), e.mul(t, _clamped_log(e, x)))
+
+
+def _binary_cross_entropy_with_logits(b, args, eqn):
+    x, t, pos_weight = args
+    e = mathfns.Emitter(b, x.type)
+    one = e.c(1.0)
+    log_weight = e.add(e.mul(e.sub(pos_weight, one), t), one)
+    smooth = mathfns.softplus(e, b.fneg(x))
+    return e.add(e.mul(e.sub(one, t), x), e.mul(log_weight, smooth))
+
+
 _APPROXIMATED = {
     P.exp: _math(mathfns.exp),
     P.log: _math(mathfns.log),
@@ -241,6 +264,8 @@ _APPROXIMATED = {
     P.log10: _libm("log10"),
     P.exp2: _libm("exp2"),
     P.atan2: _libm("atan2"),
+    P.binary_cross_entropy: _binary_cross_entropy,
+    P.binary_cross_entropy_with_logits: _binary_cross_entropy_with_logits,
 }
 
 LOWERINGS = {prim: Lowering(emit) for prim, emit in _EXACT.items()}
@@ -275,6 +300,9 @@ IN_NUMPY = {
     P.cumprod: "a scan along an axis",
     P.argsort: "a sort",
     P.diagonal: "a view",
+    P.windows: "a strided copy (im2col) numpy makes at memory speed, feeding a matrix product",
+    P.fold: "overlapping windows added back (col2im), one strided add per kernel tap",
+    P.pad: "a copy into a larger buffer",
 }
 
 

@@ -973,4 +973,176 @@ random_bits = Primitive(
     "random_bits", _random_bits_impl, _random_bits_rule, inputs=("seed", "offset")
 )
 
+# ------------------------------------------- neural networks: windows, padding, losses
+#
+# Convolution and pooling are compositions over three primitives. ``windows``
+# copies every window of the trailing axes out (im2col), so a convolution is a
+# matrix product and a pooling a reduction; ``fold`` adds windows back where
+# they came from (col2im). Each is the other's transpose, hence its VJP, so
+# gradients of every order come free. ``pad`` pads each axis, or crops it
+# with negative widths: padding by the negated widths is its transpose.
+
+
+def window_count(size: int, kernel: int, stride: int, dilation: int) -> int:
+    """How many windows of ``kernel`` taps ``dilation`` apart fit in ``size``, ``stride`` apart."""
+    return (size - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _window_view(x, kernel, stride, dilation, counts):
+    """(*lead, *kernel, *counts): the windows of x's trailing axes, as a strided view."""
+    lead = x.ndim - len(kernel)
+    spatial = x.strides[lead:]
+    return np.lib.stride_tricks.as_strided(
+        x,
+        x.shape[:lead] + tuple(kernel) + tuple(counts),
+        x.strides[:lead]
+        + tuple(s * d for s, d in zip(spatial, dilation))
+        + tuple(s * st for s, st in zip(spatial, stride)),
+        writeable=False,
+    )
+
+
+def _window_counts(spatial, kernel, stride, dilation) -> tuple:
+    return tuple(map(window_count, spatial, kernel, stride, dilation))
+
+
+def _windows_impl(x, kernel, stride, dilation):
+    counts = _window_counts(x.shape[x.ndim - len(kernel) :], kernel, stride, dilation)
+    return _window_view(x, kernel, stride, dilation, counts).copy()
+
+
+def _windows_rule(x, kernel, stride, dilation):
+    if x.ndim < len(kernel):
+        raise RuntimeError(f"windows of {len(kernel)} axes need as many, got a {x.ndim}-d input")
+    spatial = x.shape[x.ndim - len(kernel) :]
+    counts = _window_counts(spatial, kernel, stride, dilation)
+    if any(c < 1 for c in counts):
+        raise RuntimeError(
+            f"a window of {list(kernel)} taps {list(dilation)} apart does not fit in "
+            f"{list(spatial)}"
+        )
+    return x.shape[: x.ndim - len(kernel)] + tuple(kernel) + counts, x.dtype
+
+
+def _fold_impl(cols, size, kernel, stride, dilation):
+    k = len(kernel)
+    counts = cols.shape[cols.ndim - k :]
+    out = np.zeros(cols.shape[: cols.ndim - 2 * k] + tuple(size), cols.dtype)
+    # one strided add per tap: windows overlap when stride < kernel, and
+    # numpy's in-place add over an overlapping view would not accumulate
+    for tap in np.ndindex(*kernel):
+        target = tuple(
+            slice(t * d, t * d + s * (n - 1) + 1, s)
+            for t, d, s, n in zip(tap, dilation, stride, counts)
+        )
+        out[(Ellipsis, *target)] += cols[(Ellipsis, *tap) + (slice(None),) * k]
+    return out
+
+
+def _fold_rule(cols, size, kernel, stride, dilation):
+    k = len(kernel)
+    expected = tuple(kernel) + _window_counts(size, kernel, stride, dilation)
+    if cols.ndim < 2 * k or tuple(cols.shape[cols.ndim - 2 * k :]) != expected:
+        raise RuntimeError(
+            f"fold expects windows of shape [*, {', '.join(map(str, expected))}], "
+            f"got {list(cols.shape)}"
+        )
+    return cols.shape[: cols.ndim - 2 * k] + tuple(size), cols.dtype
+
+
+windows = Primitive("windows", _windows_impl, _windows_rule, backward_name="Im2ColBackward0")
+windows.defvjp(
+    x=lambda g, x_shape, kernel, stride, dilation: fold(
+        g,
+        size=x_shape[len(x_shape) - len(kernel) :],
+        kernel=kernel,
+        stride=stride,
+        dilation=dilation,
+    )
+)
+
+fold = Primitive("fold", _fold_impl, _fold_rule, inputs=("cols",), backward_name="Col2ImBackward0")
+fold.defvjp(
+    cols=lambda g, kernel, stride, dilation: windows(
+        g, kernel=kernel, stride=stride, dilation=dilation
+    )
+)
+
+
+def _pad_impl(x, widths, value):
+    kept = tuple(slice(max(-lo, 0), size - max(-hi, 0)) for size, (lo, hi) in zip(x.shape, widths))
+    grown = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    return np.pad(x[kept], grown, constant_values=value)
+
+
+def _pad_rule(x, widths, value):
+    if len(widths) != x.ndim:
+        raise RuntimeError(f"pad: {len(widths)} pairs of widths for a {x.ndim}-d tensor")
+    shape = []
+    for dim, (size, (lo, hi)) in enumerate(zip(x.shape, widths)):
+        if size + lo + hi < 0:
+            raise RuntimeError(
+                f"The input size {size}, plus negative padding {lo} and {hi} resulted in a "
+                f"negative output size, which is invalid. Check dimension {dim} of your input."
+            )
+        shape.append(size + lo + hi)
+    return tuple(shape), x.dtype
+
+
+# ``widths`` holds a (before, after) pair for every axis; negative widths crop.
+pad = Primitive("pad", _pad_impl, _pad_rule, backward_name="ConstantPadNdBackward0")
+pad.defvjp(x=lambda g, widths: pad(g, widths=tuple((-lo, -hi) for lo, hi in widths), value=0))
+
+
+def _bce_impl(x, t):
+    # PyTorch's formula: the logarithms clamped at -100, so 0 and 1 give finite losses
+    with np.errstate(divide="ignore"):
+        return (t - 1) * np.maximum(np.log(1 - x), -100) - t * np.maximum(np.log(x), -100)
+
+
+# Primitives rather than compositions for PyTorch's gradients: (x - t) / x(1 - x)
+# with the denominator kept from 0, where log's clamp would give a zero
+# gradient; and sigmoid(x) - t computed as such for the logits' version.
+binary_cross_entropy = Primitive(
+    "binary_cross_entropy",
+    _bce_impl,
+    _binary_rule("binary_cross_entropy", require=(dtypes.FLOATING,)),
+    inputs=("x", "t"),
+    elementwise=True,
+)
+binary_cross_entropy.defvjp(
+    x=lambda g, x, t: g * (x - t) / maximum((1.0 - x) * x, 1e-12),
+    t=lambda g, x: -(g * log(x / (1.0 - x))),
+)
+
+
+def _bce_with_logits_impl(x, t, pos_weight):
+    log_weight = (pos_weight - 1) * t + 1
+    return (1 - t) * x + log_weight * np.logaddexp(0, -x).astype(x.dtype, copy=False)
+
+
+def _bce_with_logits_rule(x, t, pos_weight):
+    dtype = _same_dtype("binary_cross_entropy_with_logits", x, t, pos_weight)
+    _require_float("binary_cross_entropy_with_logits", x)
+    return broadcast_shapes(x.shape, t.shape, pos_weight.shape), dtype
+
+
+# (1 - t) x - (1 + (pos_weight - 1) t) log(sigmoid(x)), log(sigmoid(x)) being
+# -softplus(-x). The rules are PyTorch's formulas arranged so that a pos_weight
+# of 1 (none) adds an exact zero: sigmoid(x) - t, and -x for the target.
+binary_cross_entropy_with_logits = Primitive(
+    "binary_cross_entropy_with_logits",
+    _bce_with_logits_impl,
+    _bce_with_logits_rule,
+    inputs=("x", "t", "pos_weight"),
+    elementwise=True,
+)
+binary_cross_entropy_with_logits.defvjp(
+    x=lambda g, x, t, pos_weight: (
+        g * ((sigmoid(x) - t) + (pos_weight - 1.0) * t * (sigmoid(x) - 1.0))
+    ),
+    t=lambda g, x, pos_weight: g * ((pos_weight - 1.0) * softplus(-x) - x),
+    pos_weight=lambda g, x, t: g * t * softplus(-x),
+)
+
 PRIMITIVES = {p.name: p for p in globals().values() if isinstance(p, Primitive)}

@@ -1,35 +1,9 @@
-"""``fusegrad.nn``: modules and parameters, in PyTorch's shape."""
+"""``fusegrad.nn``: modules, parameters, ``functional``, ``init`` and ``utils``,
+in PyTorch's shape."""
 
-from . import functional
-from .modules import (
-    GELU,
-    CrossEntropyLoss,
-    Dropout,
-    LayerNorm,
-    Linear,
-    Module,
-    MSELoss,
-    Parameter,
-    ReLU,
-    Sequential,
-    Sigmoid,
-    Softplus,
-    Tanh,
-)
+from . import functional, init, utils
+from .modules import *  # noqa: F403
+from .modules import __all__ as _modules
+from .parameter import Parameter
 
-__all__ = [
-    "CrossEntropyLoss",
-    "Dropout",
-    "GELU",
-    "LayerNorm",
-    "Linear",
-    "MSELoss",
-    "Module",
-    "Parameter",
-    "ReLU",
-    "Sequential",
-    "Sigmoid",
-    "Softplus",
-    "Tanh",
-    "functional",
-]
+__all__ = [*_modules, "Parameter", "functional", "init", "utils"]

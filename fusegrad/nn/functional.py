@@ -1,29 +1,67 @@
-"""``fusegrad.nn.functional``: neural-network functions, all compositions of ops."""
+"""``fusegrad.nn.functional``: neural-network functions, all compositions of ops
+and primitives. Convolution and pooling take the windows of their input
+(``windows``, im2col) and then multiply or reduce them; see primitives.py."""
 
 from __future__ import annotations
 
 import math
+import warnings
+
+import numpy as np
 
 from ..ir import dtypes
+from ..ir import primitives as P
+from ..runtime.grad_mode import no_grad
 from ..tracer import ops
-from ..tracer.ops import _named, gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh
+from ..tracer.ops import _named, gelu, log_softmax, sigmoid, softmax, tanh
 from ..tracer.random import bernoulli_mask
-from ..tracer.tensor import Tensor
+from ..tracer.tensor import Tensor, constant_array
 
 __all__ = [
     "relu",
+    "relu6",
+    "leaky_relu",
+    "elu",
+    "selu",
+    "silu",
+    "mish",
     "gelu",
+    "hardtanh",
+    "logsigmoid",
     "softplus",
+    "softsign",
     "sigmoid",
     "tanh",
     "softmax",
+    "softmin",
     "log_softmax",
-    "mse_loss",
-    "cross_entropy",
-    "nll_loss",
     "linear",
     "dropout",
     "layer_norm",
+    "batch_norm",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "max_pool1d",
+    "max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "pad",
+    "embedding",
+    "one_hot",
+    "normalize",
+    "scaled_dot_product_attention",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "nll_loss",
+    "cross_entropy",
 ]
 
 
@@ -37,25 +75,898 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-@_named("MseLossBackward0")
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    if input.shape != target.shape:
-        import warnings
+def _legacy_reduction(size_average, reduce, reduction: str) -> str:
+    """The reduction the deprecated ``size_average``/``reduce`` flags ask for."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+        "instead.",
+        stacklevel=3,
+    )
+    return reduction
 
+
+def _inplace(input: Tensor, result: Tensor) -> Tensor:
+    """``input`` made to hold ``result``: an activation's ``inplace=True``."""
+    input._check_inplace()
+    return input._commit_inplace(result)
+
+
+def _short(dtype) -> str:
+    return {"float32": "float", "float64": "double"}.get(dtype.name, dtype.name)
+
+
+# ---------------------------------------------------------------- activations
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _inplace(input, ops.relu(input)) if inplace else ops.relu(input)
+
+
+@_named("LeakyReluBackward0")
+def _leaky_relu(input, negative_slope):
+    return ops.where(input > 0, input, input * negative_slope)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    out = _leaky_relu(input, negative_slope)
+    return _inplace(input, out) if inplace else out
+
+
+@_named("EluBackward0")
+def _elu(input, alpha, scale=1.0):
+    # PyTorch's arithmetic: exp(x) - 1 (not expm1) times one coefficient alpha * scale
+    negative = (ops.exp(input) - 1.0) * (alpha * scale)
+    return ops.where(input > 0, input * scale if scale != 1.0 else input, negative)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    out = _elu(input, alpha)
+    return _inplace(input, out) if inplace else out
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _elu(input, _SELU_ALPHA, _SELU_SCALE)
+    return _inplace(input, out) if inplace else out
+
+
+@_named("SiluBackward0")
+def _silu(input):
+    return input * sigmoid(input)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _silu(input)
+    return _inplace(input, out) if inplace else out
+
+
+@_named("MishBackward0")
+def _mish(input):
+    return input * P.tanh(P.softplus(input))
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _mish(input)
+    return _inplace(input, out) if inplace else out
+
+
+@_named("HardtanhBackward0")
+def _hardtanh(input, min_val, max_val):
+    # the bounds themselves get no gradient, as in PyTorch (clamp's would pass it)
+    return ops.where(input <= min_val, min_val, ops.where(input >= max_val, max_val, input))
+
+
+def hardtanh(
+    input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> Tensor:
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    out = _hardtanh(input, min_val, max_val)
+    return _inplace(input, out) if inplace else out
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+@_named("LogSigmoidBackward0")
+def logsigmoid(input: Tensor) -> Tensor:
+    return -P.softplus(-input)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return ops.softplus(input, beta, threshold)
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (1 + ops.abs(input))
+
+
+def softmin(input: Tensor, dim=None, dtype=None) -> Tensor:
+    return softmax(-input, dim, dtype)
+
+
+# ------------------------------------------------------------ linear, dropout
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """input @ weight.T + bias."""
+    out = ops.matmul(input, ops.t(weight))
+    if bias is not None:
+        out = bias + out  # the bias first among the node's inputs, as in PyTorch's addmm
+        if out.grad_fn is not None and input.ndim == 2:
+            out.grad_fn.label = "AddmmBackward0"
+    return out
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    mask = bernoulli_mask(input.shape, 1.0 - p, input.dtype)
+    out = input * (mask * (1.0 / (1.0 - p)))
+    if out.grad_fn is not None:
+        out.grad_fn.label = "MulBackward0"
+    return out
+
+
+# -------------------------------------------------------------- normalization
+
+
+@_named("NativeLayerNormBackward0")
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape) :]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size"
+            f"{list(input.shape)}"
+        )
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    mean = ops.mean(input, dims, keepdim=True)
+    centered = input - mean
+    variance = ops.mean(centered * centered, dims, keepdim=True)
+    out = centered * ops.rsqrt(variance + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+@_named("NativeBatchNormBackward0")
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum=0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalizes each channel (dimension 1) over the batch and the other
+    dimensions. In training, by the batch's statistics, and the running ones
+    move ``momentum`` of the way to them (the unbiased variance, as PyTorch);
+    otherwise by the running statistics. ``momentum`` may be a tensor."""
+    if input.ndim < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    channels = input.shape[1]
+    axes = (0, *range(2, input.ndim))
+    count = input.numel() // channels if channels else 0
+    shape = (1, channels) + (1,) * (input.ndim - 2)
+    if training:
+        if count == 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size "
+                f"{input.shape}"
+            )
+        mean = ops.mean(input, axes, keepdim=True)
+        squares = ops.sum((input - mean) * (input - mean), axes, keepdim=True)
+        var = squares / float(count)
+        if running_mean is not None and running_var is not None:
+            with no_grad():
+                running_mean.copy_(
+                    mean.reshape(channels) * momentum + running_mean * (1 - momentum)
+                )
+                unbiased = squares.reshape(channels) / float(max(count - 1, 0))
+                running_var.copy_(unbiased * momentum + running_var * (1 - momentum))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    # PyTorch's arrangement: one scale and one shift per channel
+    scale = ops.rsqrt(var + eps)
+    if weight is not None:
+        scale = scale * weight.reshape(shape)
+    shift = -mean * scale
+    if bias is not None:
+        shift = bias.reshape(shape) + shift
+    return input * scale + shift
+
+
+# ------------------------------------------------------ convolution and pooling
+
+
+def _tuple(value, n: int, name: str) -> tuple:
+    """An int or a sequence of ints as a tuple of ``n`` (one int repeated)."""
+    if isinstance(value, (tuple, list)):
+        if len(value) == 1:
+            value = tuple(value) * n
+        if len(value) != n:
+            raise RuntimeError(f"expected {name} to be a single integer or a list of {n} values")
+        return tuple(int(v) for v in value)
+    return (int(value),) * n
+
+
+def _batched(input: Tensor, dims: int, name: str) -> tuple:
+    """(input with a batch dimension, whether it had one)."""
+    if input.ndim == dims + 2:
+        return input, True
+    if input.ndim == dims + 1:
+        return ops.unsqueeze(input, 0), False
+    raise RuntimeError(
+        f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to {name}, but got "
+        f"input of size: {list(input.shape)}"
+    )
+
+
+def _same_padding(kernel, dilation) -> tuple:
+    """padding="same": the output as large as the input, an odd total's extra at the end."""
+    pairs = []
+    for k, d in zip(kernel, dilation):
+        total = d * (k - 1)
+        pairs.append((total // 2, total - total // 2))
+    return tuple(pairs)
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, dims, name):
+    x, batched = _batched(input, dims, name)
+    if weight.ndim != dims + 2:
+        raise RuntimeError(
+            f"weight of a {name} should have {dims + 2} dimensions, got {list(weight.shape)}"
+        )
+    if x.dtype is not weight.dtype:
+        raise RuntimeError(
+            f"Input type ({x.type()}) and weight type ({weight.type()}) should be the same"
+        )
+    if bias is not None and bias.dtype is not x.dtype:
+        raise RuntimeError(
+            f"Input type ({_short(x.dtype)}) and bias type ({_short(bias.dtype)}) should be "
+            "the same"
+        )
+    kernel = tuple(weight.shape[2:])
+    stride, dilation = _tuple(stride, dims, "stride"), _tuple(dilation, dims, "dilation")
+    if groups < 1:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(s < 1 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d < 1 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    out_channels = weight.shape[0]
+    if x.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+            f"input{list(x.shape)} to have {weight.shape[1] * groups} channels, but got "
+            f"{x.shape[1]} channels instead"
+        )
+    if out_channels % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension "
+            f"0, but got weight of size {list(weight.shape)} instead"
+        )
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * dims
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pads = _same_padding(kernel, dilation)
+        else:
+            raise ValueError(f"Invalid padding string '{padding}', should be one of valid, same")
+    else:
+        pads = tuple((p, p) for p in _tuple(padding, dims, "padding"))
+        if any(p < 0 for p, _ in pads):
+            raise RuntimeError("negative padding is not supported")
+    padded = [size + lo + hi for size, (lo, hi) in zip(x.shape[2:], pads)]
+    reach = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    if any(r > p for r, p in zip(reach, padded)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, reach))}). Kernel size can't be greater than "
+            "actual input size"
+        )
+    if any(lo or hi for lo, hi in pads):
+        x = P.pad(x, widths=((0, 0), (0, 0)) + pads, value=0)
+    cols = P.windows(x, kernel=kernel, stride=stride, dilation=dilation)  # (N, C, *k, *out)
+    batch, positions = x.shape[0], cols.shape[2 + dims :]
+    taps = weight.shape[1] * math.prod(kernel)
+    if groups == 1:  # (O, C*k) @ (N, C*k, out): one matrix product per image
+        out = P.matmul(
+            P.reshape(weight, shape=(out_channels, taps)),
+            P.reshape(cols, shape=(batch, taps, math.prod(positions))),
+        )
+    else:
+        out = P.matmul(
+            P.reshape(weight, shape=(groups, out_channels // groups, taps)),
+            P.reshape(cols, shape=(batch, groups, taps, math.prod(positions))),
+        )
+    out = P.reshape(out, shape=(batch, out_channels, *positions))
+    if bias is not None:
+        out = out + P.reshape(bias, shape=(out_channels,) + (1,) * dims)
+    return out if batched else P.reshape(out, shape=out.shape[1:])
+
+
+@_named("ConvolutionBackward0")
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """1-D convolution (cross-correlation) of (N, C, L) or (C, L) with (O, C/groups, k)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+@_named("ConvolutionBackward0")
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) with
+    (O, C/groups, kh, kw)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+@_named("ConvolutionBackward0")
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def _pool_size(size, kernel, padding, stride, dilation, ceil_mode) -> int:
+    """PyTorch's pooling output size: with ``ceil_mode`` a last partial window
+    counts, as long as it starts inside the input or its left padding."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    count = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (count - 1) * stride >= size + padding:
+        count -= 1
+    return count
+
+
+class _Pooling:
+    """The windows of a pooling: the settings checked, the input padded with
+    ``fill`` (and cropped or extended for ceil_mode), then its windows taken."""
+
+    def __init__(self, input, kernel_size, stride, padding, dilation, ceil_mode, dims, name):
+        if input.ndim not in (dims + 1, dims + 2):
+            raise RuntimeError(
+                f"{name}: Expected {dims + 1}D or {dims + 2}D (batch mode) tensor for input, "
+                f"but got: {list(input.shape)}"
+            )
+        self.x, self.batched = _batched(input, dims, name)
+        self.dims = dims
+        self.kernel = _tuple(kernel_size, dims, "kernel_size")
+        no_stride = stride is None or (isinstance(stride, (tuple, list)) and not stride)
+        self.stride = self.kernel if no_stride else _tuple(stride, dims, "stride")
+        self.padding = _tuple(padding, dims, "padding")
+        self.dilation = _tuple(dilation, dims, "dilation")
+        if any(k < 1 for k in self.kernel) or any(s < 1 for s in self.stride):
+            raise RuntimeError(f"{name}: kernel_size and stride must be greater than zero")
+        for k, p, d in zip(self.kernel, self.padding, self.dilation):
+            if p < 0 or p > (d * (k - 1) + 1) // 2:
+                raise RuntimeError(
+                    f"pad should be at most half of effective kernel size, but got pad={p}, "
+                    f"kernel_size={k} and dilation={d}"
+                )
+        self.sizes = tuple(self.x.shape[2:])
+        self.counts = tuple(
+            _pool_size(size, k, p, s, d, ceil_mode)
+            for size, k, p, s, d in zip(
+                self.sizes, self.kernel, self.padding, self.stride, self.dilation
+            )
+        )
+        if any(c < 1 for c in self.counts):
+            channels = self.x.shape[1]
+            raise RuntimeError(
+                f"Given input size: ({'x'.join(map(str, (channels, *self.sizes)))}). "
+                f"Calculated output size: ({'x'.join(map(str, (channels, *self.counts)))}). "
+                "Output size is too small"
+            )
+
+    def windows(self, fill) -> Tensor:
+        """(N, C, k1*k2*..., *counts): every window, flattened."""
+        widths = []
+        for size, k, p, s, d, count in zip(
+            self.sizes, self.kernel, self.padding, self.stride, self.dilation, self.counts
+        ):
+            reach = (count - 1) * s + d * (k - 1) + 1  # what the windows cover, padding included
+            widths.append((p, reach - size - p))
+        x = self.x
+        if any(lo or hi for lo, hi in widths):
+            x = P.pad(x, widths=((0, 0), (0, 0), *widths), value=fill)
+        cols = P.windows(x, kernel=self.kernel, stride=self.stride, dilation=self.dilation)
+        n, c = x.shape[:2]
+        return P.reshape(cols, shape=(n, c, math.prod(self.kernel), *self.counts))
+
+    def unbatch(self, out: Tensor) -> Tensor:
+        return out if self.batched else P.reshape(out, shape=out.shape[1:])
+
+    def input_positions(self) -> np.ndarray:
+        """(taps, *counts): the flat index into the unpadded spatial input each tap reads."""
+        grids = np.meshgrid(
+            *[np.arange(k) for k in self.kernel],
+            *[np.arange(c) for c in self.counts],
+            indexing="ij",
+        )
+        flat = np.zeros(grids[0].shape, np.int64)
+        for axis in range(self.dims):
+            tap, window = grids[axis], grids[self.dims + axis]
+            position = window * self.stride[axis] - self.padding[axis] + tap * self.dilation[axis]
+            flat = flat * self.sizes[axis] + position
+        return flat.reshape(math.prod(self.kernel), *self.counts)
+
+    def divisors(self, count_include_pad: bool) -> np.ndarray:
+        """How many elements each window averages over, per output position:
+        padding counted or not, the part past the padding (ceil_mode) never."""
+        result = np.ones((), np.int64)
+        for size, k, p, s, count in zip(
+            self.sizes, self.kernel, self.padding, self.stride, self.counts
+        ):
+            start = np.arange(count) * s - p
+            end = np.minimum(start + k, size + p)
+            if not count_include_pad:
+                start, end = np.maximum(start, 0), np.minimum(end, size)
+            result = np.multiply.outer(result, end - start)
+        return result
+
+
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, dims):
+    name = f"max_pool{dims}d"
+    pooling = _Pooling(input, kernel_size, stride, padding, dilation, ceil_mode, dims, name)
+    # max(dim) takes the first maximum (a NaN if there is one) and gives it the
+    # whole gradient, as PyTorch's max pooling does
+    values, taps = ops.max(pooling.windows(-math.inf), dim=2)
+    values = pooling.unbatch(values)
+    if not return_indices:
+        return values
+    positions = pooling.input_positions()
+    table = constant_array(positions.reshape(1, 1, *positions.shape), dtypes.int64)
+    picked = ops.gather(ops.expand(table, *taps.shape[:2], *positions.shape), 2, taps.unsqueeze(2))
+    return values, pooling.unbatch(ops.squeeze(picked, 2))
+
+
+@_named("MaxPool2DWithIndicesBackward0")
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """The maximum of each window of (N, C, L) or (C, L) (``padding`` adds -inf)."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+@_named("MaxPool2DWithIndicesBackward0")
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """The maximum of each window of (N, C, H, W) or (C, H, W) (``padding`` adds -inf)."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def _avg_pool(
+    input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, dims
+):
+    name = f"avg_pool{dims}d"
+    pooling = _Pooling(input, kernel_size, stride, padding, 1, ceil_mode, dims, name)
+    sums = ops.sum(pooling.windows(0.0), 2)
+    if divisor_override:
+        return pooling.unbatch(sums / float(divisor_override))
+    divisors = pooling.divisors(count_include_pad)
+    if np.all(divisors == divisors.flat[0]):
+        return pooling.unbatch(sums / float(divisors.flat[0]))
+    return pooling.unbatch(sums / constant_array(divisors.astype(sums.dtype.np), sums.dtype))
+
+
+@_named("AvgPool2DBackward0")
+def avg_pool1d(
+    input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True
+) -> Tensor:
+    """The mean of each window of (N, C, L) or (C, L)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+@_named("AvgPool2DBackward0")
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+) -> Tensor:
+    """The mean of each window of (N, C, H, W) or (C, H, W): over the window's
+    size including padding unless ``count_include_pad=False``, or over
+    ``divisor_override``."""
+    return _avg_pool(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2
+    )
+
+
+def _adaptive_bounds(size: int, count: int) -> list:
+    """PyTorch's adaptive windows: the i-th covers [floor(i*size/count), ceil((i+1)*size/count))."""
+    return [(i * size // count, -(-(i + 1) * size // count)) for i in range(count)]
+
+
+def _adaptive_avg_pool(input, output_size, dims, name):
+    x, batched = _batched(input, dims, name)
+    sizes = tuple(x.shape[2:])
+    wanted = (output_size,) * dims if isinstance(output_size, int) else tuple(output_size)
+    if len(wanted) != dims:
+        raise ValueError(f"{name}: output_size must have {dims} elements, got {output_size}")
+    counts = tuple(size if w is None else int(w) for size, w in zip(sizes, wanted))
+    if any(c < 1 for c in counts) or any(s == 0 for s in sizes):
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 1")
+    if all(size % count == 0 for size, count in zip(sizes, counts)):
+        kernel = tuple(size // count for size, count in zip(sizes, counts))
+        out = _avg_pool(x, kernel, kernel, 0, False, True, None, dims)
+    else:
+        # windows of different sizes: each axis summed by a product with a 0/1
+        # matrix marking its windows, then one division by the window sizes
+        out, divisors = x, np.ones((), x.dtype.np)
+        for axis, (size, count) in enumerate(zip(sizes, counts)):
+            marks = np.zeros((size, count), x.dtype.np)
+            for i, (start, end) in enumerate(_adaptive_bounds(size, count)):
+                marks[start:end, i] = 1
+            summed = ops.matmul(ops.transpose(out, 2 + axis, -1), constant_array(marks, x.dtype))
+            out = ops.transpose(summed, 2 + axis, -1)
+            divisors = np.multiply.outer(divisors, marks.sum(axis=0))
+        out = out / constant_array(divisors, x.dtype)
+    return out if batched else P.reshape(out, shape=out.shape[1:])
+
+
+@_named("AdaptiveAvgPool2DBackward0")
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    return _adaptive_avg_pool(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+@_named("AdaptiveAvgPool2DBackward0")
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Means over ``output_size`` windows per axis, as even as the sizes allow."""
+    return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+# -------------------------------------------------------------------- padding
+
+
+def _source_positions(size: int, before: int, after: int, mode: str) -> np.ndarray:
+    """The input position each output position of a padded axis reads."""
+    positions = np.arange(-before, size + after)
+    if mode == "replicate":
+        return np.clip(positions, 0, size - 1)
+    if mode == "circular":
+        return positions % size
+    period = 2 * (size - 1)  # reflect: ... 2 1 | 0 1 2 ... n-1 | n-2 ...
+    folded = np.abs(positions) % period if period else np.zeros_like(positions)
+    return np.where(folded < size, folded, period - folded)
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
+    """Pads the last ``len(pad) // 2`` dimensions, the last first: ``pad`` is
+    (last_before, last_after, second_last_before, ...). Negative widths crop.
+    ``mode`` "constant" (with ``value``), "reflect", "replicate" or "circular"."""
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    padded = len(pad) // 2
+    if padded > input.ndim:
+        raise RuntimeError("Padding length too large")
+    widths = [(0, 0)] * (input.ndim - padded) + [
+        (pad[2 * k], pad[2 * k + 1]) for k in reversed(range(padded))
+    ]
+    if mode == "constant":
+        out = P.pad(input, widths=tuple(widths), value=0 if value is None else value)
+        if out.grad_fn is not None:
+            out.grad_fn.label = "ConstantPadNdBackward0"
+        return out
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if input.ndim not in (padded + 1, padded + 2):
+        raise RuntimeError(
+            f"Expected {padded + 1}D or {padded + 2}D (batch mode) tensor for input to be "
+            f"padded in {mode} mode over {padded} dimension(s), but got: {list(input.shape)}"
+        )
+    out = input
+    for axis in range(input.ndim - padded, input.ndim):
+        before, after = widths[axis]
+        size = input.shape[axis]
+        if mode == "reflect" and (before >= size or after >= size):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({before}, {after}) at dimension {axis} of input "
+                f"{list(input.shape)}"
+            )
+        if mode == "circular" and (before > size or after > size):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if before or after:
+            positions = _source_positions(size, before, after, mode)
+            out = ops.index_select(out, axis, constant_array(positions, dtypes.int64))
+    return out
+
+
+# ------------------------------------------------------------------ embedding
+
+
+def _check_indices(indices: Tensor, size: int) -> None:
+    """Indices outside [0, size) are an error, not numpy's wrap-around; under
+    jit this is a guard, so a later call with a bad index retraces and raises."""
+    if indices.numel() and ops.any((indices < 0) | (indices >= size)):
+        raise IndexError("index out of range in self")
+
+
+@_named("EmbeddingBackward0")
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """The rows of ``weight`` that the integer ``input`` names, in ``input``'s
+    shape plus one. Rows at ``padding_idx`` get no gradient; with
+    ``max_norm`` the rows looked up are first renormalized in place."""
+    if not isinstance(input, Tensor) or input.dtype.category != dtypes.INTEGER:
+        found = getattr(input, "dtype", type(input).__name__)
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {found} instead (while checking arguments for embedding)"
+        )
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError(
+            "embedding: scale_grad_by_freq and sparse gradients are not supported by fusegrad"
+        )
+    rows = weight.shape[0]
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= rows
+    indices = input if input.dtype is dtypes.int64 else input.long()
+    _check_indices(indices, rows)
+    if max_norm is not None:
+        _renorm_rows(weight, indices.reshape(-1), max_norm, norm_type)
+    out = P.index(weight, indices, spec=(("array",),))
+    if padding_idx is not None:
+        padding = ops.unsqueeze(indices == padding_idx, -1)
+        out = ops.where(padding, out.detach(), out)
+    return out
+
+
+def _renorm_rows(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
+    """Scales the rows ``indices`` names down to norm ``max_norm`` where above it."""
+    with no_grad():
+        rows = weight[indices]
+        norms = ops.norm(rows, norm_type, 1, keepdim=True)
+        scale = ops.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[indices] = rows * scale
+
+
+def one_hot(tensor, num_classes=-1):
+    from ..tracer.creation import arange
+
+    n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
+    return ops.eq(ops.unsqueeze(tensor, -1), arange(n)).to(dtypes.int64)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    return input / ops.clamp(ops.norm(input, p, dim, keepdim=True), min=eps)
+
+
+# ------------------------------------------------------------------ attention
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """softmax(query @ key^T * scale + mask) @ value over the last two
+    dimensions (..., L, E) x (..., S, E) x (..., S, Ev). A bool ``attn_mask``
+    says which positions take part, a float one is added; ``is_causal`` masks
+    the future. A row with every position masked gives zeros (PyTorch's
+    ``_safe_softmax``), with a zero gradient."""
+    if is_causal and attn_mask is not None:
+        raise RuntimeError(
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+            "is_causal=True"
+        )
+    length, source = query.shape[-2], key.shape[-2]
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        repeat = query.shape[-3] // key.shape[-3]
+        heads = constant_array(np.arange(query.shape[-3]) // repeat, dtypes.int64)
+        key = ops.index_select(key, key.ndim - 3, heads)
+        value = ops.index_select(value, value.ndim - 3, heads)
+    factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    # as PyTorch's reference computation: sqrt(|scale|) on each side
+    root = math.sqrt(abs(factor))
+    scores = ops.matmul(query * (root if factor >= 0 else -root), ops.transpose(key, -2, -1) * root)
+    if is_causal:
+        attn_mask = constant_array(np.tril(np.ones((length, source), np.bool_)), dtypes.bool_)
+    if attn_mask is not None:
+        if attn_mask.dtype is dtypes.bool_:
+            scores = ops.where(attn_mask, scores, -math.inf)
+        else:
+            scores = scores + attn_mask
+    masked_rows = ops.all(scores == -math.inf, -1, keepdim=True)
+    weights = softmax(ops.where(masked_rows, 0.0, scores), -1)
+    weights = ops.where(masked_rows, 0.0, weights)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    return ops.matmul(weights, value)
+
+
+# --------------------------------------------------------------------- losses
+
+
+def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
+    if input.shape != target.shape:
         warnings.warn(
             f"Using a target size ({target.shape}) that is different to the input "
             f"size ({input.shape}). This will likely lead to incorrect results due to "
             "broadcasting. Please ensure they have the same size.",
-            stacklevel=2,
+            stacklevel=3,
         )
+
+
+@_named("MseLossBackward0")
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_if_broadcast(input, target)
     diff = input - target
     return _reduce(diff * diff, reduction)
 
 
+@_named("L1LossBackward0")
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
+    """|input - target|, reduced."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_if_broadcast(input, target)
+    return _reduce(ops.abs(input - target), reduction)
+
+
+@_named("SmoothL1LossBackward0")
+def smooth_l1_loss(
+    input, target, size_average=None, reduce=None, reduction="mean", beta: float = 1.0
+) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_if_broadcast(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    diff = input - target
+    size = ops.abs(diff)
+    if beta == 0.0:
+        return _reduce(size, reduction)
+    return _reduce(ops.where(size < beta, diff * diff * 0.5 / beta, size - 0.5 * beta), reduction)
+
+
+@_named("HuberLossBackward0")
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target)."""
+    _warn_if_broadcast(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    diff = input - target
+    size = ops.abs(diff)
+    losses = ops.where(size < delta, diff * diff * 0.5, (size - 0.5 * delta) * delta)
+    if weight is not None:
+        losses = losses * weight
+    return _reduce(losses, reduction)
+
+
+def _check_target_size(input, target) -> None:
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size."
+        )
+
+
+@_named("BinaryCrossEntropyBackward0")
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+) -> Tensor:
+    """-(t log(x) + (1 - t) log(1 - x)), each logarithm clamped at -100 as PyTorch does,
+    for probabilities ``input``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_target_size(input, target)
+    # a guard under jit: a later call with such an input retraces and raises
+    if input.numel() and ops.any((input < 0) | (input > 1)):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    losses = P.binary_cross_entropy(input, target)
+    if weight is not None:
+        losses = losses * weight
+    return _reduce(losses, reduction)
+
+
+@_named("BinaryCrossEntropyWithLogitsBackward0")
+def binary_cross_entropy_with_logits(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+    pos_weight=None,
+) -> Tensor:
+    """binary_cross_entropy(sigmoid(input), target) computed stably from the
+    logits; ``pos_weight`` weighs the positive term (per class, last dimension)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Target size ({target.shape}) must be the same as input size ({input.shape})"
+        )
+    losses = P.binary_cross_entropy_with_logits(
+        input, target, 1.0 if pos_weight is None else pos_weight
+    )
+    if weight is not None:
+        losses = losses * weight
+    return _reduce(losses, reduction)
+
+
+@_named("KlDivBackward0")
+def kl_div(
+    input, target, size_average=None, reduce=None, reduction="mean", log_target=False
+) -> Tensor:
+    """The KL divergence of ``target`` from the distribution whose logarithm is
+    ``input``, pointwise: t (log t - input), 0 where t is 0 (with ``log_target``
+    the target is given as its logarithm). "batchmean" divides the sum by the
+    batch size, which is the divergence; "mean" divides by every element."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.",
+            stacklevel=2,
+        )
+    if log_target:
+        losses = ops.exp(target) * (target - input)
+    else:
+        # xlogy(t, t): 0 at t == 0, where log would make 0 * -inf
+        zero = target == 0
+        entropy = ops.where(zero, 0.0, target * ops.log(ops.where(zero, 1.0, target)))
+        losses = entropy - target * input
+    if reduction == "batchmean":
+        total = ops.sum(losses)
+        return total / float(input.shape[0]) if input.ndim else total
+    return _reduce(losses, reduction)
+
+
 @_named("NllLossBackward0")
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+def nll_loss(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+):
     """Negative log-likelihood of class indices ``target`` under log-probabilities
     ``input`` of shape (N, C) or (C,) (or (N, C, d1, ...))."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if not isinstance(target, Tensor) or target.dtype.category != dtypes.INTEGER:
         raise RuntimeError(
             f"expected scalar type Long but found {getattr(target, 'dtype', type(target).__name__)}"
@@ -73,8 +984,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         )
     valid = target != ignore_index
     safe_target = ops.where(valid, target, 0)
-    if safe_target.numel() and (safe_target._data.max() >= classes or safe_target._data.min() < 0):
-        raise IndexError(f"Target {int(safe_target._data.max())} is out of bounds.")
+    # a guard under jit: numpy would wrap a negative index around
+    if safe_target.numel() and ops.any((safe_target < 0) | (safe_target >= classes)):
+        bad = safe_target._data[(safe_target._data < 0) | (safe_target._data >= classes)]
+        raise IndexError(f"Target {int(bad[0])} is out of bounds.")
     picked = -ops.gather(input, 1, ops.unsqueeze(safe_target, 1)).reshape(-1)
     w = ops.where(valid, 1.0, 0.0).to(input.dtype)
     if weight is not None:
@@ -104,6 +1017,7 @@ def cross_entropy(
 ):
     """Softmax cross-entropy of logits ``input`` (N, C) against class indices or
     class probabilities ``target``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     logp = log_softmax(input, 1 if input.ndim > 1 else 0)
     if target.dtype.is_floating_point:  # class probabilities
         if target.shape != input.shape:
@@ -124,79 +1038,8 @@ def cross_entropy(
         if reduction == "mean":
             return ops.sum(losses) / float(losses.numel() and losses.shape[0] if losses.ndim else 1)
         return _reduce(losses, reduction)
-    loss = nll_loss(logp, target, weight, ignore_index, reduction)
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing:
         smooth = -ops.mean(logp, 1 if input.ndim > 1 else 0)
         loss = loss * (1 - label_smoothing) + _reduce(smooth, reduction) * label_smoothing
     return loss
-
-
-def linear(input, weight, bias=None):
-    """input @ weight.T + bias."""
-    out = ops.matmul(input, ops.t(weight))
-    if bias is not None:
-        out = out + bias
-        if out.grad_fn is not None and input.ndim == 2:
-            out.grad_fn.label = "AddmmBackward0"
-    return out
-
-
-def dropout(input, p=0.5, training=True, inplace=False):
-    if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        return input * 0.0
-    mask = bernoulli_mask(input.shape, 1.0 - p, input.dtype)
-    out = input * (mask * (1.0 / (1.0 - p)))
-    if out.grad_fn is not None:
-        out.grad_fn.label = "MulBackward0"
-    return out
-
-
-@_named("NativeLayerNormBackward0")
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[input.ndim - len(shape) :]) != shape:
-        raise RuntimeError(
-            f"Given normalized_shape={list(shape)}, expected input with shape "
-            f"[*, {', '.join(map(str, shape))}], but got input of size"
-            f"{list(input.shape)}"
-        )
-    dims = tuple(range(input.ndim - len(shape), input.ndim))
-    mean = ops.mean(input, dims, keepdim=True)
-    centered = input - mean
-    variance = ops.mean(centered * centered, dims, keepdim=True)
-    out = centered * ops.rsqrt(variance + eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
-
-
-def softsign(input):
-    return input / (1 + ops.abs(input))
-
-
-def silu(input):
-    return input * sigmoid(input)
-
-
-def leaky_relu(input, negative_slope=0.01):
-    return ops.where(input > 0, input, input * negative_slope)
-
-
-def one_hot(tensor, num_classes=-1):
-    from ..tracer.creation import arange
-
-    n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
-    return ops.eq(ops.unsqueeze(tensor, -1), arange(n)).to(dtypes.int64)
-
-
-def normalize(input, p=2.0, dim=1, eps=1e-12):
-    return input / ops.clamp(ops.norm(input, p, dim, keepdim=True), min=eps)
-
-
-del math

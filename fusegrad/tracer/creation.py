@@ -86,7 +86,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         values = _flatten_data(data)
         _check_rectangular(values, 0)
         inferred = _infer_dtype(values)
-        array = np.array(values, dtype=inferred.np)
+        # straight to the requested dtype: through float32 a float64's digits would be lost
+        array = np.array(values, dtype=(inferred if dtype is None else dtypes.as_dtype(dtype)).np)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else inferred
     return _finish(np.array(array, dtype=dtype.np, copy=True), dtype, requires_grad)
 

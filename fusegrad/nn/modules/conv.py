@@ -1,0 +1,137 @@
+"""``Conv1d``, ``Conv2d``, ``Conv3d``."""
+
+from __future__ import annotations
+
+import math
+
+from ...tracer import creation
+from ...tracer.tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module, check_device
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+class _ConvNd(Module):
+    """A convolution's settings and parameters: weight (out, in/groups, *kernel)
+    and bias (out), initialized as PyTorch does."""
+
+    dims = 0
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        check_device(device)
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(
+                f"padding_mode must be one of {set(_PADDING_MODES)}, but got "
+                f"padding_mode='{padding_mode}'"
+            )
+        n = self.dims
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = F._tuple(kernel_size, n, "kernel_size")
+        self.stride = F._tuple(stride, n, "stride")
+        self.dilation = F._tuple(dilation, n, "dilation")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of {{'same', 'valid'}}"
+                )
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = F._tuple(padding, n, "padding")
+        self.groups, self.padding_mode = groups, padding_mode
+        self.weight = Parameter(
+            creation.empty(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype)
+        )
+        if bias:
+            self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def _padding_widths(self) -> tuple:
+        """F.pad's widths (the last dimension first) for a padding_mode other than zeros."""
+        if self.padding == "valid":
+            pairs = ((0, 0),) * self.dims
+        elif self.padding == "same":
+            pairs = F._same_padding(self.kernel_size, self.dilation)
+        else:
+            pairs = tuple((p, p) for p in self.padding)
+        return tuple(width for pair in reversed(pairs) for width in pair)
+
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self.dims - 1]
+        if self.padding_mode != "zeros":
+            padded = F.pad(input, self._padding_widths(), mode=self.padding_mode)
+            return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        n = self.dims
+        text = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
+        if self.padding != (0,) * n:
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
+        return text
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L) or (C, L)."""
+
+    dims = 1
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C, H, W) or (C, H, W)."""
+
+    dims = 2
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C, D, H, W) or (C, D, H, W)."""
+
+    dims = 3

@@ -1,0 +1,92 @@
+"""``Linear``, ``Identity``, ``Flatten`` and ``Unflatten``."""
+
+from __future__ import annotations
+
+import math
+
+from ...tracer import creation, ops
+from ...tracer.tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module, check_device
+
+
+class Identity(Module):
+    """Returns its input; it takes (and ignores) any arguments."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, initialized as PyTorch does: weight by
+    kaiming_uniform_ with a = sqrt(5), bias uniform in +-1/sqrt(in_features)."""
+
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None
+    ):
+        super().__init__()
+        check_device(device)
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(creation.empty(out_features, in_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(creation.empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class Flatten(Module):
+    """Flattens dimensions ``start_dim`` to ``end_dim`` into one."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return ops.flatten(input, self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Splits dimension ``dim`` into ``unflattened_size``."""
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(
+                "unflattened_size must be tuple of ints, but found type "
+                + type(unflattened_size).__name__
+            )
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return ops.unflatten(input, self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -1,0 +1,158 @@
+"""``LayerNorm`` and the batch normalizations ``BatchNorm1d/2d/3d``."""
+
+from __future__ import annotations
+
+from ...ir import dtypes
+from ...tracer import creation
+from ...tracer.tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module, check_device
+
+
+class LayerNorm(Module):
+    """Normalizes over the trailing ``normalized_shape`` dimensions, then scales
+    and shifts elementwise (``elementwise_affine``; ``bias=False`` scales only)."""
+
+    def __init__(
+        self,
+        normalized_shape,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        check_device(device)
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
+        self.normalized_shape = tuple(shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(creation.ones(self.normalized_shape, dtype=dtype))
+            if bias:
+                self.bias = Parameter(creation.zeros(self.normalized_shape, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class _BatchNorm(Module):
+    """Normalizes each channel by the batch's statistics in training and by
+    running estimates of them (buffers ``running_mean``, ``running_var``,
+    ``num_batches_tracked``) in eval mode; ``momentum=None`` makes the
+    estimates plain averages over the batches seen."""
+
+    expected_dims: tuple = ()
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        check_device(device)
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(creation.empty(num_features, dtype=dtype))
+            self.bias = Parameter(creation.empty(num_features, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=dtypes.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in self.expected_dims:
+            wanted = " or ".join(f"{d}D" for d in self.expected_dims)
+            raise ValueError(f"expected {wanted} input (got {input.dim()}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a tensor: under jit the count is no constant
+                factor = 1.0 / self.num_batches_tracked.to(self.running_mean.dtype)
+        batch_statistics = self.training or (self.running_mean is None and self.running_var is None)
+        keep_running = not self.training or self.track_running_stats
+        return F.batch_norm(
+            input,
+            self.running_mean if keep_running else None,
+            self.running_var if keep_running else None,
+            self.weight,
+            self.bias,
+            batch_statistics,
+            factor,
+            self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of (N, C) or (N, C, L)."""
+
+    expected_dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of (N, C, H, W)."""
+
+    expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of (N, C, D, H, W)."""
+
+    expected_dims = (5,)
