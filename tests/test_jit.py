@@ -1119,3 +1119,48 @@ def test_a_learning_rate_schedule_changes_no_program(schedule):
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
     for got, want in zip(results[1][1], results[0][1]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_pythons_random_inside_a_jit_function_draws_as_eagerly():
+    """PyTorch's dynamic_net example: a random number of layers each call,
+    with random scales; compiled calls draw again, consuming Python's
+    generator as the eager calls do."""
+    import random
+
+    def net(x):
+        h = x * 2
+        for _ in range(random.randint(0, 3)):
+            h = fg.tanh(h) * random.uniform(0.5, 1.5)
+        return h.sum() + float(np.random.randn() > 0) + np.random.randint(5)
+
+    x = fg.ones(3)
+    results = []
+    for function in (net, fg.jit(net)):
+        random.seed(0)
+        np.random.seed(0)
+        results.append([function(x).item() for _ in range(12)] + [random.random()])
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+def test_a_shuffle_inside_a_jit_function_shuffles_on_every_call():
+    import random
+
+    order = list(range(5))
+
+    def pick(x):
+        random.shuffle(order)
+        return x[order[0]]
+
+    results = []
+    for function in (pick, fg.jit(pick)):
+        random.seed(1)
+        order[:] = range(5)
+        results.append([function(fg.arange(5.0)).item() for _ in range(8)] + [list(order)])
+    assert results[1] == results[0]
+
+
+def test_a_draw_jit_cannot_see_again_is_a_clear_error():
+    from random import random as draw  # bound before the call: not wrapped
+
+    with pytest.raises(fg.TracingError, match="bound before the call"):
+        fg.jit(lambda x: x * draw())(fg.ones(2))

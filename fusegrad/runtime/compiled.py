@@ -20,6 +20,7 @@ from ..ir.fusion import is_elementwise
 from ..ir.graph import Graph, Var, apply_graph, format_graph, type_string, verify
 from ..ir.simplify import simplify, without_stop_gradients
 from ..tracer.numbers import TracedNumber
+from ..tracer.pyrandom import Divergence, Draws, same_result
 from ..tracer.tensor import Tensor, constant_array
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
@@ -40,6 +41,8 @@ class Program:
         self.python_guards = trace.python_guards
         self.grad_reads = trace.leaves(trace.grad_reads)  # (leaf ref, grad was None)
         self.lookup = trace.lookup  # where tensors the function did not receive are now
+        self.draw_specs, self.draw_guards = trace.draw_specs, trace.draw_guards
+        self.traced_draws = trace.draws
         outputs = [trace.var_of(t) for t in output_tensors]
         extras = self._side_effects(trace, args)
         graph = trace.graph(outputs)
@@ -50,7 +53,7 @@ class Program:
         ]
         # numbers among the inputs (arguments, and what read_number read)
         self.has_numbers = any(not isinstance(a, Tensor) for a in args) or any(
-            c.read is not None for c in self.captured
+            c.read is not None or c.draw is not None for c in self.captured
         )
         self.input_meta = [(v.shape, v.dtype) for v in graph.inputs]
         self.num_outputs = len(outputs)
@@ -146,7 +149,21 @@ class Program:
             description for _, _, description in self.python_guards
         ]
 
-    def captured_inputs(self, args, located) -> list:
+    def _drawn(self, draws) -> list | None:
+        """This call's draws, in the traced order; None when they went another
+        way than traced (a guard: the program does not apply)."""
+        try:
+            drawn = [draws.get(k, spec) for k, spec in enumerate(self.draw_specs)]
+        except Divergence:
+            self.failure = "Python's random draws took another path"
+            return None
+        for k, observed in self.draw_guards:
+            if not same_result(drawn[k], observed):
+                self.failure = f"a random draw gave {drawn[k]!r}, traced {observed!r}"
+                return None
+        return drawn
+
+    def captured_inputs(self, args, located, drawn=()) -> list:
         """The captured tensors and numbers as they are now, or None if one no
         longer fits the trace."""
         found = []
@@ -155,10 +172,10 @@ class Program:
             self.input_meta[self.num_args :],
             self.input_requires_grad[self.num_args :],
         ):
-            t = c.current(args, located)
+            t = c.current(args, located, drawn)
             if t is None:
                 return None
-            if c.read is None:
+            if c.read is None and c.draw is None:
                 if not isinstance(t, Tensor) or t._data.shape != shape or t._dtype is not dtype:
                     return None
                 if grad_mode.is_grad_enabled() and t.requires_grad != requires:
@@ -172,8 +189,21 @@ class Program:
     def python_guards_hold(self) -> bool:
         return all(read() == value for read, value, _ in self.python_guards)
 
-    def run(self, args: list):
-        """The outputs as tensors, or None when a guard fails (nothing changed then)."""
+    def run(self, args: list, draws=None):
+        """The outputs as tensors, or None when a guard fails (nothing changed
+        then). ``draws``: this call's draws from Python's random module and
+        numpy's generator, shared by the programs it tries (pyrandom.py)."""
+        drawn = ()
+        if self.draw_specs:
+            draws = draws if draws is not None else Draws()
+            drawn = self._drawn(draws)
+            outputs = None if drawn is None else self._run(args, drawn)
+            if outputs is None:
+                draws.reset()  # what this program drew goes back for the next
+            return outputs
+        return self._run(args, drawn)
+
+    def _run(self, args: list, drawn):
         if self.fixed_leaves:
             args = list(args)
             for position, number in self.fixed_leaves:
@@ -189,7 +219,9 @@ class Program:
             if located is None or not all(isinstance(t, Tensor) for t in located if t is not None):
                 self.failure = "a tensor the function reads is no longer where it was found"
                 return None
-        captured = self.captured_inputs(args, located) if self.captured or self.grad_reads else []
+        captured = (
+            self.captured_inputs(args, located, drawn) if self.captured or self.grad_reads else []
+        )
         if captured is None:
             self.failure = "a tensor the function reads changed shape, dtype or requires_grad"
             return None
@@ -273,7 +305,8 @@ class Program:
         """Runs the forward and backward programs once (without side effects),
         so their kernels are compiled for these operands' layouts now."""
         located = self.lookup() if self.lookup is not None else ()
-        captured = [c.current(args, located) for c in self.captured]
+        drawn = self._drawn(self.traced_draws) if self.draw_specs else ()
+        captured = [c.current(args, located, drawn) for c in self.captured]
         values = self.forward_executor.run(self._arrays(list(args) + captured))
         if self.backward is not None:
             residuals = values[self.num_outputs + self.num_extras :]

@@ -26,6 +26,7 @@ import numpy as np
 from .. import timing
 from ..ir.graph import format_graph
 from ..tracer.numbers import TracedFloat, TracedNumber, number_input, traced
+from ..tracer.pyrandom import Draws, drawing, generator_states, replayed_states, same_states
 from ..tracer.tensor import Tensor, recording
 from ..tracer.trace import Trace, TracingError, active
 from . import grad_mode
@@ -125,6 +126,7 @@ class JitFunction:
         # number arguments (by path) a trace decided something on by value:
         # later keys hold their value rather than making them program inputs
         self._by_value: frozenset = frozenset()
+        self._draws = False  # whether a trace saw draws from Python's random or numpy's
 
     def __repr__(self) -> str:
         return f"<fusegrad.jit of {getattr(self.fn, '__qualname__', self.fn)!r}>"
@@ -145,11 +147,12 @@ class JitFunction:
         if self.eager or recording.trace is not None:  # inside another trace: traced inline
             return self.fn(*args, **kwargs)
         tensors, key = self._signature(args, kwargs)
+        draws = Draws() if self._draws else None  # this call's, once a trace saw some
         tried = 0  # how many of the key's variants these arguments failed the guards of
         while True:
             variants = self._cache.get(key, ())
             for program in variants[tried:]:
-                outputs = program.run(tensors)
+                outputs = program.run(tensors, draws)
                 if outputs is not None:
                     with self._lock:
                         self._hits += 1
@@ -164,7 +167,7 @@ class JitFunction:
             return self.fn(*args, **kwargs)
         variants, done = turn
         try:
-            program, result = self._trace(args, kwargs)
+            program, result = self._trace(args, kwargs, draws=draws)
             # a number argument the trace decided on by value is part of the key now;
             # the program still takes it, as the value it was traced with
             settled = self._signature(args, kwargs)[1]
@@ -254,7 +257,7 @@ class JitFunction:
 
     # ------------------------------------------------------------------ tracing
 
-    def _trace(self, args, kwargs, lower=False) -> tuple:
+    def _trace(self, args, kwargs, lower=False, draws=None) -> tuple:
         """Runs the function once, recording; returns the program it became
         and the call's result. The result comes from the program too, so its
         backward is the compiled one: the trace's side effects on tensors and
@@ -269,6 +272,8 @@ class JitFunction:
         paths: list = []
         leaves, _ = self._signature(args, kwargs, paths)
         trace = Trace()
+        if draws is not None:
+            trace.draws = draws
         numbers = {}
         for leaf, path in zip(leaves, paths):
             if isinstance(leaf, Tensor):
@@ -280,9 +285,18 @@ class JitFunction:
         if numbers:
             args = tuple(_with_numbers(a, (i,), numbers) for i, a in enumerate(args))
             kwargs = {k: _with_numbers(v, (k,), numbers) for k, v in kwargs.items()}
+        states, already_drawn = generator_states(), len(trace.draws.made)
         try:
-            with timing.phase("trace"), active(trace):
+            with timing.phase("trace"), active(trace), drawing():
                 result = self.fn(*args, **kwargs)
+            fresh = [spec for spec, _ in trace.draws.made[already_drawn:]]
+            if not same_states(replayed_states(states, fresh), generator_states()):
+                raise TracingError(
+                    f"{self.__name__} draws from Python's random module or numpy's global "
+                    "generator through a name bound before the call (from random import "
+                    "...): jit cannot draw again on later calls; call random.<function> "
+                    "or np.random.<function>, or use fusegrad's samplers"
+                )
             trace.locate(self.fn)
             out_tensors: list = []
             tree = _flatten_output(result, out_tensors)
@@ -292,10 +306,12 @@ class JitFunction:
             trace.restore(python_too=True)
             raise
         program.unflatten = _unflattener(tree)
+        if program.draw_specs:
+            self._draws = True
         if lower or program.python_guards_hold():
             trace.restore(python_too=lower)
             with timing.phase("first run"):
-                outputs = program.warm_up(leaves) if lower else program.run(leaves)
+                outputs = program.warm_up(leaves) if lower else program.run(leaves, trace.draws)
             if outputs is None and not lower:
                 raise RuntimeError(
                     f"fusegrad.jit: the program traced for {self.__name__} refused the "

@@ -26,6 +26,7 @@ import numpy as np
 from ..ir import dtypes
 from ..ir.graph import Const, Eqn, Graph, Var
 from .numbers import number_input, traced
+from .pyrandom import Draws
 from .sources import locate
 from .tensor import recording
 
@@ -77,14 +78,18 @@ class Captured:
     A number the function read (``read``: how to read it again) is an input
     too, read on every call; ``tensor`` is then its 0-d tensor of the trace."""
 
-    __slots__ = ("tensor", "ref", "grad_of", "read")
+    __slots__ = ("tensor", "ref", "grad_of", "read", "draw")
 
-    def __init__(self, tensor, ref=None, grad_of=None, read=None):
-        self.tensor, self.ref, self.grad_of, self.read = tensor, ref, grad_of, read  # Refs
+    def __init__(self, tensor, ref=None, grad_of=None, read=None, draw=None):
+        self.tensor, self.ref, self.grad_of = tensor, ref, grad_of  # Refs
+        self.read, self.draw = read, draw
 
-    def current(self, args, located):
+    def current(self, args, located, drawn=()):
         """The tensor now, or for a number, its value now (None if it is no
-        number any more)."""
+        number any more); for a random draw (``draw``: its position among the
+        call's draws), this call's."""
+        if self.draw is not None:
+            return drawn[self.draw]
         if self.read is not None:
             value = self.read()
             return value if number_input(value, "") is not None else None
@@ -117,6 +122,9 @@ class Trace:
         self.aliases: dict = {}  # id(detached alias) -> the tensor whose storage it shares
         self.numbers_read: dict = {}  # key -> the traced number read_number made for it
         self.specialized: set = set()  # paths of number arguments whose value was guarded
+        self.draws = Draws()  # this call's draws from Python's random and numpy's generator
+        self.draw_specs: list = []  # (function, args, kwargs) of each draw, in order
+        self.draw_guards: list = []  # (position, result) of draws that are no numbers
         self.refs: dict = {}  # id(tensor) -> its Ref
         self.lookup = None  # where the tensors the function did not receive live now
         self.undo: list = []  # callables taking back Python side effects (state an optimizer made)
@@ -236,6 +244,26 @@ class Trace:
             return bool(tensor._data.reshape(()))
         wide = dtypes.float64 if tensor._dtype.is_floating_point else dtypes.int64
         return traced(tensor.reshape(()).to(wide), where)
+
+    def draw(self, spec):
+        """A draw from Python's random module or numpy's global generator (see
+        pyrandom.py): a number becomes an input of the program, anything else
+        a guard."""
+        k = len(self.draw_specs)
+        result = self.draws.get(k, spec)
+        self.draw_specs.append(spec)
+        (_, name), args, _ = spec
+        if name == "shuffle":
+            args[0][:] = result  # in place, as the call did
+            self.draw_guards.append((k, result))
+            return None
+        tensor = number_input(result, f"{name}() at {user_line()}")
+        if tensor is None:
+            self.draw_guards.append((k, result))
+            return result
+        self.captured.append(Captured(tensor, draw=k))
+        self.captured_vars.append(self._new_var(tensor))
+        return traced(tensor, f"{name}() at {user_line()}")
 
     def guard(self, tensor, how: str) -> None:
         var = self.var_of(tensor)
