@@ -264,13 +264,14 @@ def leaf_sets(make_inputs, precision, dtype=None):
     }
 
 
-def check_grads(program, make_inputs, precision, calls=3, style="grad", seed=0):
+def check_grads(program, make_inputs, precision, calls=3, style="grad", first=False, seed=0):
     """Gradients through compiled calls 1..calls against eager: autograd.grad of
     the outputs with cotangents ("grad"), of one scalar loss made of them ("loss"),
-    or backward() into .grad ("backward"); fresh leaves each call, then the same
-    leaves every call (their .grad accumulating, eagerly too)."""
+    or backward() into .grad ("backward"); of every output that needs a gradient
+    or only the ``first``; fresh leaves each call, then the same leaves every
+    call (their .grad accumulating, eagerly too)."""
     outputs = as_list(eager(program, *make_inputs(requires_grad=True)))
-    positions = differentiable_positions(outputs)
+    positions = differentiable_positions(outputs)[: 1 if first else None]
     cotangents = random_arrays([outputs[k].shape for k in positions], seed)
 
     def gradients(function, leaves):
@@ -515,6 +516,7 @@ class Program:
     backend: str = "default"
     grad_style: str = "grad"  # check_grads and check_second: grad, loss or backward
     inside_style: str = "backward"  # check_inside: backward, grad or create_graph
+    first_output_only: bool = False  # check_grads: the other outputs get no cotangent
     calls: int = 3
 
     @property
@@ -1193,6 +1195,7 @@ def draw_program(seed: int, index: int) -> tuple:
             backend=rng.choices(BACKENDS, weights=[25, 60, 15])[0],
             grad_style=rng.choice(["grad", "loss", "backward"]),
             inside_style=rng.choice(["backward", "grad", "create_graph"]),
+            first_output_only=rng.random() < 0.3,
         )
         if outputs and eager_accepts(program):
             return program, redraws, discarded
@@ -1211,7 +1214,7 @@ def check_call(program: Program, mode: str) -> str:
     return {
         "values": f"check_values(program, make_inputs, {p}, calls={calls})",
         "grads": f"check_grads(program, make_inputs, {p}, calls={calls}, "
-        f"style={program.grad_style!r}, seed={seed})",
+        f"style={program.grad_style!r}, first={program.first_output_only}, seed={seed})",
         "second": f"check_second(program, make_inputs, calls={calls}, "
         f"style={program.grad_style!r}, seed={seed})",
         "inside": f"check_inside(program, make_inputs, {p}, calls={calls}, "
@@ -1499,6 +1502,8 @@ def candidates(program: Program):
         yield replace(program, grad_style="grad")
     if program.inside_style != "backward":
         yield replace(program, inside_style="backward")
+    if program.first_output_only:
+        yield replace(program, first_output_only=False)
 
 
 def shrink(program: Program, still_fails, max_runs: int = 200, seconds: float = 180.0) -> tuple:
