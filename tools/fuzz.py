@@ -1127,35 +1127,25 @@ def _draw_inputs(rng: random.Random, sizes: list) -> tuple:
             shape = tuple(rng.choice(sizes) for _ in range(rank))
         while math.prod(shape) > 5000:
             shape = tuple(1 if s == max(shape) else s for s in shape)
-        layouts = ["contiguous"] * 5 + ["strided"] * 2 + ["reversed"]
+        layouts = ["contiguous"] * 5 + ["strided"] * 2 + ["reversed"] + ["expanded"] * 2
         if len(shape) >= 2:
             layouts += ["transposed"] * 2
-        if shape:
-            layouts += ["expanded"] * 2
         layout = rng.choice(layouts) if shape else "contiguous"
+        broadcast = ()
+        if layout == "expanded":
+            broadcast = tuple(sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape)))))
         fill = rng.choices(["normal", "quantized", "special"], weights=[80, 13, 7])[0]
+        specials = ()
+        if fill == "special":
+            count_specials = rng.randint(1, 2)
+            specials = tuple(
+                (rng.randrange(1000), rng.choice(SPECIAL_VALUES)) for _ in range(count_specials)
+            )
         dtype = precision
         if mixed and k == count - 1:
             dtype = "float64" if precision == "float32" else "float32"
-        inputs.append(
-            Input(
-                name=f"x{k}",
-                shape=shape,
-                dtype=dtype,
-                layout=layout,
-                fill=fill,
-                scale=rng.choice([1.0, 1.0, 1.0, 3.0, 0.3]),
-                broadcast=tuple(sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape)))))
-                if layout == "expanded"
-                else (),
-                specials=tuple(
-                    (rng.randrange(1000), rng.choice(SPECIAL_VALUES))
-                    for _ in range(rng.randint(1, 2))
-                )
-                if fill == "special"
-                else (),
-            )
-        )
+        scale = rng.choice([1.0, 1.0, 1.0, 3.0, 0.3])
+        inputs.append(Input(f"x{k}", shape, dtype, layout, fill, scale, broadcast, specials))
     return tuple(inputs)
 
 
