@@ -1534,7 +1534,7 @@ def harness_source() -> str:
 def reproducer(program: Program, failure: Failure, modes: tuple, origin: str) -> str:
     detail = "\n".join("    " + line for line in failure.detail.splitlines())
     lines = [
-        f'"""fusegrad fuzzer reproducer: {failure.kind} ({origin}).',
+        f'"""fusegrad fuzzer reproducer: {failure.kind} ({origin}); as first found:',
         "",
         detail.replace('"""', "'''").replace("\\", "\\\\"),
         "",
@@ -1580,6 +1580,7 @@ class Report:
     unsupported: int = 0
     seconds: float = 0.0
     failures: list = field(default_factory=list)  # (index, program, failure, shrunk, path)
+    statuses: Counter = field(default_factory=Counter)  # (mode, ok/skipped/...) -> programs
 
     def by_kind(self) -> Counter:
         return Counter(f.kind for _, _, f, _, _ in self.failures)
@@ -1587,10 +1588,16 @@ class Report:
     def tally(self) -> str:
         rate = self.programs / self.seconds if self.seconds else 0.0
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.by_kind().items())) or "none"
+        modes = "; ".join(
+            f"{mode} "
+            + ", ".join(f"{n} {status}" for (m, status), n in self.statuses.items() if m == mode)
+            for mode in dict.fromkeys(m for m, _ in self.statuses)
+        )
         return (
             f"programs: {self.programs} run in {self.seconds:.0f} s ({rate:.2f}/s), "
             f"{self.discarded} discarded ({self.redraws} op redraws), {self.passed} passed, "
             f"{self.unsupported} refused by jit as documented\n"
+            f"checks run: {modes}\n"
             f"failures by kind: {kinds}"
         )
 
@@ -1625,6 +1632,7 @@ def fuzz(
     def on_outcome(index, program, outcome):
         report.programs += 1
         report.unsupported += "unsupported" in outcome.statuses.values()
+        report.statuses.update(outcome.statuses.items())
         if not outcome.failures:
             report.passed += 1
         for failure in outcome.failures:
