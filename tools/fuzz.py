@@ -17,6 +17,7 @@ and why the tolerances are what they are.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import gc
 import json
@@ -47,7 +48,7 @@ MAX_ELEMENTS = 20_000  # per value: keeps a program's run in milliseconds
 
 # ------------------------------------------------------------------ harness begin
 # Everything from here to "harness end" is copied verbatim into every
-# reproducer, so it may use only numpy (np), fusegrad (fg) and
+# reproducer, so it may use only contextlib, numpy (np), fusegrad (fg) and
 # fusegrad.nn.functional (F).
 
 # (rtol, atol) by the program's least precise float dtype. The kernels' exp,
@@ -57,11 +58,12 @@ MAX_ELEMENTS = 20_000  # per value: keeps a program's run in milliseconds
 # relative to the largest magnitude in the same output.
 TOLERANCES = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-9), "exact": (0.0, 0.0)}
 # Beyond that, the noise of each element is measured, not guessed: eager runs
-# again on inputs moved by a few ulps (and a float32 program in float64 too),
-# and an element may differ from eager by this many times as much as eager's
-# own value moved. That covers ill-conditioned spots: sums that cancel, log
-# near 0, large arguments of sin. Where eager's value changes kind (NaN, inf,
-# a bool, an index: a comparison near a tie), the element is not judged.
+# again with every op's results moved by a few ulps (and a float32 program in
+# float64 too), and an element may differ from eager by this many times as
+# much as eager's own value moved. That covers ill-conditioned spots: sums
+# that cancel, log near 0, 1 - tanh(x)**2 where tanh saturates, large
+# arguments of sin. Where eager's value changes kind (NaN, inf, a bool, an
+# index: a comparison near a tie), the element is not judged.
 NOISE_FACTOR = 10.0
 
 
@@ -102,28 +104,74 @@ def as_tensors(arrays, like):
     return [fg.from_numpy(a.astype(t.detach().numpy().dtype)) for a, t in zip(arrays, like)]
 
 
-def perturb(array):
-    """A contiguous copy moved by 1 to 4 ulps per element, the amount a function of
-    the value: equal values stay equal (ties stay ties); zeros, NaN, inf and
-    multiples of 0.5 (exact by construction) stay as they are."""
-    a = np.array(array)
-    if a.dtype.kind != "f":
-        return a
-    bits = a.view(np.uint32 if a.dtype == np.float32 else np.uint64) % 8
-    steps = bits.astype(np.int64) - 4 + (bits >= 4)
-    moved = a + steps.astype(a.dtype) * np.spacing(a)
-    exact = ~np.isfinite(a) | (np.round(a * 2) == a * 2)
-    return np.where(exact, a, moved).astype(a.dtype)
+def jitter(value, rng, ulp=None):
+    """``value`` moved by 1 to 4 ``ulp`` per float element. By default each
+    element's own ulp, and zeros and multiples of 0.5 (exact in any order of
+    operations) stay; NaN and inf always do."""
+    a = np.asarray(value)
+    if a.dtype.kind != "f" or a.size == 0:
+        return value
+    exact = ~np.isfinite(a)
+    if ulp is None:
+        ulp = np.spacing(a)
+        exact |= np.round(a * 2) == a * 2
+    steps = rng.integers(1, 5, a.shape) * rng.choice([-1, 1], a.shape)
+    return np.where(exact, a, a + steps * ulp).astype(a.dtype)
 
 
-def variants(make_inputs, precision, requires_grad=False, dtype=None):
-    """The inputs eager also runs on, to measure its own noise: moved by a few ulps,
-    and for a float32 program, in float64."""
-    inputs = make_inputs(dtype=dtype)
-    moved = [as_input(perturb(t.detach().numpy()), requires_grad) for t in inputs]
+@contextlib.contextmanager
+def rounding_noise():
+    """While active, every primitive's float results move by a few ulps, and a
+    sum's by a few ulps of the sum of its terms' magnitudes times the square root
+    of their count (another order of addition); the same on every run. Eager then
+    shows how far rounding anywhere moves each value. Internal (the primitives'
+    registry): adapt when it changes."""
+    from fusegrad.ir.primitives import PRIMITIVES
+
+    rng = np.random.default_rng(0)
+    exact = {p: p.impl for p in PRIMITIVES.values()}
+
+    def noisy(name, impl):
+        def run(*args, **params):
+            result = impl(*args, **params)
+            if name != "reduce_sum" or np.asarray(result).dtype.kind != "f":
+                return jitter(result, rng)
+            terms = np.asarray(args[0])
+            count = terms.size // max(np.asarray(result).size, 1)
+            magnitude = np.asarray(impl(np.abs(terms), **params))
+            return jitter(result, rng, np.spacing(magnitude) * np.sqrt(count))
+
+        return run
+
+    for p, impl in exact.items():
+        p.impl = noisy(p.name, impl)
+    try:
+        yield
+    finally:
+        for p, impl in exact.items():
+            p.impl = impl
+
+
+def input_sets(make_inputs, precision, requires_grad=False, dtype=None):
+    """Equal inputs for eager, for its noisy run, for its float64 run (a float32
+    program's) and for the compiled calls."""
+    sets = {
+        "eager": make_inputs(requires_grad, dtype),
+        "noisy": make_inputs(requires_grad, dtype),
+        "jit": make_inputs(requires_grad, dtype),
+    }
     if precision == "float32":
-        return [moved, make_inputs(requires_grad=requires_grad, dtype=np.float64)]
-    return [moved]
+        sets["float64"] = make_inputs(requires_grad, np.float64)
+    return sets
+
+
+def noise_runs(run, sets):
+    """``run`` (eager, of a list of inputs) with rounding noise, and in float64."""
+    with rounding_noise():
+        others = [eager(run, sets["noisy"])]
+    if "float64" in sets:
+        others.append(eager(run, sets["float64"]))
+    return others
 
 
 @np.errstate(all="ignore")
@@ -227,9 +275,13 @@ def check_values(program, make_inputs, precision, calls=3):
     """Compiled calls 1..calls against eager: with fresh, equal inputs each call,
     then with the same input tensors every call. Outputs must keep their values
     after later calls, and inputs must be left as they were."""
-    want = snapshot(as_list(eager(program, *make_inputs())))
-    others = [snapshot(as_list(eager(program, *args))) for args in variants(make_inputs, precision)]
-    noise = noise_of(want, others)
+
+    def run(args):
+        return snapshot(as_list(program(*args)))
+
+    sets = input_sets(make_inputs, precision)
+    want = eager(run, sets["eager"])
+    noise = noise_of(want, noise_runs(run, sets))
     problems = []
     for series in ("fresh", "same"):
         compiled = fg.jit(program)
@@ -253,15 +305,6 @@ def differentiable_positions(outputs):
     if not positions:
         raise NotApplicable("no output requires grad")
     return positions
-
-
-def leaf_sets(make_inputs, precision, dtype=None):
-    """Inputs that require grad: for eager, for its noise runs, for the compiled calls."""
-    return {
-        "eager": make_inputs(requires_grad=True, dtype=dtype),
-        "noise": variants(make_inputs, precision, requires_grad=True, dtype=dtype),
-        "jit": make_inputs(requires_grad=True, dtype=dtype),
-    }
 
 
 def check_grads(program, make_inputs, precision, calls=3, style="grad", first=False, seed=0):
@@ -290,12 +333,12 @@ def check_grads(program, make_inputs, precision, calls=3, style="grad", first=Fa
     problems = []
     for series in ("fresh", "same"):
         compiled = fg.jit(program)
-        leaves = leaf_sets(make_inputs, precision)
+        leaves = input_sets(make_inputs, precision, requires_grad=True)
         for call in range(1, calls + 1):
             if series == "fresh" and call > 1:
-                leaves = leaf_sets(make_inputs, precision)
+                leaves = input_sets(make_inputs, precision, requires_grad=True)
             flags, want = eager(gradients, program, leaves["eager"])
-            others = [eager(gradients, program, moved)[1] for moved in leaves["noise"]]
+            others = noise_runs(lambda leaves: gradients(program, leaves)[1], leaves)
             got_flags, got = gradients(compiled, leaves["jit"])
             label = f"grads ({style}), {series} leaves, call {call}"
             if got_flags != flags:
@@ -335,9 +378,9 @@ def check_second(program, make_inputs, calls=3, style="grad", seed=0):
     compiled = fg.jit(program)
     problems = []
     for call in range(1, calls + 1):
-        leaves = leaf_sets(make_inputs, "float64", dtype=np.float64)
+        leaves = input_sets(make_inputs, "float64", requires_grad=True, dtype=np.float64)
         want = eager(derivatives, program, leaves["eager"])
-        others = [eager(derivatives, program, moved) for moved in leaves["noise"]]
+        others = noise_runs(lambda leaves: derivatives(program, leaves), leaves)
         got = derivatives(compiled, leaves["jit"])
         problems += compare(f"second, call {call}", got, want, noise_of(want, others), "float64")
     return problems
@@ -376,12 +419,12 @@ def check_inside(program, make_inputs, precision, calls=3, style="backward", see
     problems = []
     for series in ("fresh", "same"):
         compiled = fg.jit(step)
-        leaves = leaf_sets(make_inputs, precision)
+        leaves = input_sets(make_inputs, precision, requires_grad=True)
         for call in range(1, calls + 1):
             if series == "fresh" and call > 1:
-                leaves = leaf_sets(make_inputs, precision)
+                leaves = input_sets(make_inputs, precision, requires_grad=True)
             want = eager(run, step, leaves["eager"])
-            others = [eager(run, step, moved) for moved in leaves["noise"]]
+            others = noise_runs(lambda leaves: run(step, leaves), leaves)
             got = run(compiled, leaves["jit"])
             label = f"inside ({style}), {series} leaves, call {call}"
             problems += compare(label, got, want, noise_of(want, others), precision)
@@ -407,7 +450,7 @@ def check_executor(program, make_inputs, precision, calls=3, seed=0):
 def executor_runs(program, make_inputs, calls, seed):
     """THE adapter to fusegrad's runtime internals (being rewritten): for the
     forward and backward graphs jit traces for the program, (name, the reference
-    interpreter's outputs, its outputs on perturbed inputs and in float64, [the
+    interpreter's outputs, its outputs with rounding noise and in float64, [the
     outputs of Executor.run on runs 1..calls]). Run 1 goes step by step and
     plans; later runs follow the plan, each on fresh inputs in the same layouts."""
     from fusegrad.ir.graph import Const, evaluate
@@ -447,7 +490,9 @@ def executor_runs(program, make_inputs, calls, seed):
     found = []
     for name, graph, make in graphs:
         inputs = make()
-        others = [evaluate(graph, [perturb(a) for a in inputs]), float64_run(graph, inputs)]
+        with rounding_noise():
+            noisy = evaluate(graph, inputs)
+        others = [noisy, float64_run(graph, inputs)]
         executor = Executor(graph)
         runs = [[np.array(a) for a in executor.run(make())] for _ in range(calls)]
         found.append((name, [np.asarray(a) for a in evaluate(graph, inputs)], others, runs))
@@ -1543,6 +1588,7 @@ def reproducer(program: Program, failure: Failure, modes: tuple, origin: str) ->
         "its arguments; below them is the fuzzer's comparison code, verbatim.",
         '"""',
         "",
+        "import contextlib",
         "import os",
         "",
         'os.environ.setdefault("FUSEGRAD_CACHE_DIR", "")  # compile afresh',
