@@ -183,3 +183,15 @@ def test_rounding_noise_passes_and_a_wrong_number_does_not():
     assert fuzz.mismatch(np.zeros(3), None, None, "float64") is None
     assert fuzz.mismatch(None, np.ones(3), None, "float64")[0] == "none"
     assert fuzz.mismatch(want[:2], want, None, "float32")[0] == "shape"
+
+
+def test_rounding_noise_moves_eager_values_by_ulps_and_then_leaves_them_exact():
+    x = fuzz.fg.tensor(np.linspace(0.1, 3.0, 50))
+    exact = fuzz.fg.exp(x).numpy()
+    with fuzz.rounding_noise():
+        noisy = fuzz.fg.exp(x).numpy()
+        total = x.sum().numpy()
+    assert not np.array_equal(noisy, exact)
+    np.testing.assert_allclose(noisy, exact, rtol=1e-15)
+    assert total != np.sum(x.numpy()) and abs(total - np.sum(x.numpy())) < 1e-12
+    np.testing.assert_array_equal(fuzz.fg.exp(x).numpy(), exact)

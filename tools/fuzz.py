@@ -452,11 +452,21 @@ def executor_runs(program, make_inputs, calls, seed):
     forward and backward graphs jit traces for the program, (name, the reference
     interpreter's outputs, its outputs with rounding noise and in float64, [the
     outputs of Executor.run on runs 1..calls]). Run 1 goes step by step and
-    plans; later runs follow the plan, each on fresh inputs in the same layouts."""
+    plans; later runs follow the plan, each on fresh inputs in the same layouts.
+    Each way of running takes the backward's residuals from its own forward run:
+    the backward computes values again with the bits its forward had (a max's
+    ties found by equality)."""
     from fusegrad.ir.graph import Const, evaluate
     from fusegrad.runtime.executor import Executor
 
     traced = fg.jit(program).lower(*make_inputs(requires_grad=True)).program
+    forward, backward = traced.forward, traced.backward
+    outputs = forward.outputs[: traced.num_outputs]
+    cotangents = [
+        c.astype(v.dtype.np)
+        for c, v in zip(random_arrays([v.shape for v in outputs], seed), outputs)
+    ]
+    first_residual = traced.num_outputs + traced.num_extras
 
     def forward_inputs():
         args = make_inputs(requires_grad=True)
@@ -476,27 +486,33 @@ def executor_runs(program, make_inputs, calls, seed):
             env[eqn.out] = wide(eqn.prim.impl(*[read(v) for v in eqn.inputs], **eqn.params))
         return [read(v) for v in graph.outputs]
 
-    graphs = [("forward", traced.forward, forward_inputs)]
-    if traced.backward is not None:
-        outputs = traced.forward.outputs[: traced.num_outputs]
-        cotangents = random_arrays([v.shape for v in outputs], seed)
-        first_residual = traced.num_outputs + traced.num_extras
+    def both(run):
+        """Copies of the forward's outputs and the backward's, fed by that forward."""
+        values = run(forward, forward_inputs())
+        found = [[np.array(a) for a in values]]
+        if backward is not None:
+            residuals = list(values[first_residual:])
+            found.append(
+                [np.array(a) for a in run(backward, residuals + [c.copy() for c in cotangents])]
+            )
+        return found
 
-        def backward_inputs():
-            residuals = evaluate(traced.forward, forward_inputs())[first_residual:]
-            return residuals + [c.astype(v.dtype.np) for c, v in zip(cotangents, outputs)]
-
-        graphs.append(("backward", traced.backward, backward_inputs))
-    found = []
-    for name, graph, make in graphs:
-        inputs = make()
+    def noisy(graph, inputs):
         with rounding_noise():
-            noisy = evaluate(graph, inputs)
-        others = [noisy, float64_run(graph, inputs)]
-        executor = Executor(graph)
-        runs = [[np.array(a) for a in executor.run(make())] for _ in range(calls)]
-        found.append((name, [np.asarray(a) for a in evaluate(graph, inputs)], others, runs))
-    return found
+            return evaluate(graph, inputs)
+
+    executors = {graph: Executor(graph) for graph in (forward, backward) if graph is not None}
+
+    def executed(graph, inputs):
+        return executors[graph].run(inputs)
+
+    references = both(evaluate)
+    others = [both(noisy), both(float64_run)]
+    runs = [both(executed) for _ in range(calls)]
+    return [
+        (name, references[k], [o[k] for o in others], [r[k] for r in runs])
+        for k, name in enumerate(["forward", "backward"][: len(references)])
+    ]
 
 
 def check_heap():
