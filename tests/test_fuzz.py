@@ -96,7 +96,7 @@ def _abort_on_exp(program, modes, pipe):
     pipe.flush()
     if "fg.exp(" in program.source:
         os.abort()
-    pipe.write('{"mode": "synthetic", "status": "ok", "problems": []}\n{"done": true}\n')
+    pipe.write('{"mode": "synthetic", "status": "compared", "problems": []}\n{"done": true}\n')
 
 
 def test_the_shrinker_keeps_a_failure_while_cutting_everything_else():
@@ -120,7 +120,7 @@ def test_a_crash_or_a_hang_in_the_child_is_a_failure_of_the_program():
         time.sleep(60)
 
     def abort_at_exit(program, modes, pipe):
-        pipe.write('{"start": "synthetic"}\n{"mode": "synthetic", "status": "ok"}\n')
+        pipe.write('{"start": "synthetic"}\n{"mode": "synthetic", "status": "compared"}\n')
         pipe.flush()
         os.abort()  # as heap corruption found when the arrays are freed
 
@@ -130,7 +130,7 @@ def test_a_crash_or_a_hang_in_the_child_is_a_failure_of_the_program():
     assert [f.kind for f in hung.failures] == ["synthetic:timeout"]
     late = fuzz.run_program(program, ("synthetic",), 10, main=abort_at_exit)
     assert [f.kind for f in late.failures] == ["exit:crash:SIGABRT"]
-    assert late.statuses == {"synthetic": "ok"}
+    assert late.statuses == {"synthetic": "compared"}
 
 
 def test_a_program_that_passes_passes_in_every_mode():
@@ -145,7 +145,7 @@ def test_a_program_that_passes_passes_in_every_mode():
         60,
     )
     assert outcome.failures == []
-    assert outcome.statuses == dict.fromkeys(fuzz.MODES, "ok")
+    assert outcome.statuses == dict.fromkeys(fuzz.MODES, "compared")
 
 
 def test_a_reproducer_is_a_standalone_script(tmp_path):

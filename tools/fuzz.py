@@ -1287,7 +1287,7 @@ def run_mode(program: Program, mode: str, scope: dict) -> dict:
         return _exception(mode, error)
     except Exception as error:
         return _exception(mode, error)
-    return {"mode": mode, "status": "ok", "problems": problems}
+    return {"mode": mode, "status": "compared", "problems": problems}
 
 
 def _exception(mode: str, error: Exception) -> dict:
@@ -1338,7 +1338,7 @@ class Failure:
 @dataclass
 class Outcome:
     failures: list
-    statuses: dict  # mode -> ok, skipped, unsupported, exception
+    statuses: dict  # mode -> compared, skipped, unsupported, exception
     seconds: float
 
 
@@ -1642,7 +1642,7 @@ class Report:
     unsupported: int = 0
     seconds: float = 0.0
     failures: list = field(default_factory=list)  # (index, program, failure, shrunk, path)
-    statuses: Counter = field(default_factory=Counter)  # (mode, ok/skipped/...) -> programs
+    statuses: Counter = field(default_factory=Counter)  # (mode, status) -> programs
 
     def by_kind(self) -> Counter:
         return Counter(f.kind for _, _, f, _, _ in self.failures)
