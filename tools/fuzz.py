@@ -120,7 +120,7 @@ def jitter(value, rng, ulp=None):
 
 
 @contextlib.contextmanager
-def rounding_noise():
+def rounding_noise(seed=0):
     """While active, every primitive's float results move by a few ulps, and a
     sum's by a few ulps of the sum of its terms' magnitudes times the square root
     of their count (another order of addition); the same on every run. Eager then
@@ -128,7 +128,7 @@ def rounding_noise():
     registry): adapt when it changes."""
     from fusegrad.ir.primitives import PRIMITIVES
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     exact = {p: p.impl for p in PRIMITIVES.values()}
 
     def noisy(name, impl):
@@ -152,14 +152,17 @@ def rounding_noise():
             p.impl = impl
 
 
+NOISY_RUNS = 3  # one run's noise can cancel out by chance
+
+
 def input_sets(make_inputs, precision, requires_grad=False, dtype=None):
-    """Equal inputs for eager, for its noisy run, for its float64 run (a float32
+    """Equal inputs for eager, for its noisy runs, for its float64 run (a float32
     program's) and for the compiled calls."""
     sets = {
         "eager": make_inputs(requires_grad, dtype),
-        "noisy": make_inputs(requires_grad, dtype),
         "jit": make_inputs(requires_grad, dtype),
     }
+    sets.update((f"noisy {k}", make_inputs(requires_grad, dtype)) for k in range(NOISY_RUNS))
     if precision == "float32":
         sets["float64"] = make_inputs(requires_grad, np.float64)
     return sets
@@ -177,8 +180,10 @@ def unless_raising(function, *args):
 def noise_runs(run, sets):
     """``run`` (eager, of a list of inputs) with rounding noise, and in float64;
     the ones that ran."""
-    with rounding_noise():
-        others = [unless_raising(run, sets["noisy"])]
+    others = []
+    for k in range(NOISY_RUNS):
+        with rounding_noise(seed=k):
+            others.append(unless_raising(run, sets[f"noisy {k}"]))
     if "float64" in sets:
         others.append(unless_raising(run, sets["float64"]))
     return [o for o in others if o is not None]
@@ -507,9 +512,12 @@ def executor_runs(program, make_inputs, calls, seed):
             )
         return found
 
-    def noisy(graph, inputs):
-        with rounding_noise():
-            return evaluate(graph, inputs)
+    def noisy(seed):
+        def run(graph, inputs):
+            with rounding_noise(seed):
+                return evaluate(graph, inputs)
+
+        return run
 
     executors = {graph: Executor(graph) for graph in (forward, backward) if graph is not None}
 
@@ -517,7 +525,8 @@ def executor_runs(program, make_inputs, calls, seed):
         return executors[graph].run(inputs)
 
     references = both(evaluate)
-    others = [o for o in (unless_raising(both, run) for run in (noisy, float64_run)) if o]
+    ways = [noisy(k) for k in range(NOISY_RUNS)] + [float64_run]
+    others = [o for o in (unless_raising(both, run) for run in ways) if o]
     runs = [both(executed) for _ in range(calls)]
     return [
         (name, references[k], [o[k] for o in others], [r[k] for r in runs])
