@@ -486,7 +486,8 @@ def executor_runs(program, make_inputs, calls, seed):
 
     def forward_inputs():
         args = make_inputs(requires_grad=True)
-        return [t._data for t in args] + [c.current(args)._data for c in traced.captured]
+        located = traced.lookup() if traced.lookup else ()
+        return traced._arrays(args + [c.current(args, located) for c in traced.captured])
 
     def float64_run(graph, inputs):
         def wide(a):
