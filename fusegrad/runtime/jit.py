@@ -269,22 +269,10 @@ class JitFunction:
         effects compiles the kernels."""
         start = time.perf_counter()
         seconds, counts = Counter(timing.seconds), Counter(timing.counts)
-        paths: list = []
-        leaves, _ = self._signature(args, kwargs, paths)
         trace = Trace()
         if draws is not None:
             trace.draws = draws
-        numbers = {}
-        for leaf, path in zip(leaves, paths):
-            if isinstance(leaf, Tensor):
-                trace.add_input(leaf)
-            else:
-                tensor = number_input(leaf, _where(path))
-                trace.add_input(tensor)
-                numbers[path] = traced(tensor, _where(path), frozenset([path]))
-        if numbers:
-            args = tuple(_with_numbers(a, (i,), numbers) for i, a in enumerate(args))
-            kwargs = {k: _with_numbers(v, (k,), numbers) for k, v in kwargs.items()}
+        leaves, args, kwargs = self._inputs(trace, args, kwargs)
         states, already_drawn = generator_states(), len(trace.draws.made)
         try:
             with timing.phase("trace"), active(trace), drawing():
@@ -330,6 +318,24 @@ class JitFunction:
         )
         self._dump(program, number)
         return program, result
+
+    def _inputs(self, trace, args, kwargs) -> tuple:
+        """The arguments' leaves as inputs of ``trace``, and the arguments the
+        function is traced with: its input numbers as traced numbers."""
+        paths: list = []
+        leaves, _ = self._signature(args, kwargs, paths)
+        numbers = {}
+        for leaf, path in zip(leaves, paths):
+            if isinstance(leaf, Tensor):
+                trace.add_input(leaf)
+            else:
+                tensor = number_input(leaf, _where(path))
+                trace.add_input(tensor)
+                numbers[path] = traced(tensor, _where(path), frozenset([path]))
+        if numbers:
+            args = tuple(_with_numbers(a, (i,), numbers) for i, a in enumerate(args))
+            kwargs = {k: _with_numbers(v, (k,), numbers) for k, v in kwargs.items()}
+        return leaves, args, kwargs
 
     def _signature(self, args, kwargs, paths=None, by_value=None):
         """The leaves (tensors and the numbers that are program inputs, in

@@ -14,7 +14,7 @@ import numpy as np
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import sizes_from_args
-from . import random
+from . import ops, random
 from .devices import check_device
 from .tensor import Tensor
 
@@ -359,3 +359,47 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
 
 
 Tensor._legacy_constructor = staticmethod(legacy_tensor)
+
+
+# ------------------------------------------------------ Tensor.new_*
+
+
+def _new_dtype(input, dtype):
+    return input._dtype if dtype is None else dtype
+
+
+@ops.public(function=False)
+def new_zeros(input, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+    """A tensor of zeros with input's dtype (unless ``dtype`` is given)."""
+    return zeros(*size, dtype=_new_dtype(input, dtype), requires_grad=requires_grad, **kwargs)
+
+
+@ops.public(function=False)
+def new_ones(input, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+    return ones(*size, dtype=_new_dtype(input, dtype), requires_grad=requires_grad, **kwargs)
+
+
+@ops.public(function=False)
+def new_empty(input, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+    return empty(*size, dtype=_new_dtype(input, dtype), requires_grad=requires_grad, **kwargs)
+
+
+@ops.public(function=False)
+def new_full(input, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=_new_dtype(input, dtype), requires_grad=requires_grad)
+
+
+@ops.public(function=False)
+def new_tensor(input, data, dtype=None, device=None, requires_grad=False):
+    """A copy of ``data`` with input's dtype (unless ``dtype`` is given)."""
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use "
+            "sourceTensor.detach().clone() or "
+            "sourceTensor.detach().clone().requires_grad_(True), rather than "
+            "tensor.new_tensor(sourceTensor).",
+            UserWarning,
+            stacklevel=2,
+        )
+        data = data.detach()
+    return tensor(data, dtype=_new_dtype(input, dtype), requires_grad=requires_grad)

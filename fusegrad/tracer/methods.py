@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from . import einsum, indexing, ops  # noqa: F401  (einsum registers itself)
+from . import creation, einsum, indexing, ops  # noqa: F401  (they register their ops)
 from .tensor import Tensor
 
 for _name, _op in ops.METHODS.items():

@@ -29,7 +29,7 @@ from ..ir.shapes import (
     sizes_from_args,
 )
 from ..runtime import autograd
-from . import creation, devices
+from . import devices
 from .numbers import TracedNumber
 from .tensor import Tensor, constant, constant_array, recording
 
@@ -1771,55 +1771,6 @@ def to(input, *args, **kwargs):
         return input
     dtype = dtypes.as_dtype(dtype)
     return input if dtype is input._dtype else P.convert(input, dtype=dtype)
-
-
-def _new_dtype(input, dtype):
-    return input._dtype if dtype is None else dtype
-
-
-@public(function=False)
-def new_zeros(input, *size, dtype=None, device=None, requires_grad=False, **kwargs):
-    """A tensor of zeros with input's dtype (unless ``dtype`` is given)."""
-    return creation.zeros(
-        *size, dtype=_new_dtype(input, dtype), requires_grad=requires_grad, **kwargs
-    )
-
-
-@public(function=False)
-def new_ones(input, *size, dtype=None, device=None, requires_grad=False, **kwargs):
-    return creation.ones(
-        *size, dtype=_new_dtype(input, dtype), requires_grad=requires_grad, **kwargs
-    )
-
-
-@public(function=False)
-def new_empty(input, *size, dtype=None, device=None, requires_grad=False, **kwargs):
-    return creation.empty(
-        *size, dtype=_new_dtype(input, dtype), requires_grad=requires_grad, **kwargs
-    )
-
-
-@public(function=False)
-def new_full(input, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return creation.full(
-        size, fill_value, dtype=_new_dtype(input, dtype), requires_grad=requires_grad
-    )
-
-
-@public(function=False)
-def new_tensor(input, data, dtype=None, device=None, requires_grad=False):
-    """A copy of ``data`` with input's dtype (unless ``dtype`` is given)."""
-    if isinstance(data, Tensor):
-        warnings.warn(
-            "To copy construct from a tensor, it is recommended to use "
-            "sourceTensor.detach().clone() or "
-            "sourceTensor.detach().clone().requires_grad_(True), rather than "
-            "tensor.new_tensor(sourceTensor).",
-            UserWarning,
-            stacklevel=2,
-        )
-        data = data.detach()
-    return creation.tensor(data, dtype=_new_dtype(input, dtype), requires_grad=requires_grad)
 
 
 @public(method=False)
