@@ -174,8 +174,10 @@ _EXACT = {
 
 
 def _math(function):
+    """A function of mathfns.py (all take an Emitter of the operands' type)."""
+
     def lower(b, args, eqn):
-        return function(mathfns.Emitter(b, args[0].type), args[0])
+        return function(mathfns.Emitter(b, args[0].type), *args)
 
     return lower
 
@@ -203,8 +205,7 @@ def _pow(b, args, eqn):
             return b.fmul(x, x)
         if n == 3.0:
             return b.fmul(b.fmul(x, x), x)
-    general = mathfns.pow_float32 if eqn.out.dtype is dtypes.float32 else mathfns.pow_float64
-    result = general(b, x, y)
+    result = mathfns.pow(mathfns.Emitter(b, x.type), x, y)
     if exponent.ndim == 0:
         half = b.fcmp_ordered("==", y, ir.Constant(y.type, 0.5))
         result = b.select(half, _intrinsic(b, "llvm.sqrt", x), result)
@@ -273,9 +274,9 @@ LOWERINGS.update((prim, Lowering(emit, approximated=True)) for prim, emit in _AP
 LOWERINGS[P.pow_] = Lowering(
     _pow, approximated=True, applies=lambda eqn: eqn.out.dtype.is_floating_point
 )
-for _prim, _cosine in ((P.sin, False), (P.cos, True)):
+for _prim, _function in ((P.sin, mathfns.sin), (P.cos, mathfns.cos)):
     LOWERINGS[_prim] = Lowering(
-        lambda b, args, eqn, cosine=_cosine: mathfns.sin_cos(b, args[0], cosine=cosine),
+        _math(_function),
         approximated=True,
         accurate_within=mathfns.SIN_COS_FAST_LIMIT,
         precise=lambda b, args, eqn, name=_prim.name: _intrinsic(b, f"llvm.{name}", args[0]),

@@ -418,14 +418,20 @@ def erf(e: Emitter, x):
 # ---------------------------------------------------------------------- pow
 
 
-def pow_float32(b, x, y):
-    """x**y for float32 as exp(y * log|x|) in float64, then rounded once: the
-    float64 approximations' error is far below float32's resolution. The
-    special cases follow C's powf (which numpy's float32 power is)."""
-    e = Emitter(b, ir.DoubleType())
-    xd, yd = b.fpext(x, e.t), b.fpext(y, e.t)
-    magnitude = b.fptrunc(exp(e, e.mul(yd, log(e, e.call("llvm.fabs", xd)))), x.type)
-    return _signs_and_special_cases_of_pow(Emitter(b, x.type), x, y, magnitude)
+def pow(e: Emitter, x, y):
+    """x**y: float32 as exp(y * log|x|) in float64, then rounded once (the
+    float64 approximations' error is far below float32's resolution);
+    float64 with the logarithm and the product in double-double. The special
+    cases follow C's pow and powf (which numpy's power is)."""
+    return _pow_float64(e, x, y) if e.f64 else _pow_float32(e, x, y)
+
+
+def _pow_float32(e: Emitter, x, y):
+    b = e.b
+    wide = Emitter(b, ir.DoubleType())
+    xd, yd = b.fpext(x, wide.t), b.fpext(y, wide.t)
+    magnitude = b.fptrunc(exp(wide, wide.mul(yd, log(wide, wide.call("llvm.fabs", xd)))), x.type)
+    return _signs_and_special_cases_of_pow(e, x, y, magnitude)
 
 
 def _signs_and_special_cases_of_pow(e: Emitter, x, y, magnitude):
@@ -494,11 +500,10 @@ def _log_double_double(e: Emitter, x):
     return _two_sum(e, hi, lo)
 
 
-def pow_float64(b, x, y):
-    """x**y for float64: exp(y * log|x|) with the logarithm and the product
-    in double-double, so |y log x| up to ~709 costs no accuracy; C's
-    special cases as in pow_float32."""
-    e = Emitter(b, x.type)
+def _pow_float64(e: Emitter, x, y):
+    """exp(y * log|x|) with the logarithm and the product in double-double, so
+    |y log x| up to ~709 costs no accuracy."""
+    b = e.b
     ax = e.call("llvm.fabs", x)
     finite_positive = b.and_(e.gt(ax, e.c(0.0)), e.lt(ax, e.c(float("inf"))))
     log_hi, log_lo = _log_double_double(e, e.select(finite_positive, ax, e.c(1.0)))
@@ -595,9 +600,18 @@ def _reduce_float64(e: Emitter, x, k):
     return e.add(high, e.sub(e.sub(error, product_error), e.mul(k, p4)))
 
 
-def sin_cos(b, x, cosine: bool):
-    """sin or cos of x with |x| <= SIN_COS_FAST_LIMIT; inf and nan give nan."""
-    e = Emitter(b, x.type)
+def sin(e: Emitter, x):
+    """sin x for |x| <= SIN_COS_FAST_LIMIT; inf and nan give nan."""
+    return _sin_cos(e, x, cosine=False)
+
+
+def cos(e: Emitter, x):
+    """cos x for |x| <= SIN_COS_FAST_LIMIT; inf and nan give nan."""
+    return _sin_cos(e, x, cosine=True)
+
+
+def _sin_cos(e: Emitter, x, cosine: bool):
+    b = e.b
     k = e.call("llvm.rint", e.mul(x, e.c(2 / math.pi)))
     r = (_reduce_float64 if e.f64 else _reduce_float32)(e, x, k)
     width = 64 if e.f64 else 32
