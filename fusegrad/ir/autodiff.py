@@ -18,7 +18,7 @@ from math import prod
 
 import numpy as np
 
-from .graph import Const, Eqn, Graph, GraphBuilder, Var, building
+from .graph import Const, Graph, GraphBuilder, Var, building
 from .primitives import unbroadcast
 
 
@@ -35,32 +35,6 @@ def active_values(graph: Graph, wrt: list, stopped=frozenset()) -> set:
                 active.add(eqn.out)
                 break
     return active
-
-
-def _rule_kwargs(eqn: Eqn, position: int, g) -> dict:
-    prim, count = eqn.prim, len(eqn.inputs)
-    kwargs = {}
-    for name in prim.rule_args[prim.input_name(position)]:
-        kind, *payload = prim.rule_argument(name, count)
-        if kind == "g":
-            kwargs[name] = g
-        elif kind == "out":
-            kwargs[name] = eqn.out
-        elif kind == "i":
-            kwargs[name] = position
-        elif kind == "shapes":
-            kwargs[name] = tuple(v.shape for v in eqn.inputs)
-        elif kind == "shape":
-            kwargs[name] = eqn.inputs[payload[0]].shape
-        elif kind == "dtype":
-            kwargs[name] = eqn.inputs[payload[0]].dtype
-        elif kind == "value":
-            kwargs[name] = eqn.inputs[payload[0]]
-        elif kind == "values":
-            kwargs[name] = tuple(eqn.inputs[p] for p in payload[0])
-        else:
-            kwargs[name] = eqn.params[name]
-    return kwargs
 
 
 def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None) -> Graph:
@@ -91,7 +65,17 @@ def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None) -> Graph:
                 rule = eqn.prim.rule_for(position)
                 if rule is None or not (isinstance(v, Var) and v in active):
                     continue
-                ct = rule(**_rule_kwargs(eqn, position, g))
+                kwargs = eqn.prim.vjp_arguments(
+                    position,
+                    len(eqn.inputs),
+                    g,
+                    lambda eqn=eqn: eqn.out,
+                    lambda p, eqn=eqn: eqn.inputs[p],
+                    tuple(v.shape for v in eqn.inputs),
+                    tuple(v.dtype for v in eqn.inputs),
+                    eqn.params,
+                )
+                ct = rule(**kwargs)
                 if ct is not None:
                     send(v, unbroadcast(ct, v.shape, v.dtype))
     grads = []

@@ -62,6 +62,7 @@ class Primitive:
         self.public = public
         self.vjp_rules: dict = {}
         self.rule_args: dict = {}
+        self._rule_specs: dict = {}  # (position, count) -> ((name, kind, payload), ...)
 
     def __repr__(self) -> str:
         return self.name
@@ -110,6 +111,39 @@ class Primitive:
         if stem in inputs and suffix in ("shape", "dtype"):
             return (suffix, self.input_positions(stem, count)[0])
         return ("param", name)
+
+    def vjp_arguments(self, position: int, count: int, g, out, value, shapes, dtypes, params):
+        """The keyword arguments of the VJP rule of input ``position`` (of
+        ``count``): the cotangent ``g``; ``out()``, the primal output, and
+        ``value(p)``, input p's primal value, fetched only when the rule names
+        them; the inputs' ``shapes`` and ``dtypes``; the parameters. Eager
+        autograd and the adjoint pass both fetch a rule's arguments here."""
+        spec = self._rule_specs.get((position, count))
+        if spec is None:
+            names = self.rule_args[self.input_name(position)]
+            spec = tuple((n, *self.rule_argument(n, count)) for n in names)
+            self._rule_specs[(position, count)] = spec
+        kwargs = {}
+        for name, kind, *payload in spec:
+            if kind == "g":
+                kwargs[name] = g
+            elif kind == "out":
+                kwargs[name] = out()
+            elif kind == "value":
+                kwargs[name] = value(payload[0])
+            elif kind == "values":
+                kwargs[name] = tuple(value(p) for p in payload[0])
+            elif kind == "shape":
+                kwargs[name] = shapes[payload[0]]
+            elif kind == "dtype":
+                kwargs[name] = dtypes[payload[0]]
+            elif kind == "shapes":
+                kwargs[name] = shapes
+            elif kind == "i":
+                kwargs[name] = position
+            else:
+                kwargs[name] = params[name]
+        return kwargs
 
 
 _handlers: dict = {}  # value type -> handler(prim, args, params)

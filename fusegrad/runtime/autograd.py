@@ -209,17 +209,29 @@ class PrimitiveBackward(Node):
         if self.freed:
             raise RuntimeError(FREED_MESSAGE)
         result = []
-        for i, (need, rule, getters) in enumerate(
-            zip(self.plan.needs_grad, self.plan.rules, self.plan.arg_getters)
-        ):
+        count = len(self.in_shapes)
+        for i, (need, rule) in enumerate(zip(self.plan.needs_grad, self.plan.rules)):
             if not need:
                 result.append(None)
                 continue
-            grad = rule(**{name: get(self, g, i) for name, get in getters})
+            kwargs = self.prim.vjp_arguments(
+                i,
+                count,
+                g,
+                self.unpack_output,
+                self._saved_value,
+                self.in_shapes,
+                self.in_dtypes,
+                self.params,
+            )
+            grad = rule(**kwargs)
             result.append(
                 None if grad is None else unbroadcast(grad, self.in_shapes[i], self.in_dtypes[i])
             )
         return result
+
+    def _saved_value(self, position: int):
+        return unpack_saved(*self.saved[position])
 
 
 _backward_classes: dict = {}  # node name -> its PrimitiveBackward subclass
@@ -234,29 +246,6 @@ def backward_class(name: str) -> type:
     return cls
 
 
-def _arg_getter(prim, name: str, count: int):
-    """How a backward node fetches the rule argument called ``name`` (decided
-    once per plan, not per call)."""
-    kind, *payload = prim.rule_argument(name, count)
-    if kind == "g":
-        return lambda node, g, i: g
-    if kind == "out":
-        return lambda node, g, i: node.unpack_output()
-    if kind == "i":
-        return lambda node, g, i: i
-    if kind == "shapes":
-        return lambda node, g, i: node.in_shapes
-    if kind == "shape":
-        return lambda node, g, i: node.in_shapes[payload[0]]
-    if kind == "dtype":
-        return lambda node, g, i: node.in_dtypes[payload[0]]
-    if kind == "value":
-        return lambda node, g, i: unpack_saved(*node.saved[payload[0]])
-    if kind == "values":
-        return lambda node, g, i: tuple(unpack_saved(*node.saved[p]) for p in payload[0])
-    return lambda node, g, i: node.params[name]
-
-
 class RecordingPlan:
     """For one primitive and one pattern of inputs requiring grad: which inputs
     get a gradient, and which values the backward node must save."""
@@ -266,7 +255,6 @@ class RecordingPlan:
         "saved_inputs",
         "saves_output",
         "rules",
-        "arg_getters",
         "node_class",
     )
 
@@ -277,15 +265,6 @@ class RecordingPlan:
             r and prim.rule_for(i) is not None for i, r in enumerate(requires_grad)
         )
         self.rules = tuple(prim.rule_for(i) for i in range(count))
-        self.arg_getters = tuple(
-            tuple(
-                (name, _arg_getter(prim, name, count))
-                for name in prim.rule_args[prim.input_name(i)]
-            )
-            if need
-            else ()
-            for i, need in enumerate(self.needs_grad)
-        )
         names = set()
         for i, need in enumerate(self.needs_grad):
             if need:
