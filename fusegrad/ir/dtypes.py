@@ -17,11 +17,23 @@ class DType:
     holding only values it can represent, each result rounded to it
     (``round``), as PyTorch computes these types on the CPU."""
 
-    __slots__ = ("name", "short", "np", "category", "itemsize", "reduced", "_rounding")
+    __slots__ = (
+        "name",
+        "short",
+        "scalar_name",
+        "np",
+        "category",
+        "itemsize",
+        "reduced",
+        "_rounding",
+    )
 
-    def __init__(self, name, short, np_dtype, category, *, itemsize=None, rounding=None):
+    def __init__(
+        self, name, short, scalar_name, np_dtype, category, *, itemsize=None, rounding=None
+    ):
         self.name = name
-        self.short = short
+        self.short = short  # the IR's spelling
+        self.scalar_name = scalar_name  # PyTorch's (its tensor type: FloatTensor)
         self.np = np.dtype(np_dtype)
         self.category = category
         self.itemsize = itemsize or self.np.itemsize
@@ -57,13 +69,15 @@ def _to_bfloat16(values: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(values), np.float32(np.nan), rounded.view(np.float32))
 
 
-float32 = DType("float32", "f32", np.float32, FLOATING)
-float64 = DType("float64", "f64", np.float64, FLOATING)
-int64 = DType("int64", "i64", np.int64, INTEGER)
-int32 = DType("int32", "i32", np.int32, INTEGER)
-bool_ = DType("bool", "bool", np.bool_, BOOL)
-float16 = DType("float16", "f16", np.float32, FLOATING, itemsize=2, rounding=_to_float16)
-bfloat16 = DType("bfloat16", "bf16", np.float32, FLOATING, itemsize=2, rounding=_to_bfloat16)
+float32 = DType("float32", "f32", "Float", np.float32, FLOATING)
+float64 = DType("float64", "f64", "Double", np.float64, FLOATING)
+int64 = DType("int64", "i64", "Long", np.int64, INTEGER)
+int32 = DType("int32", "i32", "Int", np.int32, INTEGER)
+bool_ = DType("bool", "bool", "Bool", np.bool_, BOOL)
+float16 = DType("float16", "f16", "Half", np.float32, FLOATING, itemsize=2, rounding=_to_float16)
+bfloat16 = DType(
+    "bfloat16", "bf16", "BFloat16", np.float32, FLOATING, itemsize=2, rounding=_to_bfloat16
+)
 
 ALL_DTYPES = (float32, float64, int64, int32, bool_)  # one per storage type
 REDUCED_DTYPES = (float16, bfloat16)

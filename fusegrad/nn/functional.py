@@ -97,7 +97,7 @@ def _inplace(input: Tensor, result: Tensor) -> Tensor:
 
 
 def _short(dtype) -> str:
-    return {"float32": "float", "float64": "double"}.get(dtype.name, dtype.name)
+    return dtype.scalar_name.lower()
 
 
 # ---------------------------------------------------------------- activations

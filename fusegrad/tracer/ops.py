@@ -587,13 +587,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def _short(dtype) -> str:
-    return {
-        "float32": "Float",
-        "float64": "Double",
-        "int64": "Long",
-        "int32": "Int",
-        "bool": "Bool",
-    }[dtype.name]
+    return dtype.scalar_name
 
 
 @public

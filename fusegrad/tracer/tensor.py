@@ -17,20 +17,10 @@ from ..ir import primitives as P
 from ..runtime import autograd, grad_mode
 from . import devices
 
-_TYPE_NAMES = {
-    "float32": "FloatTensor",
-    "float64": "DoubleTensor",
-    "int64": "LongTensor",
-    "int32": "IntTensor",
-    "bool": "BoolTensor",
-    "float16": "HalfTensor",
-    "bfloat16": "BFloat16Tensor",
-}
-
 
 def tensor_type_name(dtype) -> str:
     """PyTorch's name of a tensor type of ``dtype``: ``fusegrad.FloatTensor``."""
-    return "fusegrad." + _TYPE_NAMES[dtype.name]
+    return f"fusegrad.{dtype.scalar_name}Tensor"
 
 
 class _Recording(threading.local):
@@ -487,8 +477,8 @@ class Tensor:
         """Makes ``result`` (computed out of place from self) this tensor's value and history."""
         if not np.can_cast(result._data.dtype, self._data.dtype, casting="same_kind"):
             raise RuntimeError(
-                f"result type {_TYPE_NAMES[result._dtype.name][:-6]} can't be cast "
-                f"to the desired output type {_TYPE_NAMES[self._dtype.name][:-6]}"
+                f"result type {result._dtype.scalar_name} can't be cast "
+                f"to the desired output type {self._dtype.scalar_name}"
             )
         if recording.trace is not None:  # first: the trace snapshots the old value
             recording.trace.rebind(self, result)
