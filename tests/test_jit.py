@@ -1164,3 +1164,22 @@ def test_a_draw_jit_cannot_see_again_is_a_clear_error():
 
     with pytest.raises(fg.TracingError, match="bound before the call"):
         fg.jit(lambda x: x * draw())(fg.ones(2))
+
+
+def test_the_data_update_idiom_compiles():
+    """makemore's ``p.data += -lr * p.grad``: the in-place update writes p's
+    storage, so assigning ``.data`` back is no storage swap."""
+    results = []
+    for compiled in (False, True):
+        p = nn.Parameter(fg.ones(3))
+
+        def step(p=p):
+            loss = (p * p).sum()
+            loss.backward()
+            p.data += -0.1 * p.grad
+            p.grad = None
+            return loss
+
+        run = fg.jit(step) if compiled else step
+        results.append(([run().item() for _ in range(4)], p.tolist()))
+    assert results[0] == results[1]

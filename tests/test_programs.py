@@ -51,7 +51,6 @@ BLITZ = (
 NOT_YET = {
     ("blitz_net", "eager"): BLITZ,
     ("blitz_net", "compiled"): BLITZ,
-    ("makemore_mlp", "compiled"): "assigning p.data (p.data += ...) under jit",
     ("polynomial", "compiled"): (
         "jit refuses the custom autograd.Function LegendrePolynomial3 (TracingError)"
     ),

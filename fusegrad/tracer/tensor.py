@@ -124,6 +124,8 @@ class Tensor:
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        if value._data is self._data and value._dtype is self._dtype:
+            return  # p.data += d: the in-place update already wrote p's storage
         if recording.trace is not None:  # a storage swap is no value a program can compute
             recording.trace.unsupported("assigning .data")
         self._data = value._data
