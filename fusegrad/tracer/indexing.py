@@ -128,9 +128,22 @@ def _basic_index_name(spec) -> str:
 
 def setitem(tensor: Tensor, index, value) -> None:
     tensor._check_inplace()
-    spec, arrays = parse_index(index, tensor._data.shape)
     if isinstance(value, Tensor):
         value = value if value._dtype is tensor._dtype else P.convert(value, dtype=tensor._dtype)
     elif not isinstance(value, (bool, np.number, *PYTHON_NUMBERS)):
         raise TypeError(f"can't assign a {type(value).__name__} to a {tensor.type()}")
+    if _whole_mask(tensor, index) and (not isinstance(value, Tensor) or value.ndim == 0):
+        # one value where a mask of the tensor's shape holds: no shape depends
+        # on the mask's values, so this compiles too
+        tensor._commit_inplace(P.where(index, value, tensor))
+        return
+    spec, arrays = parse_index(index, tensor._data.shape)
     tensor._commit_inplace(P.index_put(tensor, value, *arrays, spec=spec))
+
+
+def _whole_mask(tensor: Tensor, index) -> bool:
+    return (
+        isinstance(index, Tensor)
+        and index._dtype is dtypes.bool_
+        and index._data.shape == tensor._data.shape
+    )

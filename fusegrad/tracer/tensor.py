@@ -69,6 +69,7 @@ class Tensor:
         "_version_counter",
         "_base",  # the tensor whose storage a view shares, else None
         "_view_version",  # set with _base: the storage's version when the view was taken
+        "_view_steps",  # set with _base: (prim, params, other operands) from the base on
         "__dict__",
         "__weakref__",
     )
@@ -469,10 +470,11 @@ class Tensor:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation."
             )
-        if self._base is not None and (self._requires_grad or self._base._requires_grad):
+        base = self._base
+        if base is not None and base.grad_fn is None and base._requires_grad:
             raise RuntimeError(
-                "in-place modification of a view of a tensor that requires grad is not "
-                "supported by fusegrad; apply the op to the base tensor or clone() the view"
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation."
             )
 
     def _commit_inplace(self, result: Tensor) -> Tensor:
@@ -482,6 +484,11 @@ class Tensor:
                 f"result type {result._dtype.scalar_name} can't be cast "
                 f"to the desired output type {self._dtype.scalar_name}"
             )
+        base = self._base
+        if base is not None and grad_mode.is_grad_enabled() and (
+            self._requires_grad or base._requires_grad or result._requires_grad
+        ):
+            return self._commit_through_base(result)
         if recording.trace is not None:  # first: the trace snapshots the old value
             recording.trace.rebind(self, result)
         data = result._data
@@ -494,6 +501,44 @@ class Tensor:
             self._output_nr = result._output_nr
             self._requires_grad = True
         return self
+
+
+    def _commit_through_base(self, result: Tensor) -> Tensor:
+        """An in-place change of a view that autograd sees, as PyTorch's
+        CopySlices: the base becomes the base with ``result`` written where
+        the view is (its history with it), and the view is taken again from
+        the new base (so gradients flow to both)."""
+        base, steps = self._base, self._view_steps
+        base._commit_inplace(_written_into(base, steps, result))
+        view = base
+        for prim, params, others in steps:
+            view = prim(view, *others, **params)
+        if recording.trace is not None:
+            recording.trace.rebind_view(self, view)
+        self.grad_fn, self._output_nr = view.grad_fn, view._output_nr
+        self._requires_grad = view._requires_grad
+        self._view_version = self._version_counter[0]
+        return self
+
+
+def _written_into(base: Tensor, steps: tuple, value: Tensor) -> Tensor:
+    """``base`` with ``value`` written where the view ``steps`` take lands,
+    out of place and differentiable."""
+    if not steps:
+        return value if value._dtype is base._dtype else P.convert(value, dtype=base._dtype)
+    (prim, params, others), rest = steps[0], steps[1:]
+    inner = _written_into(prim(base, *others, **params), rest, value)
+    if prim is P.index:
+        return P.index_put(base, inner, *others, spec=params["spec"])
+    if prim is P.reshape:
+        return P.reshape(inner, shape=base._data.shape)
+    if prim is P.transpose:
+        perm = params["perm"]
+        return P.transpose(inner, perm=tuple(sorted(range(len(perm)), key=perm.__getitem__)))
+    raise RuntimeError(
+        f"in-place modification of a view made by {prim.name} of a tensor that requires grad "
+        "is not supported; apply the operation to the base tensor or clone() the view"
+    )
 
 
 def _rebuild(data, requires_grad, dtype=None):
@@ -581,6 +626,8 @@ def eager_bind(prim, args, params):
         out._version_counter = first._version_counter
         out._base = first._base if first._base is not None else first
         out._view_version = first._version_counter[0]
+        earlier = first._view_steps if first._base is not None else ()
+        out._view_steps = (*earlier, (prim, params, args[1:]))
     volatile = _any_volatile(args)
     if True in pattern and dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
         if not volatile:

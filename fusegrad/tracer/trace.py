@@ -216,6 +216,10 @@ class Trace:
         if base is not None:  # x.data.add_(...) changes x
             self.rebind(base, result)
 
+    def rebind_view(self, view, value) -> None:
+        """``view``, changed in place through its base, now holds ``value``."""
+        self._bind(view, self.var_of(value))
+
     def alias(self, alias, tensor) -> None:
         """``alias`` (from detach() or .data) shares ``tensor``'s storage."""
         self.aliases[id(alias)] = tensor
