@@ -51,9 +51,6 @@ BLITZ = (
 NOT_YET = {
     ("blitz_net", "eager"): BLITZ,
     ("blitz_net", "compiled"): BLITZ,
-    ("polynomial", "compiled"): (
-        "jit refuses the custom autograd.Function LegendrePolynomial3 (TracingError)"
-    ),
 }
 
 MODES = ("eager", "compiled")

@@ -160,6 +160,11 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = _node_class(cls)(cls, args)
+        trace = recording.trace
+        # the inputs as they are before forward, which may modify them in place
+        input_vars = None
+        if trace is not None:
+            input_vars = [trace.var_of(a) if isinstance(a, Tensor) else None for a in args]
         uses_setup_context = cls.setup_context is not Function.setup_context
         with grad_mode.no_grad():
             if uses_setup_context:
@@ -170,10 +175,6 @@ class Function:
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         record = grad_mode.is_grad_enabled() and any(ctx.needs_input_grad)
-        if record and recording.trace is not None:
-            recording.trace.unsupported(
-                f"{cls.__name__}.apply, a custom autograd.Function whose result needs a gradient,"
-            )
         if record:  # before any dirty input is rebased onto this node
             ctx.next_functions = tuple(
                 engine.gradient_edge(a) if isinstance(a, Tensor) and a.requires_grad else (None, 0)
@@ -201,6 +202,8 @@ class Function:
             ctx._output_meta = [
                 (o.shape, o.dtype) if isinstance(o, Tensor) else ((), None) for o in wrapped
             ]
+            if trace is not None:  # compiled: its backward is the VJP
+                trace.custom_vjp(ctx, input_vars, wrapped)
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod

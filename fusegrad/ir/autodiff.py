@@ -22,12 +22,32 @@ from .graph import Const, Graph, GraphBuilder, Var, building
 from .primitives import unbroadcast
 
 
-def active_values(graph: Graph, wrt: list, stopped=frozenset()) -> set:
+@dataclass
+class CustomVJP:
+    """A call whose gradient is given rather than derived (a custom
+    ``autograd.Function``): its equations compute ``outputs`` from
+    ``inputs`` and pass no gradient; ``eqns``, the given backward, compute
+    ``grads`` (one per input, None for none) from ``cotangents`` (vars
+    standing for the outputs' cotangents) and forward values."""
+
+    inputs: list
+    outputs: list  # None for an output that gets no gradient
+    cotangents: list
+    eqns: list
+    grads: list
+
+
+def active_values(graph: Graph, wrt: list, stopped=frozenset(), customs=()) -> set:
     """The vars that depend differentiably on the inputs at positions ``wrt``.
     Equations in ``stopped`` (ones eager mode recorded no gradient for, such
-    as work under no_grad) pass nothing on."""
+    as work under no_grad) pass nothing on; a custom call's outputs are
+    active when one of its inputs is."""
     active = {graph.inputs[i] for i in wrt}
+    custom_of = {v: c for c in customs for v in c.outputs if v is not None}
     for eqn in graph.eqns:
+        custom = custom_of.get(eqn.out)
+        if custom is not None and any(v in active for v in custom.inputs if v is not None):
+            active.add(eqn.out)
         if eqn in stopped or not eqn.out.dtype.is_floating_point:
             continue
         for position, v in enumerate(eqn.inputs):
@@ -37,14 +57,42 @@ def active_values(graph: Graph, wrt: list, stopped=frozenset()) -> set:
     return active
 
 
-def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None) -> Graph:
+def _apply_custom(custom: CustomVJP, cotangents: dict, send) -> None:
+    """The given backward of a custom call, its cotangent vars standing for
+    the outputs' cotangents (zeros for an output that got none, as PyTorch
+    materializes them), its gradients sent to the call's inputs."""
+    values: dict = {}
+    for out, placeholder in zip(custom.outputs, custom.cotangents):
+        if placeholder is not None:
+            ct = cotangents.get(out) if out is not None else None
+            zeros = Const(np.zeros(placeholder.shape, placeholder.dtype.np), placeholder.dtype)
+            values[placeholder] = zeros if ct is None else ct
+
+    def read(v):
+        return values.get(v, v) if isinstance(v, Var) else v
+
+    for eqn in custom.eqns:
+        values[eqn.out] = eqn.prim(*[read(v) for v in eqn.inputs], **eqn.params)
+    for v, g in zip(custom.inputs, custom.grads):
+        if v is not None and g is not None:
+            send(v, unbroadcast(read(g), v.shape, v.dtype))
+
+
+def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None, customs=()) -> Graph:
     """The joint graph: inputs are ``graph``'s inputs then one cotangent per
     output; outputs are ``graph``'s outputs then the gradient of each input
     in ``wrt`` (a zeros constant where none reaches it). ``seeded`` says
     which outputs' cotangents are sent (all by default); the others are
     symbolic zeros, which unlike a zeros array add nothing where the
-    backward of an output would be 0 * inf."""
-    active = active_values(graph, wrt, stopped)
+    backward of an output would be 0 * inf. ``customs``: calls whose
+    backward is given (``CustomVJP``), applied once their outputs'
+    cotangents are complete (at the earliest output's equation)."""
+    active = active_values(graph, wrt, stopped, customs)
+    position_of = {eqn.out: k for k, eqn in enumerate(graph.eqns)}
+    due: dict = {}  # equation index -> the custom calls applied there
+    for custom in customs:
+        made = [position_of.get(v, -1) for v in custom.outputs if v is not None]
+        due.setdefault(min(made, default=-1), []).append(custom)
     cotangent_inputs = [Var(v.shape, v.dtype) for v in graph.outputs]
     builder = GraphBuilder()
     cotangents: dict = {}
@@ -57,7 +105,10 @@ def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None) -> Graph:
         for k, (out, ct) in enumerate(zip(graph.outputs, cotangent_inputs)):
             if out.dtype.is_floating_point and (seeded is None or seeded[k]):
                 send(out, ct)
-        for eqn in reversed(graph.eqns):
+        for k in range(len(graph.eqns) - 1, -1, -1):
+            eqn = graph.eqns[k]
+            for custom in due.get(k, ()):
+                _apply_custom(custom, cotangents, send)
             g = cotangents.get(eqn.out)
             if g is None or eqn in stopped:
                 continue
@@ -78,6 +129,8 @@ def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None) -> Graph:
                 ct = rule(**kwargs)
                 if ct is not None:
                     send(v, unbroadcast(ct, v.shape, v.dtype))
+        for custom in due.get(-1, ()):  # outputs no equation makes
+            _apply_custom(custom, cotangents, send)
     grads = []
     for i in wrt:
         v = graph.inputs[i]

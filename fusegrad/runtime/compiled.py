@@ -17,11 +17,11 @@ import numpy as np
 
 from ..ir.autodiff import active_values, adjoint, backward_reading, partition
 from ..ir.fusion import is_elementwise
-from ..ir.graph import Graph, Var, apply_graph, format_graph, type_string, verify
+from ..ir.graph import Const, Graph, Var, format_graph, type_string, verify
 from ..ir.simplify import simplify, without_stop_gradients
 from ..tracer.numbers import TracedNumber
 from ..tracer.pyrandom import Divergence, Draws, same_result
-from ..tracer.tensor import Tensor, constant_array
+from ..tracer.tensor import Tensor, constant_array, recording
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
 from .executor import Executor, describe_layouts
@@ -41,6 +41,7 @@ class Program:
         self.python_guards = trace.python_guards
         self.grad_reads = trace.leaves(trace.grad_reads)  # (leaf ref, grad was None)
         self.lookup = trace.lookup  # where tensors the function did not receive are now
+        self.customs = trace.customs
         self.draw_specs, self.draw_guards = trace.draw_specs, trace.draw_guards
         self.traced_draws = trace.draws
         outputs = [trace.var_of(t) for t in output_tensors]
@@ -61,7 +62,7 @@ class Program:
         self.wrt = [i for i, r in enumerate(self.input_requires_grad) if r]
         self.output_requires_grad = [False] * len(outputs)
         if self.wrt:
-            active = active_values(graph, self.wrt, trace.stopped)
+            active = active_values(graph, self.wrt, trace.stopped, trace.customs)
             self.output_requires_grad = [isinstance(v, Var) and v in active for v in outputs]
         self.makes_node = any(self.output_requires_grad)
         # backward() inside the function without retain_graph freed the
@@ -107,7 +108,7 @@ class Program:
         """The backward program (the adjoint, split from the forward at the
         cheapest cut); returns the residuals the forward must save for it."""
         self.graph, self.stopped = graph, stopped
-        joint = adjoint(graph, self.wrt, stopped)
+        joint = adjoint(graph, self.wrt, stopped, customs=self.customs)
         parts = partition(
             joint,
             len(graph.inputs),
@@ -132,7 +133,7 @@ class Program:
         executor = self._partial_backwards.get(seeded)
         if executor is None:
             graph = self.graph
-            joint = adjoint(graph, self.wrt, self.stopped, seeded)
+            joint = adjoint(graph, self.wrt, self.stopped, seeded, self.customs)
             backward = backward_reading(
                 joint, len(graph.inputs), len(graph.eqns), self.residual_vars, is_elementwise
             )
@@ -285,16 +286,43 @@ class Program:
         function of (inputs, cotangents), for create_graph."""
         function = self._backward_functions.get(seeded)
         if function is None:
-            joint = adjoint(self.graph, self.wrt, self.stopped, seeded)
+            joint = adjoint(self.graph, self.wrt, self.stopped, seeded, self.customs)
             joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
 
             def backward(*values):
                 values = [_as_tensor(v, var) for v, var in zip(values, joint.inputs)]
-                return tuple(apply_graph(joint, values, constant_array))
+                return tuple(self._replay(joint, values))
 
             backward.__name__ = "compiled_backward"
             function = self._backward_functions[seeded] = self.jit(backward)
         return function
+
+    def _replay(self, joint: Graph, values: list) -> list:
+        """The joint graph run on tensors, being traced: what eager mode did
+        not differentiate (``stopped``) runs under no_grad again, and each
+        custom Function's call is one again, its given backward its VJP, so
+        the backward differentiates as the eager one does."""
+        env = dict(zip(joint.inputs, values))
+
+        def read(v):
+            return constant_array(v.value, v.dtype) if isinstance(v, Const) else env[v]
+
+        position = {eqn.out: k for k, eqn in enumerate(joint.eqns)}
+        complete: dict = {}  # equation index -> custom calls whose outputs all exist then
+        for custom in self.customs:
+            made = [position.get(v, -1) for v in custom.outputs if v is not None]
+            complete.setdefault(max(made, default=-1), []).append(custom)
+        for custom in complete.get(-1, ()):
+            recording.trace.custom_replay(custom, read)
+        for k, eqn in enumerate(joint.eqns):
+            operands = [read(v) for v in eqn.inputs]
+            with grad_mode.set_grad_enabled(
+                eqn not in self.stopped and grad_mode.is_grad_enabled()
+            ):
+                env[eqn.out] = eqn.prim(*operands, **eqn.params)
+            for custom in complete.get(k, ()):
+                recording.trace.custom_replay(custom, read)
+        return [read(v) for v in joint.outputs]
 
     @property
     def kernels(self) -> list:

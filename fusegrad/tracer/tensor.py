@@ -485,8 +485,10 @@ class Tensor:
                 f"to the desired output type {self._dtype.scalar_name}"
             )
         base = self._base
-        if base is not None and grad_mode.is_grad_enabled() and (
-            self._requires_grad or base._requires_grad or result._requires_grad
+        if (
+            base is not None
+            and grad_mode.is_grad_enabled()
+            and (self._requires_grad or base._requires_grad or result._requires_grad)
         ):
             return self._commit_through_base(result)
         if recording.trace is not None:  # first: the trace snapshots the old value
@@ -501,7 +503,6 @@ class Tensor:
             self._output_nr = result._output_nr
             self._requires_grad = True
         return self
-
 
     def _commit_through_base(self, result: Tensor) -> Tensor:
         """An in-place change of a view that autograd sees, as PyTorch's

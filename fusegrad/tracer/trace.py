@@ -24,11 +24,14 @@ import traceback
 import numpy as np
 
 from ..ir import dtypes
+from ..ir.autodiff import CustomVJP
 from ..ir.graph import Const, Eqn, Graph, Var
+from ..runtime import grad_mode
+from ..runtime.autograd import Node, gradient_edge
 from .numbers import number_input, traced
 from .pyrandom import Draws
 from .sources import locate
-from .tensor import recording
+from .tensor import Tensor, recording
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -125,6 +128,7 @@ class Trace:
         self.draws = Draws()  # this call's draws from Python's random and numpy's generator
         self.draw_specs: list = []  # (function, args, kwargs) of each draw, in order
         self.draw_guards: list = []  # (position, result) of draws that are no numbers
+        self.customs: list = []  # CustomVJP: calls of custom autograd.Functions
         self.refs: dict = {}  # id(tensor) -> its Ref
         self.lookup = None  # where the tensors the function did not receive live now
         self.undo: list = []  # callables taking back Python side effects (state an optimizer made)
@@ -269,6 +273,79 @@ class Trace:
         self.captured_vars.append(self._new_var(tensor))
         return traced(tensor, f"{name}() at {user_line()}")
 
+    def custom_vjp(self, node, input_vars, outputs) -> None:
+        """A custom autograd.Function's call: its forward was recorded (passing
+        no gradient); its backward is traced now, on cotangents standing for
+        the outputs', and becomes the VJP the adjoint pass uses for them."""
+        placeholders = [
+            None if dtype is None else Tensor._make(np.zeros(shape, dtype.np), dtype)
+            for shape, dtype in node._output_meta
+        ]
+        cotangents = [None if p is None else self._new_var(p) for p in placeholders]
+        recorded, guards = self.eqns, len(self.guards)
+        self.eqns = []
+        try:
+            grads = node.apply(placeholders)
+        finally:
+            eqns, self.eqns = self.eqns, recorded
+        if len(self.guards) != guards:
+            raise TracingError(
+                f"the backward of {node.name()} at {user_line()} decides something on the "
+                "values of its gradients, which a compiled program cannot know in advance"
+            )
+        self.customs.append(
+            CustomVJP(
+                inputs=input_vars,
+                outputs=[
+                    self.var_of(o) if isinstance(o, Tensor) and o.grad_fn is node else None
+                    for o in outputs
+                ],
+                cotangents=cotangents,
+                eqns=eqns,
+                grads=[None if g is None else self.var_of(g) for g in grads],
+            )
+        )
+
+    def custom_replay(self, custom: CustomVJP, read) -> None:
+        """A custom call of a graph being run again on traced tensors (``read``
+        gives a var's tensor): the same call for this trace, its backward
+        run again on new cotangent stand-ins."""
+        placeholders = {}
+        for var in custom.cotangents:
+            if var is not None:
+                placeholders[var] = Tensor._make(np.zeros(var.shape, var.dtype.np), var.dtype)
+                self._new_var(placeholders[var])  # stand-ins, no inputs of the program
+        values: dict = {}
+
+        def value(v):
+            if isinstance(v, Var) and v in placeholders:
+                return placeholders[v]
+            return values[v] if isinstance(v, Var) and v in values else read(v)
+
+        recorded, self.eqns = self.eqns, []
+        try:
+            for eqn in custom.eqns:
+                values[eqn.out] = eqn.prim(*[value(v) for v in eqn.inputs], **eqn.params)
+        finally:
+            eqns, self.eqns = self.eqns, recorded
+        replayed = CustomVJP(
+            inputs=[None if v is None else self.var_of(read(v)) for v in custom.inputs],
+            outputs=[None if v is None else self.var_of(read(v)) for v in custom.outputs],
+            cotangents=[
+                None if v is None else self.var_of(placeholders[v]) for v in custom.cotangents
+            ],
+            eqns=eqns,
+            grads=[None if g is None else self.var_of(value(g)) for g in custom.grads],
+        )
+        self.customs.append(replayed)
+        inputs = [None if v is None else read(v) for v in custom.inputs]
+        if grad_mode.is_grad_enabled() and any(t is not None and t.requires_grad for t in inputs):
+            node = ReplayedFunctionBackward(custom, read, inputs)
+            for nr, v in enumerate(custom.outputs):
+                if v is not None:
+                    output = read(v)
+                    output.grad_fn, output._output_nr, output._requires_grad = node, nr, True
+
     def guard(self, tensor, how: str) -> None:
         var = self.var_of(tensor)
         self.guards.append(Guard(var, np.array(tensor._data), user_line(), how))
@@ -328,6 +405,37 @@ class Trace:
 
     def graph(self, outputs: list) -> Graph:
         return Graph(self.inputs + self.captured_vars, self.eqns, outputs)
+
+
+class ReplayedFunctionBackward(Node):
+    """A custom Function's call in a graph run again on traced tensors: what
+    follows it records a gradient as it did after the call itself, and its
+    backward is the recorded backward, run on the tensors of this run."""
+
+    __slots__ = ("custom", "read", "num_outputs")
+
+    def __init__(self, custom: CustomVJP, read, inputs: list):
+        super().__init__(
+            tuple(
+                gradient_edge(t) if t is not None and t.requires_grad else (None, 0) for t in inputs
+            )
+        )
+        self.custom, self.read = custom, read
+        self.num_outputs = len(custom.outputs)
+
+    def apply(self, grads):
+        values = {}
+        for var, g in zip(self.custom.cotangents, grads):
+            if var is not None:
+                zeros = Tensor._make(np.zeros(var.shape, var.dtype.np), var.dtype)
+                values[var] = zeros if g is None else g
+
+        def value(v):
+            return values[v] if isinstance(v, Var) and v in values else self.read(v)
+
+        for eqn in self.custom.eqns:
+            values[eqn.out] = eqn.prim(*[value(v) for v in eqn.inputs], **eqn.params)
+        return [None if g is None else value(g) for g in self.custom.grads]
 
 
 class active:
