@@ -40,3 +40,13 @@ def test_train_mlp_learns_the_spirals_with_a_compiled_step():
     assert losses[-1] < losses[0] / 10
     assert float(re.search(r"accuracy\s+(\S+)%", progress[-1]).group(1)) > 95
     assert re.fullmatch(r"time per step: eager \S+ ms, jit \S+ ms .*", lines[-1])
+
+
+def test_train_cnn_learns_to_read_the_digits_with_a_compiled_step():
+    lines = _run("train_cnn.py", "--steps", "120").splitlines()
+    progress = [line for line in lines if line.startswith("step")]
+    assert len(progress) == 11 and progress[-1].startswith("step   120/120")
+    losses = [float(re.search(r"loss (\S+)", line).group(1)) for line in progress]
+    assert losses[-1] < losses[0] / 1.5
+    assert float(re.search(r"accuracy\s+(\S+)%", progress[-1]).group(1)) > 40  # chance: 10
+    assert re.fullmatch(r"time per step: eager \S+ ms, jit \S+ ms .*", lines[-1])
