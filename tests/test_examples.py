@@ -40,3 +40,25 @@ def test_train_mlp_learns_the_spirals_with_a_compiled_step():
     assert losses[-1] < losses[0] / 10
     assert float(re.search(r"accuracy\s+(\S+)%", progress[-1]).group(1)) > 95
     assert re.fullmatch(r"time per step: eager \S+ ms, jit \S+ ms .*", lines[-1])
+
+
+def test_train_cnn_learns_to_read_the_digits_with_a_compiled_step():
+    lines = _run("train_cnn.py", "--steps", "80").splitlines()
+    progress = [line for line in lines if line.startswith("step")]
+    assert len(progress) == 11 and progress[-1].startswith("step    80/80")
+    losses = [float(re.search(r"loss (\S+)", line).group(1)) for line in progress]
+    assert losses[-1] < losses[0] / 1.3
+    assert float(re.search(r"accuracy\s+(\S+)%", progress[-1]).group(1)) > 30  # chance: 10
+    assert re.fullmatch(r"time per step: eager \S+ ms, jit \S+ ms .*", lines[-1])
+
+
+def test_train_gpt_learns_the_text_and_samples_from_it():
+    lines = _run("train_gpt.py", "--steps", "40", "--sample", "20").splitlines()
+    progress = [line for line in lines if line.startswith("step")]
+    assert len(progress) == 11 and progress[-1].startswith("step    40/40")
+    losses = [float(re.search(r"loss (\S+)", line).group(1)) for line in progress]
+    assert losses[-1] < losses[0] * 0.8  # from ln(32 characters) = 3.5
+    printed = "\n".join(lines)  # the sample may hold line breaks
+    sample = printed[printed.index("sample: The river") : printed.index("\ntime per step")]
+    assert len(sample) == len("sample: The river") + 20
+    assert re.fullmatch(r"time per step: eager \S+ ms, jit \S+ ms .*", lines[-1])
