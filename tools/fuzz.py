@@ -42,7 +42,7 @@ import numpy as np
 import fusegrad as fg
 import fusegrad.nn.functional as F
 
-MODES = ("values", "grads", "second", "inside", "executor")
+MODES = ("values", "grads", "second", "inside", "executor", "dynamic")
 BACKENDS = ("default", "native", "threads")
 MAX_ELEMENTS = 20_000  # per value: keeps a program's run in milliseconds
 
@@ -447,6 +447,43 @@ def check_inside(program, make_inputs, precision, calls=3, style="backward", see
     return problems
 
 
+def check_dynamic(program, make_inputs, make_resized, precision, calls=3, seed=0):
+    """Traced with every dimension dynamic at the program's own sizes, then
+    called at others (``make_resized``: every size of 2 or more one larger):
+    values, and gradients of a loss made of the outputs, against eager at
+    those sizes on calls 1..calls."""
+    try:
+        outputs = as_list(eager(program, *make_resized(requires_grad=True)))
+    except Exception as error:
+        raise NotApplicable(f"eager refuses the other sizes: {error}") from None
+    positions = [k for k, o in enumerate(outputs) if o.requires_grad]
+    cotangents = random_arrays([outputs[k].shape for k in positions], seed)
+
+    def values(function, leaves):
+        return snapshot(as_list(function(*leaves)))
+
+    def gradients(function, leaves):
+        outputs = as_list(function(*leaves))
+        targets = [outputs[k] for k in positions]
+        loss = sum((t * c).sum() for t, c in zip(targets, as_tensors(cotangents, targets)))
+        return snapshot(fg.autograd.grad(loss, leaves, allow_unused=True))
+
+    problems = []
+    for name, measure, requires_grad in (("values", values, False), ("grads", gradients, True)):
+        if requires_grad and not positions:
+            continue
+        compiled = fg.jit(program, dynamic=True)
+        compiled(*make_inputs(requires_grad))  # the trace, at the program's sizes
+        for call in range(1, calls + 1):
+            leaves = input_sets(make_resized, precision, requires_grad=requires_grad)
+            want = eager(measure, program, leaves["eager"])
+            others = noise_runs(lambda leaves, measure=measure: measure(program, leaves), leaves)
+            got = measure(compiled, leaves["jit"])
+            label = f"dynamic sizes, {name}, call {call} at other sizes"
+            problems += compare(label, got, want, noise_of(want, others), precision)
+    return problems
+
+
 def check_executor(program, make_inputs, precision, calls=3, seed=0):
     """The runtime's own invariant, on the graphs traced for the program (forward
     and backward): step by step close to the reference interpreter, and every
@@ -649,21 +686,28 @@ def _tuple(names) -> str:
     return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
 
 
+def _resized(spec: Input) -> Input:
+    """The input with every size of 2 or more one larger (sizes equal before
+    stay equal, so what broadcast still broadcasts)."""
+    return replace(spec, shape=tuple(n + 1 if n >= 2 else n for n in spec.shape))
+
+
 def render(program: Program) -> str:
     names = [i.name for i in program.inputs]
-    lines = [
-        "def make_inputs(requires_grad=False, dtype=None):",
-        '    """The arguments, equal on every call; dtype overrides every input\'s."""',
-        f"    rng = np.random.default_rng({program.seed})",
-    ]
-    for spec in program.inputs:
-        lines += _input_lines(spec)
-    lines += [
-        f"    return [as_input(a, requires_grad) for a in {_tuple(names)}]",
-        "",
-        "",
-        f"def program({', '.join(names)}):",
-    ]
+    lines = []
+    for function, inputs, what in (
+        ("make_inputs", program.inputs, "The arguments"),
+        ("make_resized", map(_resized, program.inputs), "The arguments at other sizes"),
+    ):
+        lines += [
+            f"def {function}(requires_grad=False, dtype=None):",
+            f'    """{what}, equal on every call; dtype overrides every input\'s."""',
+            f"    rng = np.random.default_rng({program.seed})",
+        ]
+        for spec in inputs:
+            lines += _input_lines(spec)
+        lines += [f"    return [as_input(a, requires_grad) for a in {_tuple(names)}]", "", ""]
+    lines += [f"def program({', '.join(names)}):"]
     lines += [f"    {op.out} = {op.expr}" for op in program.ops]
     lines.append(f"    return {_tuple(program.outputs)}")
     return "\n".join(lines) + "\n"
@@ -1292,6 +1336,8 @@ def check_call(program: Program, mode: str) -> str:
         "inside": f"check_inside(program, make_inputs, {p}, calls={calls}, "
         f"style={program.inside_style!r}, seed={seed})",
         "executor": f"check_executor(program, make_inputs, {p}, calls={calls}, seed={seed})",
+        "dynamic": f"check_dynamic(program, make_inputs, make_resized, {p}, calls={calls}, "
+        f"seed={seed})",
     }[mode]
 
 

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from . import dtypes
-from .shapes import broadcast_shapes, reduced_shape
+from .shapes import broadcast_shapes, indexed_shape, reduced_shape
 
 
 class Primitive:
@@ -825,6 +825,8 @@ def _index_rule(x, *indices, spec):
             raise IndexError(
                 f"tensors used as indices must be long or int tensors, got {idx.dtype}"
             )
+    if not all(type(n) is int for v in (x, *indices) for n in v.shape):  # sizes that vary
+        return indexed_shape(x.shape, spec, [idx.shape for idx in indices]), x.dtype
     # Index a zero-strided stand-in: numpy's own rules give the result shape,
     # with nothing allocated but the result of an index-array lookup.
     stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x.shape, (0,) * len(x.shape))

@@ -8,11 +8,27 @@ from __future__ import annotations
 import operator
 from math import prod
 
+# Sizes that are no ints: a traced dynamic size (the tracer registers its
+# type). Shape arithmetic keeps them as they are; they compare and compute
+# as ints do.
+SYMBOLIC_SIZES: tuple = ()
+
+
+def register_symbolic_size(size_type: type) -> None:
+    global SYMBOLIC_SIZES
+    SYMBOLIC_SIZES = (*SYMBOLIC_SIZES, size_type)
+
+
+def _is_size(value) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(
+        value, SYMBOLIC_SIZES
+    )
+
 
 def broadcast_shapes(*shapes: tuple) -> tuple:
     result = shapes[0]
     for shape in shapes[1:]:
-        if shape == result:
+        if len(shape) == len(result) and shape == result:
             continue
         if len(shape) > len(result):
             result, shape = shape, result
@@ -77,7 +93,7 @@ def infer_reshape(shape, numel: int) -> tuple:
     """Resolves one -1 in a requested shape, checking the element count."""
     shape = tuple(shape)
     for s in shape:
-        if not isinstance(s, int) or isinstance(s, bool):
+        if not _is_size(s):
             raise TypeError(f"shape must be a sequence of ints, got {shape!r}")
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
@@ -99,10 +115,67 @@ def sizes_from_args(args, name: str = "size") -> tuple:
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
     try:
-        args = tuple(operator.index(s) for s in args)
+        args = tuple(s if isinstance(s, SYMBOLIC_SIZES) else operator.index(s) for s in args)
     except TypeError:
         raise TypeError(f"{name} must be a sequence of ints, got {args!r}") from None
     for s in args:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(args)}")
     return tuple(args)
+
+
+FULL_SLICE = ("slice", None, None, None)
+
+
+def indexed_shape(shape: tuple, spec: tuple, index_shapes: list) -> tuple:
+    """The shape of ``x[spec]`` as numpy gives it (``spec`` as the index
+    primitive holds it: slice, int, none, array and ellipsis entries), by
+    size arithmetic alone, so that sizes may be symbolic. Integers count as
+    index arrays when arrays are present, as in numpy: the arrays' broadcast
+    shape takes their place when they are adjacent, else comes first."""
+    used = sum(entry[0] in ("slice", "int", "array") for entry in spec)
+    if used > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    entries = []
+    for entry in spec:
+        entries += [FULL_SLICE] * (len(shape) - used) if entry[0] == "ellipsis" else [entry]
+    if ("ellipsis",) not in spec:
+        entries += [FULL_SLICE] * (len(shape) - used)
+    kinds = ("array", "int") if index_shapes else ("array",)
+    advanced = [k for k, entry in enumerate(entries) if entry[0] in kinds]
+    together = broadcast_shapes(*index_shapes) if index_shapes else ()
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1)) if advanced else True
+    out = [] if adjacent else list(together)
+    dim = 0
+    for k, entry in enumerate(entries):
+        kind = entry[0]
+        if kind == "none":
+            out.append(1)
+            continue
+        size = shape[dim]
+        dim += 1
+        if kind == "slice":
+            out.append(slice_length(size, *entry[1:]))
+        elif kind == "int" and not (-size <= entry[1] < size):
+            raise IndexError(
+                f"index {entry[1]} is out of bounds for dimension {dim - 1} with size {size}"
+            )
+        if advanced and adjacent and k == advanced[0]:
+            out.extend(together)
+    return tuple(out)
+
+
+def slice_length(size, start, stop, step) -> int:
+    """How many elements ``slice(start, stop, step)`` takes of ``size``."""
+    step = 1 if step is None else step
+    if step != 1:  # a symbolic size is then needed as an int
+        return len(range(*slice(start, stop, step).indices(operator.index(size))))
+    start = 0 if start is None else start
+    stop = size if stop is None else stop
+    if start < 0:
+        start = start + size
+    if stop < 0:
+        stop = stop + size
+    start = 0 if start < 0 else size if start > size else start
+    stop = 0 if stop < 0 else size if stop > size else stop
+    return stop - start if stop > start else 0

@@ -31,6 +31,7 @@ from ..tracer.tensor import Tensor, recording
 from ..tracer.trace import Trace, TracingError, active
 from . import grad_mode
 from .compiled import Program
+from .dynamic import DynamicProgram
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
 MAX_VARIANTS = 8
@@ -49,10 +50,22 @@ _NOT_NUMBERS = (bool, np.bool_)  # bools decide control flow: keyed by value
 _FLOATS = (float, np.floating)
 
 
-def jit(fn=None, *, static_argnums=(), eager: bool = False, cache_size: int = CACHE_SIZE):
+def jit(
+    fn=None,
+    *,
+    static_argnums=(),
+    eager: bool = False,
+    cache_size: int = CACHE_SIZE,
+    dynamic: bool | None = None,
+):
     """Compiles ``fn``: traced on the first call for each signature, run as a
     compiled program after. Outputs that need a gradient get a
     ``CompiledFunctionBackward`` node running the derived backward program.
+
+    ``dynamic``: None (the default) makes a dimension of a tensor argument
+    dynamic once it takes a second size, so one trace serves every later
+    size; True makes every dimension dynamic from the first call; False
+    keeps all sizes static (a trace per shape).
 
     >>> import fusegrad
     >>> @fusegrad.jit
@@ -66,10 +79,12 @@ def jit(fn=None, *, static_argnums=(), eager: bool = False, cache_size: int = CA
     (1, 1)
     """
     if fn is None:
-        return lambda f: jit(f, static_argnums=static_argnums, eager=eager, cache_size=cache_size)
+        return lambda f: jit(
+            f, static_argnums=static_argnums, eager=eager, cache_size=cache_size, dynamic=dynamic
+        )
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
-    return JitFunction(fn, tuple(static_argnums), eager, cache_size)
+    return JitFunction(fn, tuple(static_argnums), eager, cache_size, dynamic)
 
 
 class Lowered:
@@ -106,7 +121,14 @@ class Lowered:
 
 
 class JitFunction:
-    def __init__(self, fn, static_argnums: tuple, eager: bool, cache_size: int = CACHE_SIZE):
+    def __init__(
+        self,
+        fn,
+        static_argnums: tuple,
+        eager: bool,
+        cache_size: int = CACHE_SIZE,
+        dynamic: bool | None = None,
+    ):
         if not callable(fn):  # said where jit is applied, not at the first call
             raise TypeError(f"fusegrad.jit: expected a callable value, got {fn!r}")
         functools.update_wrapper(self, fn)
@@ -127,6 +149,13 @@ class JitFunction:
         # later keys hold their value rather than making them program inputs
         self._by_value: frozenset = frozenset()
         self._draws = False  # whether a trace saw draws from Python's random or numpy's
+        # dynamic sizes: the dimensions (by argument path) traced as symbols,
+        # those that cannot be (a trace needed their value), and each
+        # argument's shape when first traced
+        self.dynamic = dynamic
+        self._dynamic_dims: dict = {}  # path -> frozenset of dimensions
+        self._fixed_dims: set = set()  # (path, dimension)
+        self._first_shapes: dict = {}  # path -> shape
 
     def __repr__(self) -> str:
         return f"<fusegrad.jit of {getattr(self.fn, '__qualname__', self.fn)!r}>"
@@ -257,7 +286,7 @@ class JitFunction:
 
     # ------------------------------------------------------------------ tracing
 
-    def _trace(self, args, kwargs, lower=False, draws=None) -> tuple:
+    def _trace(self, args, kwargs, lower=False, draws=None, dynamic=True) -> tuple:
         """Runs the function once, recording; returns the program it became
         and the call's result. The result comes from the program too, so its
         backward is the compiled one: the trace's side effects on tensors and
@@ -272,7 +301,8 @@ class JitFunction:
         trace = Trace()
         if draws is not None:
             trace.draws = draws
-        leaves, args, kwargs = self._inputs(trace, args, kwargs)
+        given = args, kwargs
+        leaves, paths, args, kwargs = self._inputs(trace, args, kwargs, dynamic)
         states, already_drawn = generator_states(), len(trace.draws.made)
         try:
             with timing.phase("trace"), active(trace), drawing():
@@ -289,10 +319,24 @@ class JitFunction:
             out_tensors: list = []
             tree = _flatten_output(result, out_tensors)
             with timing.phase("adjoint and passes"):
-                program = Program(trace, leaves, out_tensors, jit)
+                if trace.symbol_hints:
+                    program = DynamicProgram(trace, leaves, out_tensors, jit)
+                else:
+                    program = Program(trace, leaves, out_tensors, jit)
+        except Exception as exc:
+            trace.restore(python_too=True)
+            if not trace.symbol_hints:
+                raise
+            # what the sizes' symbols could not express (or an op that does not
+            # take them yet): these sizes are fixed from now on, and traced so
+            self._fix_sizes(trace, paths, f"{type(exc).__name__}: {exc}")
+            trace.draws.reset()
+            return self._trace(*given, lower=lower, draws=trace.draws, dynamic=False)
         except BaseException:
             trace.restore(python_too=True)
             raise
+        if trace.symbol_hints and program.pinned:
+            self._fix_sizes(trace, paths, "Python needed their values", program.pinned)
         program.unflatten = _unflattener(tree)
         if program.draw_specs:
             self._draws = True
@@ -319,15 +363,16 @@ class JitFunction:
         self._dump(program, number)
         return program, result
 
-    def _inputs(self, trace, args, kwargs) -> tuple:
-        """The arguments' leaves as inputs of ``trace``, and the arguments the
-        function is traced with: its input numbers as traced numbers."""
+    def _inputs(self, trace, args, kwargs, dynamic: bool) -> tuple:
+        """The arguments' leaves as inputs of ``trace`` (with ``dynamic``,
+        their dynamic dimensions as symbols), their paths, and the arguments
+        the function is traced with: its input numbers as traced numbers."""
         paths: list = []
         leaves, _ = self._signature(args, kwargs, paths)
         numbers = {}
         for leaf, path in zip(leaves, paths):
             if isinstance(leaf, Tensor):
-                trace.add_input(leaf)
+                trace.add_input(leaf, self._dynamic_sizes(path, leaf) if dynamic else ())
             else:
                 tensor = number_input(leaf, _where(path))
                 trace.add_input(tensor)
@@ -335,7 +380,45 @@ class JitFunction:
         if numbers:
             args = tuple(_with_numbers(a, (i,), numbers) for i, a in enumerate(args))
             kwargs = {k: _with_numbers(v, (k,), numbers) for k, v in kwargs.items()}
-        return leaves, args, kwargs
+        return leaves, paths, args, kwargs
+
+    def _dynamic_sizes(self, path: tuple, tensor: Tensor) -> tuple:
+        """The dimensions of the argument at ``path`` a trace makes symbols:
+        those whose size differs from the first trace's (all with
+        ``dynamic=True``), unless fixed."""
+        shape = tensor._data.shape
+        if self.dynamic is False:
+            return ()
+        with self._lock:
+            first = self._first_shapes.setdefault(path, shape)
+            dims = set(self._dynamic_dims.get(path, ()))
+            if self.dynamic:
+                dims.update(range(len(shape)))
+            elif len(first) == len(shape):
+                dims.update(d for d, (a, b) in enumerate(zip(first, shape)) if a != b)
+            dims.difference_update(d for p, d in self._fixed_dims if p == path)
+            if dims and dims != self._dynamic_dims.get(path):
+                self._dynamic_dims[path] = frozenset(dims)
+                self._log(f"{_where(path)} has dynamic dimensions {sorted(dims)} from now on")
+        return tuple(sorted(dims))
+
+    def _fix_sizes(self, trace, paths: list, reason: str, symbols=None) -> None:
+        """The dimensions ``trace`` made symbols (of ``symbols``, or all) are
+        static from now on."""
+        dims = [
+            (p, d) for p, d, symbol in trace.symbol_dims if symbols is None or symbol in symbols
+        ]
+        with self._lock:
+            for position, dim in dims:
+                path = paths[position]
+                self._fixed_dims.add((path, dim))
+                remaining = self._dynamic_dims.get(path, frozenset()) - {dim}
+                if remaining:
+                    self._dynamic_dims[path] = remaining
+                else:
+                    self._dynamic_dims.pop(path, None)
+        where = ", ".join(f"{_where(paths[p])} dimension {d}" for p, d in dims)
+        self._log(f"{where}: static from now on ({reason})")
 
     def _signature(self, args, kwargs, paths=None, by_value=None):
         """The leaves (tensors and the numbers that are program inputs, in
@@ -357,7 +440,7 @@ class JitFunction:
                         f"hashable, got {type(arg).__name__}"
                     ) from None
                 parts.append(("static", arg))
-            elif type(arg) is Tensor and paths is None:  # the common case, inline
+            elif type(arg) is Tensor and paths is None and not self._dynamic_dims:  # common
                 leaves.append(arg)
                 parts.append(_tensor_key(arg))
             else:
@@ -373,7 +456,8 @@ class JitFunction:
             leaves.append(value)
             if paths is not None:
                 paths.append(path)
-            return _tensor_key(value)
+            dims = self._dynamic_dims.get(path)
+            return _tensor_key(value) if dims is None else _dynamic_tensor_key(value, dims)
         if isinstance(value, _NUMBERS) and not isinstance(value, _NOT_NUMBERS):
             if path not in by_value:
                 leaves.append(value)
@@ -406,6 +490,10 @@ class JitFunction:
         )
 
     # ------------------------------------------------------------------ reporting
+
+    def _log(self, message: str) -> None:
+        if "recompiles" in os.environ.get("FUSEGRAD_LOG", "").split(","):
+            sys.stderr.write(f"fusegrad.jit: {self.__name__}: {message}\n")
 
     def _log_recompile(self, key, variants) -> None:
         """FUSEGRAD_LOG=recompiles: why this call compiles (the guard that
@@ -464,6 +552,13 @@ class JitFunction:
 
 def _tensor_key(t: Tensor) -> tuple:
     return ("tensor", t._data.shape, t._dtype.name, t._requires_grad)
+
+
+def _dynamic_tensor_key(t: Tensor, dims: frozenset) -> tuple:
+    """The key of a tensor with dynamic dimensions: -1 for their sizes (but
+    0 and 1, which are never symbols)."""
+    shape = tuple(-1 if d in dims and n >= 2 else n for d, n in enumerate(t._data.shape))
+    return ("tensor", shape, t._dtype.name, t._requires_grad)
 
 
 def _where(path: tuple) -> str:
@@ -580,7 +675,8 @@ def _describe(part) -> str:
     kind = part[0]
     if kind == "tensor":
         _, shape, dtype, requires_grad = part
-        return f"{dtype}{list(shape)}" + (" requiring grad" if requires_grad else "")
+        sizes = ", ".join("dynamic" if n == -1 else str(n) for n in shape)
+        return f"{dtype}[{sizes}]" + (" requiring grad" if requires_grad else "")
     if kind == "number":
         return f"a {part[1]}"
     if kind in ("value", "static"):

@@ -31,6 +31,7 @@ from ..ir.shapes import (
 from ..runtime import autograd
 from . import devices
 from .numbers import TracedNumber
+from .symbolic import SymInt, hinted
 from .tensor import Tensor, constant, constant_array, recording
 
 # ------------------------------------------------------------------ plumbing
@@ -1049,11 +1050,11 @@ def _shape_arg(shape, input) -> tuple:
     for s in shape:
         if s.__class__ is not int:
             try:
-                shape = tuple(operator.index(s) for s in shape)
+                shape = tuple(s if isinstance(s, SymInt) else operator.index(s) for s in shape)
             except TypeError:
                 raise TypeError(f"shape must be a sequence of ints, got {shape!r}") from None
             break
-    if -1 not in shape and math.prod(shape) == input._data.size:
+    if -1 not in shape and math.prod(shape) == input.numel():
         return shape
     return infer_reshape(shape, input.numel())
 
@@ -1070,7 +1071,7 @@ def view(input, *shape):
     target = _shape_arg(shape, input)
     trial = input._data.view()
     try:
-        trial.shape = target
+        trial.shape = hinted(target)
     except AttributeError:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride "
@@ -1626,8 +1627,17 @@ def _grids(index, axis) -> list:
         else:
             shape = [1] * index.ndim
             shape[d] = index.shape[d]
-            grids.append(constant_array(np.arange(index.shape[d]).reshape(shape), dtypes.int64))
+            grids.append(P.reshape(_positions(index.shape[d]), shape=tuple(shape)))
     return grids
+
+
+def _positions(n):
+    """0, 1, ..., n - 1 as an int64 tensor; for a size that varies between
+    calls, computed (a running count of ones) rather than a constant."""
+    if isinstance(n, SymInt):
+        ones = P.broadcast_to(constant(1, dtypes.int64), shape=(n,))
+        return P.cumsum(ones, axis=0, reverse=False) - 1
+    return constant_array(np.arange(n), dtypes.int64)
 
 
 def _scatter_args(what, input, dim, index, src):

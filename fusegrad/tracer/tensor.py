@@ -34,10 +34,24 @@ recording = _Recording()
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple that prints as ``fusegrad.Size([2, 3])``."""
+    """A tensor's shape: a tuple that prints as ``fusegrad.Size([2, 3])``.
+    Shapes of different lengths differ without comparing sizes, which with
+    sizes that vary between calls would be decisions (symbolic.py)."""
 
     def __repr__(self) -> str:
         return f"fusegrad.Size({list(self)})"
+
+    def __eq__(self, other):
+        if isinstance(other, tuple) and len(other) != len(self):
+            return False
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        if isinstance(other, tuple) and len(other) != len(self):
+            return True
+        return tuple.__ne__(self, other)
+
+    __hash__ = tuple.__hash__
 
     def numel(self) -> int:
         n = 1
@@ -202,6 +216,11 @@ class Tensor:
 
     @property
     def shape(self) -> Size:
+        trace = recording.trace
+        if trace is not None and trace.sym_shapes:  # sizes that vary: symbolic.py
+            shape = trace.symbolic_shape(self)
+            if shape is not None:
+                return Size(shape)
         return Size(self._data.shape)
 
     @property
@@ -235,16 +254,16 @@ class Tensor:
             return self.shape
         from ..ir.shapes import normalize_dim
 
-        return self._data.shape[normalize_dim(dim, self.ndim)]
+        return self.shape[normalize_dim(dim, self.ndim)]
 
     def dim(self) -> int:
         return self._data.ndim
 
     def numel(self) -> int:
-        return self._data.size
+        return self.shape.numel() if recording.trace is not None else self._data.size
 
     def nelement(self) -> int:
-        return self._data.size
+        return self.numel()
 
     def element_size(self) -> int:
         return self._dtype.itemsize
@@ -328,7 +347,7 @@ class Tensor:
     def __len__(self) -> int:
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
+        return int(self.shape[0])
 
     def __iter__(self):
         if self._data.ndim == 0:
@@ -598,6 +617,9 @@ def eager_bind(prim, args, params):
         or args[-1]._dtype.reduced
         or (prim is P.convert and params["dtype"].reduced)
     )
+    recorded = params
+    if recording.trace is not None and recording.trace.symbol_hints:
+        params = recording.trace.hinted(params)  # numpy runs with this call's sizes
     # Values and dtypes come from numpy; the shape rule (which tests check
     # against numpy over the op table) words the error when numpy refuses.
     try:
@@ -628,15 +650,17 @@ def eager_bind(prim, args, params):
         out._base = first._base if first._base is not None else first
         out._view_version = first._version_counter[0]
         earlier = first._view_steps if first._base is not None else ()
-        out._view_steps = (*earlier, (prim, params, args[1:]))
+        out._view_steps = (*earlier, (prim, recorded, args[1:]))
     volatile = _any_volatile(args)
     if True in pattern and dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
         if not volatile:
-            autograd.record(prim, params, args, out, pattern)
+            autograd.record(prim, recorded, args, out, pattern)
+            if recorded is not params and out.grad_fn is not None:  # sizes that vary
+                out.grad_fn.in_shapes = tuple(a.shape for a in args)
     if volatile:
         out._volatile = True
     if recording.trace is not None:
-        recording.trace.record(prim, args, params, out)
+        recording.trace.record(prim, args, recorded, out)
     return out
 
 

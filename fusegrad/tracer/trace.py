@@ -18,8 +18,10 @@ returned values is recorded too:
 
 from __future__ import annotations
 
+import copy
 import os
 import traceback
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,7 +33,8 @@ from ..runtime.autograd import Node, gradient_edge
 from .numbers import number_input, traced
 from .pyrandom import Draws
 from .sources import locate
-from .tensor import Tensor, recording
+from .symbolic import SymInt, evaluated, has_sizes, hinted, symbol_poly
+from .tensor import Size, Tensor, recording
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -132,17 +135,43 @@ class Trace:
         self.refs: dict = {}  # id(tensor) -> its Ref
         self.lookup = None  # where the tensors the function did not receive live now
         self.undo: list = []  # callables taking back Python side effects (state an optimizer made)
+        # dynamic sizes (symbolic.py): each symbol's value in this call, the
+        # argument dimensions that give it, what Python decided on sizes, the
+        # symbolic shape of every value that has one, and the free vars
+        # standing for the symbols (fed when the program is instantiated)
+        self.symbol_hints: list = []
+        self.symbol_dims: list = []  # (argument position, dimension, symbol)
+        self.size_guards: list = []  # SizeGuard
+        self.sym_shapes: dict = {}  # Var -> shape holding SymInts
+        self.size_vars: dict = {}  # symbol -> Var
+        self._size_tensors: dict = {}  # polynomial -> its 0-d int64 tensor
 
     # -- tensors to vars
 
-    def add_input(self, tensor) -> Var:
+    def add_input(self, tensor, dynamic=()) -> Var:
+        """An argument; ``dynamic``: its dimensions that get symbols (one per
+        size: dimensions of equal size share one, as the call they hold
+        for requires)."""
         var = self.vars.get(id(tensor))
         if var is None:
             var = self._new_var(tensor)
             self.initial_vars[id(tensor)] = (tensor, var)
             self.arg_positions[id(tensor)] = len(self.inputs)
+            if dynamic:
+                shape = list(var.shape)
+                for d in dynamic:
+                    if shape[d] >= 2:
+                        shape[d] = SymInt(symbol_poly(self._symbol(shape[d])), shape[d])
+                        self.symbol_dims.append((len(self.inputs), d, shape[d].poly[0][0][0]))
+                if any(isinstance(size, SymInt) for size in shape):
+                    self.sym_shapes[var] = tuple(shape)
         self.inputs.append(var)
         return var
+
+    def _symbol(self, size: int) -> int:
+        if size not in self.symbol_hints:
+            self.symbol_hints.append(size)
+        return self.symbol_hints.index(size)
 
     def ref(self, tensor) -> Ref:
         ref = self.refs.get(id(tensor))
@@ -204,6 +233,124 @@ class Trace:
         if out.grad_fn is None:
             self.stopped.add(eqn)
         self.eqns.append(eqn)
+        if self.symbol_hints:
+            self._symbolic_shape(eqn)
+
+    # -- dynamic sizes
+
+    def _symbolic_shape(self, eqn) -> None:
+        """The shape rule on the operands' symbolic shapes and the symbolic
+        parameters: the result's shape for every size."""
+        symbolic = [isinstance(v, Var) and v in self.sym_shapes for v in eqn.inputs]
+        if not any(symbolic) and not has_sizes(eqn.params):
+            return
+        inputs = [
+            _Shaped(Size(self.sym_shapes[v]), v.dtype) if s else v
+            for v, s in zip(eqn.inputs, symbolic)
+        ]
+        shape, _ = eqn.prim.shape_rule(*inputs, **eqn.params)
+        if hinted(tuple(shape)) != eqn.out.shape:
+            raise NotDynamic(
+                f"{eqn.prim.name} at {user_line()}: its shape rule gives "
+                f"{list(hinted(tuple(shape)))} for this call, numpy {list(eqn.out.shape)}"
+            )
+        if any(isinstance(size, SymInt) for size in shape):
+            self.sym_shapes[eqn.out] = tuple(shape)
+
+    def hinted(self, params: dict) -> dict:
+        return hinted(params)
+
+    def symbolic_shape(self, tensor):
+        """A tensor's shape holding SymInts where it depends on the call, or None."""
+        var = self.vars.get(id(tensor))
+        return None if var is None else self.sym_shapes.get(var)
+
+    def size_tensor(self, poly: tuple):
+        """A size as a 0-d int64 tensor of this trace, from the symbols' vars."""
+        tensor = self._size_tensors.get(poly)
+        if tensor is None:
+            if len(poly) == 1 and poly[0][1] == 1 and len(poly[0][0]) == 1:
+                (((symbol,), _),) = poly
+                tensor = Tensor._make(np.array(self.symbol_hints[symbol], np.int64), dtypes.int64)
+                self.size_vars[symbol] = Var((), dtypes.int64)
+                self._bind(tensor, self.size_vars[symbol])
+            else:
+                tensor = None
+                for monomial, coefficient in poly:
+                    term = None
+                    for symbol in monomial:
+                        factor = self.size_tensor(symbol_poly(symbol))
+                        term = factor if term is None else term * factor
+                    term = coefficient if term is None else term * coefficient
+                    tensor = term if tensor is None else tensor + term
+            self._size_tensors[poly] = tensor
+        return tensor
+
+    def size_guard(self, difference, comparison: str, outcome: bool, what: str, needed: bool):
+        """Python decided on sizes: ``difference`` (a polynomial) compared
+        with 0 gave ``outcome``; later sizes must give it too. ``needed``:
+        Python needed a size's value (an int(), an index)."""
+        self.size_guards.append(
+            SizeGuard(difference, comparison, outcome, f"{what} at {user_line()}", needed)
+        )
+
+    def instantiated(self, binding: tuple) -> Trace:
+        """This trace for sizes ``binding`` (a value per symbol): its values
+        and equations with those shapes, the symbols' vars as constants, as
+        a trace of those sizes would have recorded."""
+        renamed: dict = {}
+        for symbol, var in self.size_vars.items():
+            renamed[var] = Const(np.array(binding[symbol], np.int64), dtypes.int64)
+
+        def value(v):
+            if not isinstance(v, Var):
+                return v
+            new = renamed.get(v)
+            if new is None:
+                shape = self.sym_shapes.get(v)
+                new = renamed[v] = v if shape is None else Var(evaluated(shape, binding), v.dtype)
+            return new
+
+        eqns = {}
+        for eqn in self.eqns:
+            eqns[eqn] = Eqn(
+                eqn.prim,
+                tuple(value(v) for v in eqn.inputs),
+                evaluated(eqn.params, binding),
+                value(eqn.out),
+            )
+        trace = copy.copy(self)
+        trace.eqns = list(eqns.values())
+        trace.stopped = {eqns[e] for e in self.stopped}
+        trace.inputs = [value(v) for v in self.inputs]
+        trace.captured_vars = [value(v) for v in self.captured_vars]
+        trace.vars = {k: value(v) for k, v in self.vars.items()}
+        trace.by_storage = {k: value(v) for k, v in self.by_storage.items()}
+        trace.initial_vars = {k: (t, value(v)) for k, (t, v) in self.initial_vars.items()}
+        for guard in self.guards:
+            if guard.var in self.sym_shapes:
+                raise NotDynamic(f"{guard.how} at {guard.where} reads a value whose shape varies")
+        trace.guards = [Guard(value(g.var), g.observed, g.where, g.how) for g in self.guards]
+        trace.customs = [
+            CustomVJP(
+                inputs=[value(v) for v in c.inputs],
+                outputs=[value(v) for v in c.outputs],
+                cotangents=[value(v) for v in c.cotangents],
+                eqns=[
+                    Eqn(
+                        e.prim,
+                        tuple(value(v) for v in e.inputs),
+                        evaluated(e.params, binding),
+                        value(e.out),
+                    )
+                    for e in c.eqns
+                ],
+                grads=[value(v) for v in c.grads],
+            )
+            for c in self.customs
+        ]
+        trace.symbol_hints, trace.sym_shapes, trace.size_vars = [], {}, {}
+        return trace
 
     def rebind(self, tensor, result) -> None:
         """``tensor`` now holds ``result``'s value (an in-place operation)."""
@@ -282,6 +429,10 @@ class Trace:
             for shape, dtype in node._output_meta
         ]
         cotangents = [None if p is None else self._new_var(p) for p in placeholders]
+        for out, cotangent in zip(outputs, cotangents):
+            shape = self.symbolic_shape(out) if isinstance(out, Tensor) else None
+            if cotangent is not None and shape is not None:
+                self.sym_shapes[cotangent] = shape
         recorded, guards = self.eqns, len(self.guards)
         self.eqns = []
         try:
@@ -405,6 +556,38 @@ class Trace:
 
     def graph(self, outputs: list) -> Graph:
         return Graph(self.inputs + self.captured_vars, self.eqns, outputs)
+
+
+@dataclass(frozen=True)
+class SizeGuard:
+    """What Python decided on sizes: ``difference`` (a polynomial in the
+    symbols) compared with 0 by ``comparison`` gave ``outcome``. ``needed``:
+    the decision was a size's value itself (``int()``, an index), which
+    pins the symbols in it."""
+
+    difference: tuple
+    comparison: str
+    outcome: bool
+    where: str
+    needed: bool
+
+
+class NotDynamic(TracingError):
+    """A trace with dynamic sizes met what it cannot express for every size;
+    the call is traced again with its sizes fixed."""
+
+
+class _Shaped:
+    """A value's shape and dtype, for a shape rule: a symbolic shape."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype):
+        self.shape, self.dtype = shape, dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
 
 class ReplayedFunctionBackward(Node):

@@ -1,0 +1,165 @@
+"""Programs for every size of a dynamic dimension, from one trace.
+
+A trace with dynamic dimensions (tracer/symbolic.py) records, beside this
+call's equations, each value's shape and each size parameter as polynomials
+in symbols, and what Python decided on sizes (size guards). A call reads its
+sizes from its arguments, checks the size guards, and runs the program made
+for those sizes: made from the trace (its shapes and parameters evaluated,
+then the adjoint, the passes and the kernels as for any trace) the first
+time the sizes occur, without running the Python function again.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections import OrderedDict
+
+from ..tracer.symbolic import evaluate_poly, format_poly
+from .compiled import Program
+
+SIZES_KEPT = 16  # programs, one per binding of the symbols; the least recently used go first
+_COMPARISONS = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+class DynamicProgram:
+    """The programs of one trace with dynamic sizes, one per binding of its
+    symbols. ``symbol_dims``: (argument position, dimension, symbol);
+    ``size_guards``: (polynomial, comparison with 0, outcome, description)."""
+
+    def __init__(self, trace, args: list, output_tensors: list, jit):
+        self.trace, self.args, self.output_tensors, self.jit = trace, args, output_tensors, jit
+        self.symbol_dims = trace.symbol_dims
+        self.size_guards = trace.size_guards
+        self.symbol_count = len(trace.symbol_hints)
+        self._fixed_leaves: list = []
+        self.failure = None
+        self._programs: OrderedDict = OrderedDict()  # binding -> Program
+        self._lock = threading.Lock()
+        self.traced = self.program_for(tuple(trace.symbol_hints))
+        self.draw_specs = self.traced.draw_specs
+
+    @property
+    def pinned(self) -> set:
+        """The symbols whose value Python needed (an ``int()`` of a size, an
+        index): for them the program holds at this call's value alone."""
+        return {
+            symbol
+            for guard in self.size_guards
+            if guard.needed
+            for monomial, _ in guard.difference
+            for symbol in monomial
+        }
+
+    def binding(self, args: list):
+        """The symbols' values in this call, or None (``failure`` says why)."""
+        values = [None] * self.symbol_count
+        for position, dim, symbol in self.symbol_dims:
+            size = args[position]._data.shape[dim]
+            if values[symbol] is None:
+                if size < 2:
+                    self.failure = f"argument {position} dimension {dim} is {size}"
+                    return None
+                values[symbol] = size
+            elif values[symbol] != size:
+                self.failure = (
+                    f"argument {position} dimension {dim} is {size}, no longer the size "
+                    f"s{symbol} = {values[symbol]} it equalled when traced"
+                )
+                return None
+        for guard in self.size_guards:
+            value = evaluate_poly(guard.difference, values)
+            if _COMPARISONS[guard.comparison](value, 0) != guard.outcome:
+                self.failure = f"{guard.where}: {_shown(guard)} is no longer {guard.outcome}"
+                return None
+        return tuple(values)
+
+    def program_for(self, binding: tuple) -> Program:
+        with self._lock:
+            program = self._programs.get(binding)
+            if program is None:
+                program = Program(
+                    self.trace.instantiated(binding), self.args, self.output_tensors, self.jit
+                )
+                program.fixed_leaves = self._fixed_leaves
+                self._programs[binding] = program
+                if len(self._programs) > SIZES_KEPT:
+                    self._programs.popitem(last=False)
+            else:
+                self._programs.move_to_end(binding)
+            return program
+
+    @property
+    def fixed_leaves(self) -> list:
+        return self._fixed_leaves
+
+    @fixed_leaves.setter
+    def fixed_leaves(self, leaves: list) -> None:
+        """Number arguments keyed by value (see ``Program``), for every size."""
+        self._fixed_leaves = leaves
+        for program in self._programs.values():
+            program.fixed_leaves = leaves
+
+    def run(self, args: list, draws=None):
+        leaves = args
+        if self._fixed_leaves:
+            leaves = list(args)
+            for position, number in self._fixed_leaves:
+                leaves.insert(position, number)
+        binding = self.binding(leaves)
+        if binding is None:
+            return None
+        program = self.program_for(binding)
+        outputs = program.run(args, draws)
+        if outputs is None:
+            self.failure = program.failure
+        return outputs
+
+    # what jit and Lowered read: the program of the traced sizes
+
+    def guard_reasons(self) -> list:
+        return [g.where for g in self.size_guards] + self.traced.guard_reasons()
+
+    def python_guards_hold(self) -> bool:
+        return self.traced.python_guards_hold()
+
+    def warm_up(self, args: list) -> None:
+        self.traced.warm_up(args)
+
+    def describe(self, verbose: bool = False) -> str:
+        sizes = ", ".join(
+            f"s{symbol} = argument {position} dimension {dim}"
+            for position, dim, symbol in self.symbol_dims
+        )
+        guards = "".join(f"\n  {_shown(g)} is {g.outcome} ({g.where})" for g in self.size_guards)
+        hints = ", ".join(f"s{k}={v}" for k, v in enumerate(self.trace.symbol_hints))
+        return f"dynamic sizes: {sizes}{guards}\nthe program for {hints}:\n" + self.traced.describe(
+            verbose
+        )
+
+    @property
+    def forward(self):
+        return self.traced.forward
+
+    @property
+    def backward(self):
+        return self.traced.backward
+
+    @property
+    def kernels(self) -> list:
+        return self.traced.kernels
+
+    @property
+    def saved_bytes(self) -> int:
+        return self.traced.saved_bytes
+
+
+def _shown(guard) -> str:
+    return f"{format_poly(guard.difference)} {guard.comparison} 0"
