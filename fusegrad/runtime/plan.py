@@ -143,7 +143,10 @@ class Plan:
         bound = {"empty": np.empty, "uint8": np.uint8, "run_equation": run_equation}
         bound.update((f"v{k}", value) for k, value in self.constants.items())
         inputs = "".join(f"v{k}, " for k in range(self.num_inputs))
-        lines = ["def run(inputs, communicated):", f"    {inputs}= inputs" if inputs else "    pass"]
+        lines = [
+            "def run(inputs, communicated):",
+            f"    {inputs}= inputs" if inputs else "    pass",
+        ]
         for n, (step, reads, writes, dead) in enumerate(self.items):
             args = [f"v{k}" for k in reads]
             outputs = [f"v{k}" for k in range(writes.start, writes.stop)]

@@ -461,7 +461,9 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
         if recording.trace is not None:  # registered once, by the trace, not on every call
             recording.trace.unsupported("register_post_accumulate_grad_hook")
         if self._post_accumulate_hooks is None:
