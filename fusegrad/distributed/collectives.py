@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ir import primitives as P
 from ..runtime import grad_mode
+from ..tracer.creation import tensor as make_tensor
 from ..tracer.tensor import Tensor, recording
 from .process_group import ProcessGroup, ReduceOp, Work, resolve
 
@@ -52,8 +53,8 @@ def _operand(tensor: Tensor) -> Tensor:
 
 
 def _assign(tensor: Tensor, value: Tensor) -> None:
-    """``tensor`` takes ``value``'s values, as an in-place operation."""
-    tensor._check_inplace()
+    """``tensor`` takes ``value``'s values, as an in-place operation (checked
+    by the caller before it communicated)."""
     tensor._commit_inplace(value)
 
 
@@ -91,6 +92,7 @@ def all_reduce(
     op = _reduction(op)
     P.all_reduce.shape_rule(tensor, op=op, group=process_group)
     if _records(tensor):
+        tensor._check_inplace()
         _assign(tensor, P.all_reduce(_operand(tensor), op=op, group=process_group))
         return Work() if async_op else None
     return _result(_in_place(tensor, lambda a: process_group.all_reduce_(a, op)), async_op)
@@ -102,6 +104,7 @@ def broadcast(tensor: Tensor, src: int, group: ProcessGroup | None = None, async
     _check_tensor(tensor, "tensor")
     P.broadcast.shape_rule(tensor, src=src, group=process_group)
     if _records(tensor):
+        tensor._check_inplace()
         _assign(tensor, P.broadcast(tensor, src=src, group=process_group))
         return Work() if async_op else None
     return _result(_in_place(tensor, lambda a: process_group.broadcast_(a, src)), async_op)
@@ -125,9 +128,11 @@ def reduce(
     P.all_reduce.shape_rule(tensor, op=op, group=process_group)
     mine = process_group.rank() == dst
     if _records(tensor):
+        tensor._check_inplace()
         reduced = P.all_reduce(_operand(tensor), op=op, group=process_group)
-        if mine:
-            _assign(tensor, reduced)
+        # selected rather than dropped: every process's allreduce then gets a
+        # cotangent (zeros but at dst), so each runs its backward's collective
+        _assign(tensor, P.where(make_tensor(mine), reduced, tensor))
         return Work() if async_op else None
     if mine:
         work = _in_place(tensor, lambda a: process_group.all_reduce_(a, op))
@@ -156,6 +161,8 @@ def all_gather(
                 f"gathered is {tensor.type()}{list(tensor.shape)}"
             )
     if _records(tensor, *tensor_list):
+        for t in tensor_list:
+            t._check_inplace()
         gathered = P.all_gather(tensor, group=process_group)
         for k, t in enumerate(tensor_list):
             _assign(t, gathered[k])
@@ -187,6 +194,7 @@ def all_gather_into_tensor(
     if output_tensor.dtype is not input_tensor.dtype:
         raise TypeError("output tensor must have the same type as input tensor")
     if _records(output_tensor, input_tensor):
+        output_tensor._check_inplace()
         gathered = P.all_gather(input_tensor, group=process_group)
         _assign(output_tensor, gathered.reshape(output_tensor.shape))
         return Work() if async_op else None

@@ -115,37 +115,45 @@ class DistributedDataParallel(Module):
 
 
 def _verify_same_model(params: list, group) -> None:
-    """Every process has as many parameters, of the same shapes (checked
-    before any bucket is built: a mismatch would pair unrelated gradients)."""
-    rank, size = group.rank(), group.size()
-    counts = [zeros(1, dtype=dtypes.int64) for _ in range(size)]
-    dist.all_gather(counts, make_tensor([len(params)]), group=group)
-    for other, count in enumerate(counts):
-        if int(count.item()) != len(params):
+    """Every process has as many parameters as process 0, of the same sizes
+    (checked before any bucket is built: a mismatch would pair unrelated
+    gradients). Every process learns of a mismatch and raises, rather than
+    wait for the others in the next collective."""
+    rank = group.rank()
+    for other, count in enumerate(_gathered(len(params), group)):
+        if count != len(params):
             raise RuntimeError(
                 f"DDP expects same model across all ranks, but Rank {rank} has {len(params)} "
-                f"params, while rank {other} has inconsistent {int(count.item())} params."
+                f"params, while rank {other} has inconsistent {count} params."
             )
-    for what in ("ndim", "shape"):
-        mine = [p.ndim for p in params] if what == "ndim" else [s for p in params for s in p.shape]
-        first = make_tensor(mine, dtype=dtypes.int64)
+    for sizes in (lambda p: [p.ndim], lambda p: list(p.shape)):  # the ndims decide the length
+        first = make_tensor([d for p in params for d in sizes(p)], dtype=dtypes.int64)
         dist.broadcast(first, 0, group=group)
-        if first.tolist() != mine:
-            k = _first_mismatch(params, first.tolist(), what)
+        theirs, position, mismatch = first.tolist(), 0, None
+        for k, p in enumerate(params):
+            mine = sizes(p)
+            if mismatch is None and theirs[position : position + len(mine)] != mine:
+                mismatch = k
+            position += len(mine)
+        matching = _gathered(int(mismatch is None), group)
+        if mismatch is not None:
             raise RuntimeError(
-                f"[{rank}]: params[{k}] in this process with sizes {list(params[k].shape)} "
-                "appears not to match sizes of the same param in process 0."
+                f"[{rank}]: params[{mismatch}] in this process with sizes "
+                f"{list(params[mismatch].shape)} appears not to match sizes of the same param "
+                "in process 0."
+            )
+        if not all(matching):
+            raise RuntimeError(
+                f"DDP expects same model across all ranks, but the params of rank "
+                f"{matching.index(0)} do not match the sizes of rank 0's."
             )
 
 
-def _first_mismatch(params: list, theirs: list, what: str) -> int:
-    position = 0
-    for k, p in enumerate(params):
-        mine = [p.ndim] if what == "ndim" else list(p.shape)
-        if theirs[position : position + len(mine)] != mine:
-            return k
-        position += len(mine)
-    return len(params) - 1
+def _gathered(value: int, group) -> list:
+    """``value`` of every process, in rank order."""
+    parts = [zeros(1, dtype=dtypes.int64) for _ in range(group.size())]
+    dist.all_gather(parts, make_tensor([value]), group=group)
+    return [int(part.item()) for part in parts]
 
 
 def _broadcast_coalesced(tensors: list, group) -> None:
