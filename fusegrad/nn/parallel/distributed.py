@@ -236,12 +236,12 @@ class _Reducer:
     def _finish(self) -> None:
         """The end of the backward pass: every bucket reduced, the averages in ``.grad``."""
         try:
-            missing = [
+            missing = sorted(
                 index
                 for bucket in self.buckets
                 for index, p in bucket.params
                 if id(p) not in self.arrived
-            ]
+            )
             if missing and not self.ddp.find_unused_parameters:
                 for bucket in self.buckets[: self.started]:
                     bucket.work.wait()
