@@ -7,6 +7,11 @@ tensor's array is MPI's buffer. Otherwise the collective is the IR's
 primitive (ir/primitives.py) applied as an in-place update, so a traced
 function records it, its program runs it as a step between kernels, and
 gradients flow through it; it is then done before the call returns.
+
+As with any MPI program, every process calls the same collectives in the
+same order, on tensors of the same shapes; and where gradients flow through
+a collective, every process differentiates through it (its backward
+communicates too).
 """
 
 from __future__ import annotations
@@ -52,12 +57,6 @@ def _operand(tensor: Tensor) -> Tensor:
     return tensor
 
 
-def _assign(tensor: Tensor, value: Tensor) -> None:
-    """``tensor`` takes ``value``'s values, as an in-place operation (checked
-    by the caller before it communicated)."""
-    tensor._commit_inplace(value)
-
-
 def _result(work: Work, async_op: bool):
     if async_op:
         return work
@@ -93,7 +92,7 @@ def all_reduce(
     P.all_reduce.shape_rule(tensor, op=op, group=process_group)
     if _records(tensor):
         tensor._check_inplace()
-        _assign(tensor, P.all_reduce(_operand(tensor), op=op, group=process_group))
+        tensor._commit_inplace(P.all_reduce(_operand(tensor), op=op, group=process_group))
         return Work() if async_op else None
     return _result(_in_place(tensor, lambda a: process_group.all_reduce_(a, op)), async_op)
 
@@ -105,7 +104,7 @@ def broadcast(tensor: Tensor, src: int, group: ProcessGroup | None = None, async
     P.broadcast.shape_rule(tensor, src=src, group=process_group)
     if _records(tensor):
         tensor._check_inplace()
-        _assign(tensor, P.broadcast(tensor, src=src, group=process_group))
+        tensor._commit_inplace(P.broadcast(tensor, src=src, group=process_group))
         return Work() if async_op else None
     return _result(_in_place(tensor, lambda a: process_group.broadcast_(a, src)), async_op)
 
@@ -132,7 +131,7 @@ def reduce(
         reduced = P.all_reduce(_operand(tensor), op=op, group=process_group)
         # selected rather than dropped: every process's allreduce then gets a
         # cotangent (zeros but at dst), so each runs its backward's collective
-        _assign(tensor, P.where(make_tensor(mine), reduced, tensor))
+        tensor._commit_inplace(P.where(make_tensor(mine), reduced, tensor))
         return Work() if async_op else None
     if mine:
         work = _in_place(tensor, lambda a: process_group.all_reduce_(a, op))
@@ -165,7 +164,7 @@ def all_gather(
             t._check_inplace()
         gathered = P.all_gather(tensor, group=process_group)
         for k, t in enumerate(tensor_list):
-            _assign(t, gathered[k])
+            t._commit_inplace(gathered[k])
         return Work() if async_op else None
     gathered = np.empty((size, *tensor.shape), tensor._data.dtype)
 
@@ -196,7 +195,7 @@ def all_gather_into_tensor(
     if _records(output_tensor, input_tensor):
         output_tensor._check_inplace()
         gathered = P.all_gather(input_tensor, group=process_group)
-        _assign(output_tensor, gathered.reshape(output_tensor.shape))
+        output_tensor._commit_inplace(gathered.reshape(output_tensor.shape))
         return Work() if async_op else None
 
     def start(array):

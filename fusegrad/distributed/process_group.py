@@ -93,7 +93,7 @@ class Work:
             self._done()
         return self._request is None
 
-    def wait(self, timeout: datetime.timedelta | None = None) -> bool:
+    def wait(self) -> bool:
         if self._request is not None:
             self._request.Wait()
             self._done()

@@ -57,8 +57,9 @@ class DistributedDataParallel(Module):
     ``find_unused_parameters``: parameters that get no gradient in a backward
     pass are reduced at its end (as zeros from this process), and one more
     allreduce tells which were used anywhere: those get the average, the
-    others keep the ``.grad`` they had. Without it, a parameter that gets no
-    gradient is an error.
+    others keep the ``.grad`` they had (compiled, that answer is a guard;
+    see jit's rule for programs that communicate). Without it, a parameter
+    that gets no gradient is an error.
     """
 
     def __init__(
@@ -184,6 +185,10 @@ class _Bucket:
         self.flat = None  # the gradients, flattened, while they are reduced
         self.work = None
 
+    @property
+    def complete(self) -> bool:
+        return self.ready == len(self.params)
+
 
 class _Reducer:
     """The buckets of a DistributedDataParallel and their state during one backward pass."""
@@ -192,11 +197,13 @@ class _Reducer:
         self.ddp = ddp
         self.buckets = _buckets(list(enumerate(p for _, p in named)), limits)
         self.bucket_of = {id(p): bucket for bucket in self.buckets for _, p in bucket.params}
-        self.handles = [p.register_post_accumulate_grad_hook(self._ready) for _, p in named]
+        for _, p in named:
+            p.register_post_accumulate_grad_hook(self._ready)
         self.reset()
 
     def reset(self) -> None:
-        self.running = False  # whether this backward pass has queued _finish
+        self.running = False  # whether a backward pass is running (and queued _finish)
+        self.syncing = False  # whether it averages the gradients
         self.started = 0  # buckets whose allreduce started, in order
         self.arrived: set = set()  # ids of the parameters that got a gradient
         for bucket in self.buckets:
@@ -204,25 +211,28 @@ class _Reducer:
 
     def _ready(self, param: Tensor) -> None:
         """A parameter's gradient is in its ``.grad``."""
-        trace = recording.trace
-        if trace is not None:  # the program holds the allreduces or not: retrace on a change
-            ddp = self.ddp
-            trace.guard_python(
-                lambda: ddp.require_backward_grad_sync, "DistributedDataParallel.no_sync()"
-            )
-        if not self.ddp.require_backward_grad_sync or id(param) in self.arrived:
-            return
         if not self.running:
-            self.running = True
-            autograd.queue_callback(self._finish)
+            self._begin()
+        if not self.syncing or id(param) in self.arrived:
+            return
         self.arrived.add(id(param))
         self.bucket_of[id(param)].ready += 1
-        while self.started < len(self.buckets) and self.buckets[self.started].ready == len(
-            self.buckets[self.started].params
-        ):
+        while self.started < len(self.buckets) and self.buckets[self.started].complete:
             self._start(self.buckets[self.started])
         for bucket in self.buckets[: self.started]:
             bucket.work.is_completed()  # MPI moves the started allreduces on when asked
+
+    def _begin(self) -> None:
+        """The first gradient of a backward pass: it synchronizes unless in no_sync()."""
+        self.running = True
+        ddp = self.ddp
+        self.syncing = ddp.require_backward_grad_sync
+        trace = recording.trace
+        if trace is not None:  # the program holds the allreduces or not: retrace on a change
+            trace.guard_python(
+                lambda: ddp.require_backward_grad_sync, "DistributedDataParallel.no_sync()"
+            )
+        autograd.queue_callback(self._finish)
 
     def _start(self, bucket: _Bucket) -> None:
         with no_grad():
@@ -236,33 +246,37 @@ class _Reducer:
     def _finish(self) -> None:
         """The end of the backward pass: every bucket reduced, the averages in ``.grad``."""
         try:
-            missing = sorted(
-                index
-                for bucket in self.buckets
-                for index, p in bucket.params
-                if id(p) not in self.arrived
-            )
-            if missing and not self.ddp.find_unused_parameters:
-                for bucket in self.buckets[: self.started]:
-                    bucket.work.wait()
-                raise RuntimeError(
-                    UNUSED_MESSAGE.format(
-                        rank=self.ddp.process_group.rank(), indices=" ".join(map(str, missing))
-                    )
-                )
-            while self.started < len(self.buckets):
-                self._start(self.buckets[self.started])
-            used = self._used_anywhere() if missing else None
-            with no_grad():
-                for bucket in self.buckets:
-                    bucket.work.wait()
-                    self._write(bucket, used)
+            if self.syncing:
+                self._reduce_the_rest()
         finally:
             self.reset()
 
-    def _used_anywhere(self) -> list:
-        """Whether each parameter got a gradient in some process (after the
-        buckets: every process starts its allreduces in the same order)."""
+    def _reduce_the_rest(self) -> None:
+        missing = sorted(
+            index
+            for bucket in self.buckets
+            for index, p in bucket.params
+            if id(p) not in self.arrived
+        )
+        if missing and not self.ddp.find_unused_parameters:
+            for bucket in self.buckets[: self.started]:
+                bucket.work.wait()
+            raise RuntimeError(
+                UNUSED_MESSAGE.format(
+                    rank=self.ddp.process_group.rank(), indices=" ".join(map(str, missing))
+                )
+            )
+        while self.started < len(self.buckets):
+            self._start(self.buckets[self.started])
+        used = self._used_anywhere() if missing else None
+        with no_grad():
+            for bucket in self.buckets:
+                bucket.work.wait()
+                self._write(bucket, used)
+
+    def _used_anywhere(self) -> dict:
+        """id(parameter) -> whether it got a gradient in some process (asked
+        after the buckets: every process starts its allreduces in the same order)."""
         params = [p for bucket in self.buckets for _, p in bucket.params]
         used = make_tensor([id(p) in self.arrived for p in params])
         dist.all_reduce(used, op=dist.ReduceOp.MAX, group=self.ddp.process_group)
