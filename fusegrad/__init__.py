@@ -11,7 +11,7 @@ tensor([[4.5000, 4.5000],
 
 import warnings as _warnings
 
-from . import autograd, backends, cuda, nn, optim, utils
+from . import autograd, backends, cuda, distributed, nn, optim, utils
 from . import tracer as _tracer
 from .autograd.transforms import grad, value_and_grad
 from .ir.dtypes import bfloat16, float16, float32, float64, int32, int64

@@ -304,6 +304,9 @@ IN_NUMPY = {
     P.windows: "a strided copy (im2col) numpy makes at memory speed, feeding a matrix product",
     P.fold: "overlapping windows added back (col2im), one strided add per kernel tap",
     P.pad: "a copy into a larger buffer",
+    P.all_reduce: "a collective: MPI communicates, as a step of the plan between kernels",
+    P.broadcast: "a collective: MPI communicates, as a step of the plan between kernels",
+    P.all_gather: "a collective: MPI communicates, as a step of the plan between kernels",
 }
 
 

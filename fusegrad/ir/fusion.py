@@ -24,6 +24,10 @@ sees each operand once. The results of column reductions, and of reductions
 of everything beside rows, exist only after the kernel: nothing in it reads
 them.
 
+Collectives stay in the order traced: each one's group reads the previous
+collective's, so every process, running the same collectives, runs them in
+the same order whatever else its graph holds.
+
 Which equations may be fused, reduced or computed per row is the caller's
 choice (``fusible``, ``reducible``, ``per_row``): the IR knows nothing of
 what a code generator can lower.
@@ -213,6 +217,7 @@ class _Grouping:
         self.group_of: dict = {}  # Var -> index of the group that defines it
         self.uses: dict = {}  # index -> indices of groups it reads from
         self.readers: dict = {}  # Var -> indices of the kernels that read it
+        self.last_collective: int | None = None  # the group of the latest collective
 
     def place(self, eqn: Eqn) -> None:
         """As a reduction of a kernel's values, a row equation, an
@@ -239,6 +244,10 @@ class _Grouping:
         else:
             self.uses[home] |= sources - {home}
             self.group_of[eqn.out] = home
+            if eqn.prim.collective:
+                if self.last_collective is not None:
+                    self.uses[home].add(self.last_collective)
+                self.last_collective = home
 
     def _place_reduction(self, eqn: Eqn, sources: set) -> bool:
         """Into the kernel producing its operand; or, when no kernel produces

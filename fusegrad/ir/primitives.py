@@ -38,7 +38,9 @@ class Primitive:
     fuses, is computed again rather than saved, and simplifies as such;
     ``public``, it is also the op ``fusegrad.<name>`` and ``Tensor.<name>``,
     its operands promoted to one dtype (``"same"``) or to a floating one
-    (``"float"``)."""
+    (``"float"``); ``collective``, it communicates with the other processes
+    of a group, which must all run it, in the same order: passes never fold,
+    merge or drop it, and programs run collectives in the order traced."""
 
     def __init__(
         self,
@@ -50,6 +52,7 @@ class Primitive:
         view=False,
         elementwise=False,
         public=None,
+        collective=False,
     ):
         self.name = name
         self.impl = impl
@@ -60,6 +63,7 @@ class Primitive:
         self.view = view
         self.elementwise = elementwise
         self.public = public
+        self.collective = collective
         self.vjp_rules: dict = {}
         self.rule_args: dict = {}
         self._rule_specs: dict = {}  # (position, count) -> ((name, kind, payload), ...)
@@ -1179,6 +1183,90 @@ binary_cross_entropy_with_logits.defvjp(
     ),
     t=lambda g, x, pos_weight: g * ((pos_weight - 1.0) * softplus(-x) - x),
     pos_weight=lambda g, x, t: g * t * softplus(-x),
+)
+
+# ------------------------------------------------------------------ collectives
+#
+# A collective combines a value from every process of a group. ``group`` is
+# fusegrad.distributed's process group, which does the communicating: to the
+# IR it is a parameter with ``rank()``, ``size()`` and the collectives on
+# numpy arrays (each returning a new array). The VJP rules communicate too: a
+# process's gradient depends on every process's cotangent. Every process
+# runs a rule's collectives, also where its own gradient is zero, since the
+# others wait for its part.
+
+REDUCTIONS = ("sum", "avg", "product", "min", "max", "band", "bor", "bxor")
+_BITWISE = ("band", "bor", "bxor")
+
+
+def _all_reduce_rule(x, op, group):
+    if op not in REDUCTIONS:
+        raise ValueError(f"all_reduce: unknown reduction {op!r}; one of {', '.join(REDUCTIONS)}")
+    if op == "avg" and not x.dtype.is_floating_point:
+        raise TypeError(f"all_reduce: ReduceOp.AVG needs a floating-point tensor, got {x.dtype}")
+    if op in _BITWISE and x.dtype.is_floating_point:
+        raise TypeError(f"all_reduce: ReduceOp.{op.upper()} needs an integer or bool tensor")
+    return x.shape, x.dtype
+
+
+def _all_reduce_vjp(g, x, out, op, group):
+    if op in ("sum", "avg"):  # out is the sum (or mean) of the x of every process
+        return all_reduce(g, op=op, group=group)
+    total = all_reduce(g, op="sum", group=group)  # every process's out depends on this x
+    if op == "product":
+        return total * _product_of_the_others(x, group)
+    # min and max: split evenly between the processes that tie for the extremum, as amax does
+    hit = x == out
+    ties = all_reduce(convert(hit, dtype=x.dtype), op="sum", group=group)
+    return where(hit, total / ties, 0.0)
+
+
+def _product_of_the_others(x, group):
+    """The product of the other processes' x (no division: exact at zeros)."""
+    everyone = all_gather(x, group=group)
+    rank = group.rank()
+    before = index(everyone, spec=(("slice", None, rank, None),))
+    after = index(everyone, spec=(("slice", rank + 1, None, None),))
+    return reduce_prod(concatenate(before, after, axis=0), axes=(0,))
+
+
+def _broadcast_rule(x, src, group):
+    if not 0 <= src < group.size():
+        raise ValueError(f"broadcast: src {src} is no rank of a group of {group.size()} processes")
+    return x.shape, x.dtype
+
+
+def _broadcast_vjp(g, src, group):
+    total = all_reduce(g, op="sum", group=group)  # every process's out is src's x
+    return total if group.rank() == src else None  # the others' x reached no output
+
+
+# Elementwise across processes, but not locally: each runs between the kernels.
+all_reduce = Primitive(
+    "all_reduce",
+    lambda x, op, group: group.all_reduce(x, op),
+    _all_reduce_rule,
+    collective=True,
+)
+all_reduce.defvjp(x=_all_reduce_vjp)
+
+broadcast = Primitive(
+    "broadcast",
+    lambda x, src, group: group.broadcast(x, src),
+    _broadcast_rule,
+    collective=True,
+)
+broadcast.defvjp(x=_broadcast_vjp)
+
+# Every process's x, stacked along a new first axis in rank order.
+all_gather = Primitive(
+    "all_gather",
+    lambda x, group: group.all_gather(x),
+    lambda x, group: ((group.size(), *x.shape), x.dtype),
+    collective=True,
+)
+all_gather.defvjp(
+    x=lambda g, group: index(all_reduce(g, op="sum", group=group), spec=(("int", group.rank()),))
 )
 
 PRIMITIVES = {p.name: p for p in globals().values() if isinstance(p, Primitive)}

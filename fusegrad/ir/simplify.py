@@ -13,6 +13,9 @@ whose every value is bit-for-bit what the original computes.
 - ``cse``: one equation per distinct (primitive, operands, parameters).
 - ``dce``: equations no output depends on are dropped.
 
+Collectives are left alone by all of them: each communicates with other
+processes, which run it too (see ``Primitive.collective``).
+
 ``without_stop_gradients`` is for graphs that only run (the forward and
 backward programs, once the adjoint is derived): it makes ``stop_gradient``
 the identity it computes, so no kernel copies a value to detach it.
@@ -52,7 +55,7 @@ def dce(graph: Graph) -> Graph:
     live = {v for v in graph.outputs if isinstance(v, Var)}
     kept = []
     for eqn in reversed(graph.eqns):
-        if eqn.out in live:
+        if eqn.out in live or eqn.prim.collective:
             kept.append(eqn)
             live.update(v for v in eqn.inputs if isinstance(v, Var))
     return Graph(graph.inputs, kept[::-1], graph.outputs)
@@ -72,6 +75,8 @@ def cse(graph: Graph) -> Graph:
     seen: dict = {}
 
     def rewrite(eqn):
+        if eqn.prim.collective:
+            return None
         key = (eqn.prim.name, tuple(_operand_key(v) for v in eqn.inputs), _param_key(eqn.params))
         if key in seen:
             return seen[key]
@@ -84,6 +89,8 @@ def cse(graph: Graph) -> Graph:
 def fold_constants(graph: Graph) -> Graph:
     def rewrite(eqn):
         if not all(isinstance(v, Const) for v in eqn.inputs) or np.prod(eqn.out.shape) > FOLD_LIMIT:
+            return None
+        if eqn.prim.collective:
             return None
         value = eqn.prim.impl(*[v.value for v in eqn.inputs], **eqn.params)
         return Const(np.asarray(value, eqn.out.dtype.np), eqn.out.dtype)

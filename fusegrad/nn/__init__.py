@@ -1,9 +1,9 @@
 """``fusegrad.nn``: modules, parameters, ``functional``, ``init`` and ``utils``,
 in PyTorch's shape."""
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules
 from .parameter import Parameter
 
-__all__ = [*_modules, "Parameter", "functional", "init", "utils"]
+__all__ = [*_modules, "Parameter", "functional", "init", "parallel", "utils"]

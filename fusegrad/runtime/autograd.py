@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
+import threading
 import warnings
 import weakref
 
@@ -295,8 +296,9 @@ def recording_plan(prim, requires_grad: tuple):
 
 class AccumulateGrad(Node):
     """The node of a leaf: hooks registered on the leaf run, then the cotangent
-    is added into ``leaf.grad``. The leaf owns its node (which refers back
-    weakly), so a leaf keeps one node for its whole life."""
+    is added into ``leaf.grad``, then the leaf's post-accumulate-grad hooks
+    run. The leaf owns its node (which refers back weakly), so a leaf keeps
+    one node for its whole life."""
 
     __slots__ = ("variable_ref",)
 
@@ -318,6 +320,9 @@ class AccumulateGrad(Node):
         variable = self.variable_ref()
         if variable is not None:
             accumulate_into(variable, grads[0])
+            if variable._post_accumulate_hooks:
+                for hook in tuple(variable._post_accumulate_hooks.values()):
+                    hook(variable)
         return []
 
 
@@ -352,16 +357,51 @@ def gradient_edge(tensor):
     return (tensor._grad_accumulator(), 0)
 
 
+class _Passes(threading.local):
+    """The backward passes running in this thread, innermost last: for each,
+    the callbacks queued to run when it ends."""
+
+    def __init__(self):
+        self.callbacks: list = []
+
+
+_passes = _Passes()
+
+
+def queue_callback(callback) -> None:
+    """Calls ``callback()`` when the backward pass now running has computed
+    every gradient, before its ``backward()`` returns (PyTorch's
+    ``Variable._execution_engine.queue_callback``); callbacks run in the
+    order queued, and may queue more."""
+    if not _passes.callbacks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _passes.callbacks[-1].append(callback)
+
+
 def execute(
     roots, root_grads, *, retain_graph: bool, create_graph: bool, capture=None, accumulate_only=None
 ):
-    """Runs the backward pass from ``roots`` (edges) seeded with ``root_grads``.
+    """Runs the backward pass from ``roots`` (edges) seeded with ``root_grads``,
+    then the callbacks queued during it.
 
     ``capture``: edges whose incoming gradient is returned instead of
     accumulated (``autograd.grad``). ``accumulate_only``: the tensors whose
     ``.grad`` receives gradients (``backward(inputs=...)``). Either restricts
     the walk to the nodes that lead to them.
     """
+    callbacks: list = []
+    _passes.callbacks.append(callbacks)
+    try:
+        captured = _run(roots, root_grads, retain_graph, create_graph, capture, accumulate_only)
+        for callback in callbacks:  # by index: one may queue another
+            callback()
+    finally:
+        _passes.callbacks.pop()
+    return captured
+
+
+def _run(roots, root_grads, retain_graph, create_graph, capture, accumulate_only):
+    """The backward pass of ``execute``."""
     accumulate_edges = None
     if accumulate_only is not None:
         accumulate_edges = [(gradient_edge(t), t) for t in accumulate_only]

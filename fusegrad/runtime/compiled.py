@@ -83,6 +83,7 @@ class Program:
             if isinstance(v, Var) and v not in inputs_kept
         ]  # what the backward reads beyond the inputs, kept alive by the node
         self.forward_executor = Executor(self.forward)
+        self.communicates = any(eqn.prim.collective for eqn in self.forward.eqns)
         self.output_dtypes = [v.dtype for v in self.forward.outputs[: self.num_outputs]]
 
     def _side_effects(self, trace, args: list) -> list:
@@ -235,6 +236,8 @@ class Program:
                     self.failure = (
                         f"{guard.how} at {guard.where}: {_shown(guard.observed)} -> {_shown(value)}"
                     )
+                    if self.communicates:
+                        raise RuntimeError(_DIVERGED.format(self.failure))
                     return None
             if self.mutated or self.grad_targets:
                 self._write_back(args, located, extras[len(self.guards) :])
@@ -371,6 +374,16 @@ class Program:
                 parts += [f"; LLVM IR of {kernel.name}\n{kernel.llvm_ir}"]
                 parts += [f"# assembly of {kernel.name}\n{kernel.asm}"]
         return "\n\n".join(parts)
+
+
+# Running the function again to trace the new path would communicate again in
+# this process alone: the other processes' collectives would pair with the wrong ones.
+_DIVERGED = (
+    "fusegrad.jit: a compiled function that communicates took another path through "
+    "Python control flow on tensor values ({}) after its collectives ran; it cannot be "
+    "traced again without the other processes. Make that decision outside the compiled "
+    "function, or run it eagerly (jit(fn, eager=True))"
+)
 
 
 def _shown(value: np.ndarray) -> str:

@@ -49,17 +49,23 @@ class Executor:
         key = tuple([layout_of(a) for a in inputs])
         plan = self.plans.get(key)
         if plan is not None:
-            outputs = plan.run(inputs)
+            communicated: dict = {}
+            outputs = plan.run(inputs, communicated)
             if outputs is not None:
                 return outputs
-            return self.run_steps(inputs)
+            return self.run_steps(inputs, communicated=communicated)
         layouts: dict = {}
         outputs = self.run_steps(inputs, layouts)
         self.plans[key] = Plan(self, layouts)
         return outputs
 
-    def run_steps(self, inputs: list, layouts: dict | None = None) -> list:
-        """Every step in turn; ``layouts`` records the layout of every value."""
+    def run_steps(
+        self, inputs: list, layouts: dict | None = None, communicated: dict | None = None
+    ) -> list:
+        """Every step in turn; ``layouts`` records the layout of every value.
+        ``communicated``: the results of collectives a plan ran before it
+        stopped, which this run takes rather than communicate again (the
+        other processes ran them once)."""
         env = dict(zip(self.graph.inputs, inputs))
 
         def read(v):
@@ -71,6 +77,9 @@ class Executor:
             if isinstance(step, Launcher):
                 outputs = step([read(v) for v in step.args])
                 env.update(zip(step.results, outputs))
+            elif communicated and step in communicated:
+                outputs = communicated[step]
+                env[step.out] = outputs[0]
             else:
                 outputs = [run_equation(step, [read(v) for v in step.inputs])]
                 env[step.out] = outputs[0]

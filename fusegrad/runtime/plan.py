@@ -138,11 +138,15 @@ class Plan:
     def _compile(self):
         """The plan as a Python function of the inputs: one statement per
         call, values in local variables, everything else bound in. Returns
-        None when a value's layout or a range flag leaves the plan."""
+        None when a value's layout or a range flag leaves the plan; the
+        results of the collectives it ran are then in ``communicated``."""
         bound = {"empty": np.empty, "uint8": np.uint8, "run_equation": run_equation}
         bound.update((f"v{k}", value) for k, value in self.constants.items())
         inputs = "".join(f"v{k}, " for k in range(self.num_inputs))
-        lines = ["def run(inputs):", f"    {inputs}= inputs" if inputs else "    pass"]
+        lines = [
+            "def run(inputs, communicated):",
+            f"    {inputs}= inputs" if inputs else "    pass",
+        ]
         for n, (step, reads, writes, dead) in enumerate(self.items):
             args = [f"v{k}" for k in reads]
             outputs = [f"v{k}" for k in range(writes.start, writes.stop)]
@@ -152,6 +156,11 @@ class Plan:
             elif type(step) is Launcher:
                 bound[f"kernel{n}"] = step
                 lines.append(f"    {unpacked}= kernel{n}([{listed}])")
+            elif step.prim.collective:  # kept for a run that continues step by step
+                bound[f"eqn{n}"] = step
+                lines.append(
+                    f"    {unpacked}= communicated[eqn{n}] = [run_equation(eqn{n}, [{listed}])]"
+                )
             else:
                 bound[f"eqn{n}"] = step
                 lines.append(f"    {unpacked}= [run_equation(eqn{n}, [{listed}])]")

@@ -89,6 +89,7 @@ class Tensor:
     )
     _grad = None
     _hooks = None
+    _post_accumulate_hooks = None
     _accumulator = None
     _volatile = False
     __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * t
@@ -472,6 +473,23 @@ class Tensor:
             hooks = self.grad_fn.hooks_dict(self._output_nr)
         handle = autograd.RemovableHandle(hooks)
         hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Calls ``hook(self)`` each time a backward pass has added a gradient
+        into this leaf's ``.grad``. Returns a handle with ``remove()``."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        if recording.trace is not None:  # registered once, by the trace, not on every call
+            recording.trace.unsupported("register_post_accumulate_grad_hook")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = {}
+        handle = autograd.RemovableHandle(self._post_accumulate_hooks)
+        self._post_accumulate_hooks[handle.id] = hook
         return handle
 
     def _grad_accumulator(self):

@@ -1,0 +1,51 @@
+"""``fusegrad.distributed``: data-parallel training over processes, shaped
+like ``torch.distributed`` with its "mpi" backend. ``mpiexec -n 2 python
+train.py`` starts the processes; ``init_process_group("mpi")`` joins them.
+
+Collectives are also primitives of the IR: inside a ``fusegrad.jit``
+function they are traced like any operation, so a compiled training step
+holds its gradient averaging, and gradients flow through them. Needs the
+``distributed`` extra (mpi4py and an MPI); ``import fusegrad`` does not.
+"""
+
+from .collectives import all_gather, all_gather_into_tensor, all_reduce, broadcast, reduce
+from .process_group import (
+    ProcessGroup,
+    ReduceOp,
+    Work,
+    barrier,
+    destroy_process_group,
+    get_backend,
+    get_rank,
+    get_world_size,
+    group,
+    init_process_group,
+    is_available,
+    is_gloo_available,
+    is_initialized,
+    is_mpi_available,
+    is_nccl_available,
+)
+
+__all__ = [
+    "ProcessGroup",
+    "ReduceOp",
+    "Work",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_reduce",
+    "barrier",
+    "broadcast",
+    "destroy_process_group",
+    "get_backend",
+    "get_rank",
+    "get_world_size",
+    "group",
+    "init_process_group",
+    "is_available",
+    "is_gloo_available",
+    "is_initialized",
+    "is_mpi_available",
+    "is_nccl_available",
+    "reduce",
+]

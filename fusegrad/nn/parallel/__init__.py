@@ -1,0 +1,5 @@
+"""``fusegrad.nn.parallel``: data-parallel training over processes."""
+
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]
