@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from . import dtypes
-from .shapes import broadcast_shapes, indexed_shape, reduced_shape
+from .shapes import broadcast_shapes, indexed_shape, is_symbolic, reduced_shape
 
 
 class Primitive:
@@ -829,7 +829,8 @@ def _index_rule(x, *indices, spec):
             raise IndexError(
                 f"tensors used as indices must be long or int tensors, got {idx.dtype}"
             )
-    if not all(type(n) is int for v in (x, *indices) for n in v.shape):  # sizes that vary
+    sizes = (*x.shape, *(n for idx in indices for n in idx.shape))
+    if is_symbolic(sizes) or is_symbolic(spec):  # sizes that vary between calls
         return indexed_shape(x.shape, spec, [idx.shape for idx in indices]), x.dtype
     # Index a zero-strided stand-in: numpy's own rules give the result shape,
     # with nothing allocated but the result of an index-array lookup.

@@ -19,6 +19,13 @@ def register_symbolic_size(size_type: type) -> None:
     SYMBOLIC_SIZES = (*SYMBOLIC_SIZES, size_type)
 
 
+def is_symbolic(value) -> bool:
+    """Whether ``value`` (a size, or a tuple of them, as index specs hold) varies between calls."""
+    if isinstance(value, tuple):
+        return any(is_symbolic(v) for v in value)
+    return isinstance(value, SYMBOLIC_SIZES)
+
+
 def _is_size(value) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(
         value, SYMBOLIC_SIZES

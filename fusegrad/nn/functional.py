@@ -274,13 +274,13 @@ def batch_norm(
             )
         mean = ops.mean(input, axes, keepdim=True)
         squares = ops.sum((input - mean) * (input - mean), axes, keepdim=True)
-        var = squares / float(count)
+        var = squares / ops.divisor(count)
         if running_mean is not None and running_var is not None:
             with no_grad():
                 running_mean.copy_(
                     mean.reshape(channels) * momentum + running_mean * (1 - momentum)
                 )
-                unbiased = squares.reshape(channels) / float(max(count - 1, 0))
+                unbiased = squares.reshape(channels) / ops.divisor(max(count - 1, 0))
                 running_var.copy_(unbiased * momentum + running_var * (1 - momentum))
     else:
         if running_mean is None or running_var is None:
@@ -950,7 +950,7 @@ def kl_div(
         losses = entropy - target * input
     if reduction == "batchmean":
         total = ops.sum(losses)
-        return total / float(input.shape[0]) if input.ndim else total
+        return total / ops.divisor(input.shape[0]) if input.ndim else total
     return _reduce(losses, reduction)
 
 
@@ -1036,7 +1036,7 @@ def cross_entropy(
         )
         losses = -ops.sum(product, 1 if input.ndim > 1 else 0)
         if reduction == "mean":
-            return ops.sum(losses) / float(losses.numel() and losses.shape[0] if losses.ndim else 1)
+            return ops.sum(losses) / ops.divisor(losses.shape[0] if losses.ndim else 1)
         return _reduce(losses, reduction)
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing:

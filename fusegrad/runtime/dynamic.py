@@ -58,6 +58,12 @@ class DynamicProgram:
             for symbol in monomial
         }
 
+    @property
+    def pinned_because(self) -> str:
+        """Where Python needed sizes' values, for the recompile log."""
+        places = dict.fromkeys(guard.where for guard in self.size_guards if guard.needed)
+        return "; ".join(list(places)[:3])
+
     def binding(self, args: list):
         """The symbols' values in this call, or None (``failure`` says why)."""
         values = [None] * self.symbol_count

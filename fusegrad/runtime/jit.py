@@ -336,7 +336,12 @@ class JitFunction:
             trace.restore(python_too=True)
             raise
         if trace.symbol_hints and program.pinned:
-            self._fix_sizes(trace, paths, "Python needed their values", program.pinned)
+            self._fix_sizes(
+                trace,
+                paths,
+                f"Python needed their values: {program.pinned_because}",
+                program.pinned,
+            )
         program.unflatten = _unflattener(tree)
         if program.draw_specs:
             self._draws = True

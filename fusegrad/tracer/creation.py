@@ -16,6 +16,7 @@ from ..ir import primitives as P
 from ..ir.shapes import sizes_from_args
 from . import ops, random
 from .devices import check_device
+from .symbolic import SymInt, has_sizes
 from .tensor import Tensor
 
 
@@ -115,6 +116,11 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def _filled(value, size, dtype, requires_grad, default=dtypes.float32):
     shape = sizes_from_args(size)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else default
+    if has_sizes(shape) and not requires_grad:
+        # a traced size that varies between calls: the fill is computed at
+        # its run-time size, and writable, as a fresh tensor is
+        fill = _finish(np.full((), value, dtype=dtype.np), dtype, False)
+        return ops.clone(P.broadcast_to(fill, shape=shape))
     return _finish(np.full(shape, value, dtype=dtype.np), dtype, requires_grad)
 
 
@@ -189,6 +195,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if isinstance(end, SymInt) and isinstance(start, int) and step == 1 and dtype is None:
+        # a traced size that varies between calls: counted at run time
+        counted = ops.positions(end - start)
+        return counted + start if start else counted
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     default = dtypes.DEFAULT_FOR_CATEGORY[
         max(dtypes.INTEGER, *(dtypes.scalar_category(v) for v in values))

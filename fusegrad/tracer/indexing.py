@@ -13,6 +13,7 @@ import numpy as np
 from ..ir import dtypes
 from ..ir import primitives as P
 from .numbers import PYTHON_NUMBERS
+from .symbolic import SymInt
 from .tensor import Tensor, constant_array, recording
 
 
@@ -46,6 +47,13 @@ def _check_mask(mask: np.ndarray, shape: tuple, start: int) -> None:
             )
 
 
+def _position(value):
+    """A slice bound: an int, or a size that varies between calls, kept so."""
+    if value is None or isinstance(value, SymInt):
+        return value
+    return int(value)
+
+
 def parse_index(index, shape: tuple):
     """Returns (spec, index tensors) for a Python index into a tensor of ``shape``."""
     ndim = len(shape)
@@ -61,17 +69,15 @@ def parse_index(index, shape: tuple):
         elif isinstance(item, slice):
             if item.step is not None and int(item.step) <= 0:
                 raise ValueError("step must be greater than zero")
-            spec.append(
-                (
-                    "slice",
-                    *(None if v is None else int(v) for v in (item.start, item.stop, item.step)),
-                )
-            )
+            spec.append(("slice", *(_position(v) for v in (item.start, item.stop, item.step))))
             consumed += 1
         elif isinstance(item, (bool, np.bool_)):
             spec.append(("none",))  # numpy and PyTorch: x[True] adds a dimension of size 1
             arrays.append(constant_array(np.zeros(1 if item else 0, np.int64), dtypes.int64))
             spec[-1] = ("array",)
+        elif isinstance(item, SymInt):
+            spec.append(("int", item))
+            consumed += 1
         elif isinstance(item, (int, np.integer)) or (
             isinstance(item, Tensor) and item.ndim == 0 and item._dtype.category == dtypes.INTEGER
         ):

@@ -584,7 +584,13 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         )
     axes = normalize_axes(dim, input.ndim)
     count = math.prod(input.shape[a] for a in axes)
-    return _keep(P.reduce_sum(input, axes=axes), input, axes, keepdim) / float(count)
+    return _keep(P.reduce_sum(input, axes=axes), input, axes, keepdim) / divisor(count)
+
+
+def divisor(count):
+    """A count to divide by: a float, or for a size that varies between calls
+    the size itself (an input of the program, read on every call)."""
+    return count if isinstance(count, SymInt) else float(count)
 
 
 def _short(dtype) -> str:
@@ -657,7 +663,7 @@ def _select_along(input, indices, axis):
             shape = [1] * indices.ndim
             keep = d if d < axis else d - 1
             shape[keep] = input.shape[d]
-            grids.append(constant_array(np.arange(input.shape[d]).reshape(shape), dtypes.int64))
+            grids.append(P.reshape(positions(input.shape[d]), shape=tuple(shape)))
     return index_with_arrays(input, grids)
 
 
@@ -759,9 +765,9 @@ def _var(input, dim, correction, keepdim):
     count = math.prod(input.shape[a] for a in axes)
     centered = input - P.reduce_sum(input, axes=axes).reshape(
         tuple(1 if i in axes else s for i, s in enumerate(input.shape))
-    ) / float(count)
+    ) / divisor(count)
     squares = _keep(P.reduce_sum(centered * centered, axes=axes), input, axes, keepdim)
-    return squares / float(builtins.max(count - correction, 0))
+    return squares / divisor(builtins.max(count - correction, 0))
 
 
 def _correction(unbiased, correction):
@@ -1400,8 +1406,17 @@ def _tri(input, diagonal, keep, name):
     input = as_tensor_arg(input)
     if input.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-    mask = keep(np.ones(input.shape[-2:], np.bool_), operator.index(diagonal))
-    return P.where(constant_array(mask, dtypes.bool_), input, 0)
+    diagonal = operator.index(diagonal)
+    rows, cols = input.shape[-2:]
+    if isinstance(rows, SymInt) or isinstance(cols, SymInt):
+        # sizes that vary between calls: the mask is computed at run time
+        offsets = P.reshape(positions(cols), shape=(1, cols)) - P.reshape(
+            positions(rows), shape=(rows, 1)
+        )
+        mask = offsets <= diagonal if keep is np.tril else offsets >= diagonal
+    else:
+        mask = constant_array(keep(np.ones((rows, cols), np.bool_), diagonal), dtypes.bool_)
+    return P.where(mask, input, 0)
 
 
 @public
@@ -1627,11 +1642,11 @@ def _grids(index, axis) -> list:
         else:
             shape = [1] * index.ndim
             shape[d] = index.shape[d]
-            grids.append(P.reshape(_positions(index.shape[d]), shape=tuple(shape)))
+            grids.append(P.reshape(positions(index.shape[d]), shape=tuple(shape)))
     return grids
 
 
-def _positions(n):
+def positions(n):
     """0, 1, ..., n - 1 as an int64 tensor; for a size that varies between
     calls, computed (a running count of ones) rather than a constant."""
     if isinstance(n, SymInt):

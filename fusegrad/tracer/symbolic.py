@@ -209,15 +209,38 @@ def _arithmetic(combine, hint_op, reflected=False):
     return method
 
 
-def _floor_divide(self, other, reflected=False):
-    """An exact division by an int stays a size (``(s0 * 784) // 784``);
-    any other is a traced int."""
-    if not reflected and type(other) is int and other > 0:
-        if all(c % other == 0 for _, c in self.poly):
-            return make_size(_poly({m: c // other for m, c in self.poly}), self.hint // other)
-    if reflected:
-        return TracedInt.__rfloordiv__(self, other)
-    return TracedInt.__floordiv__(self, other)
+def _exact_quotient(p: tuple, q: tuple):
+    """``p / q`` as a polynomial when ``q`` is one term dividing every term
+    of ``p`` (``s0 * 784`` by 784 or by ``s0``), else None."""
+    if len(q) != 1 or q[0][1] <= 0:
+        return None
+    divisor, coefficient = q[0]
+    terms = {}
+    for monomial, c in p:
+        rest = list(monomial)
+        for symbol in divisor:
+            if symbol not in rest:
+                return None
+            rest.remove(symbol)
+        if c % coefficient:
+            return None
+        terms[tuple(rest)] = c // coefficient
+    return _poly(terms)
+
+
+def _dividing(exact, fallback: str):
+    """// and % by a size that divides exactly stay sizes (the quotient, 0);
+    any other is a traced int (``TracedInt``'s operator)."""
+
+    def method(self, other):
+        other_poly = as_poly(other)
+        quotient = None if other_poly is None else _exact_quotient(self.poly, other_poly)
+        if quotient is None:
+            return getattr(TracedInt, fallback)(self, other)
+        other_hint = other.hint if isinstance(other, SymInt) else int(other)
+        return exact(quotient, self.hint, other_hint)
+
+    return method
 
 
 def _comparison(op: str):
@@ -248,8 +271,8 @@ _OPERATORS = {
     "__rsub__": _arithmetic(lambda p, q: _add(p, q, -1), operator.sub, reflected=True),
     "__mul__": _arithmetic(_multiply, operator.mul),
     "__rmul__": _arithmetic(_multiply, operator.mul, reflected=True),
-    "__floordiv__": _floor_divide,
-    "__rfloordiv__": lambda self, other: _floor_divide(self, other, reflected=True),
+    "__floordiv__": _dividing(lambda q, a, b: make_size(q, a // b), "__floordiv__"),
+    "__mod__": _dividing(lambda q, a, b: 0, "__mod__"),
     "__neg__": lambda self: make_size(_add((), self.poly, -1), -self.hint),
     "__pos__": lambda self: self,
     "__bool__": lambda self: self._decide("!=", (), 0),

@@ -144,6 +144,7 @@ class Trace:
         self.size_guards: list = []  # SizeGuard
         self.sym_shapes: dict = {}  # Var -> shape holding SymInts
         self.size_vars: dict = {}  # symbol -> Var
+        self.from_sizes: dict = {}  # Var computed from size vars -> their symbols
         self._size_tensors: dict = {}  # polynomial -> its 0-d int64 tensor
 
     # -- tensors to vars
@@ -235,6 +236,9 @@ class Trace:
         self.eqns.append(eqn)
         if self.symbol_hints:
             self._symbolic_shape(eqn)
+            symbols = frozenset().union(*(self.from_sizes.get(v, ()) for v in eqn.inputs))
+            if symbols:
+                self.from_sizes[eqn.out] = symbols
 
     # -- dynamic sizes
 
@@ -273,6 +277,7 @@ class Trace:
                 (((symbol,), _),) = poly
                 tensor = Tensor._make(np.array(self.symbol_hints[symbol], np.int64), dtypes.int64)
                 self.size_vars[symbol] = Var((), dtypes.int64)
+                self.from_sizes[self.size_vars[symbol]] = frozenset([symbol])
                 self._bind(tensor, self.size_vars[symbol])
             else:
                 tensor = None
@@ -350,6 +355,7 @@ class Trace:
             for c in self.customs
         ]
         trace.symbol_hints, trace.sym_shapes, trace.size_vars = [], {}, {}
+        trace.from_sizes = {}
         return trace
 
     def rebind(self, tensor, result) -> None:
@@ -500,6 +506,12 @@ class Trace:
     def guard(self, tensor, how: str) -> None:
         var = self.var_of(tensor)
         self.guards.append(Guard(var, np.array(tensor._data), user_line(), how))
+        for symbol in self.from_sizes.get(var, ()):
+            # a value computed from sizes decided something (a size of its
+            # own, an index): the program holds for this call's sizes only
+            hint = self.symbol_hints[symbol]
+            difference = (((), -hint), ((symbol,), 1))  # s - hint, sorted
+            self.size_guard(difference, "==", True, how, needed=True)
 
     def guard_python(self, read, how: str) -> None:
         """Python values the function's behaviour depends on (an optimizer's
