@@ -143,7 +143,7 @@ def test_cache_hits_misses_and_the_recompile_log(capsys, monkeypatch):
     assert info.compile_seconds > 0
     log = capsys.readouterr().err
     assert "argument 'x': float32[3] -> float32[4]" in log
-    assert "argument 0 has dynamic dimensions [0] from now on" in log
+    assert "argument 'x' has dynamic dimensions [0] from now on" in log
     assert "argument 'x': float32[dynamic] -> float64[dynamic]" in log
 
 

@@ -129,27 +129,50 @@ class KernelCode:
 
     def description(self) -> str:
         """Text that determines this kernel's LLVM IR for a layout: its
-        operands and equations, with values numbered in order of appearance
-        and 0-d constants written out."""
+        operands (role, accumulation, placement in the iteration space), its
+        equations with their passes, values numbered in order of appearance
+        and 0-d constants written out. The code reads sizes at run time, so
+        sizes above 1 are written as classes of equal sizes (``n0``, ``n1``):
+        kernels that differ only in such sizes share their machine code."""
         numbers: dict = {}
+        classes: dict = {}
+
+        def size(n):
+            return str(n) if n < 2 else classes.setdefault(n, f"n{len(classes)}")
+
+        def sizes(shape) -> str:
+            return "[" + ",".join(map(size, shape)) + "]"
 
         def name(v):
             if _is_scalar_constant(v):
                 return f"{v.value.item()!r}:{v.dtype.name}"
             number = numbers.setdefault(id(v), len(numbers))
-            return f"%{number}:{v.dtype.name}{list(v.shape)}"
+            return f"%{number}:{v.dtype.name}{sizes(v.shape)}"
+
+        def parameter(key, value) -> str:
+            if key == "shape":  # read by no lowering; a size class like any other
+                value = sizes(value)
+            return f"{key}={value!r}"
 
         kernel = self.kernel
         lines = [
             " ".join(["args", *map(name, self.args), f"rows from {self.first_row_arg}"]),
             " ".join(["outputs", *map(name, kernel.outputs)]),
             " ".join(["row outputs", *map(name, kernel.row_outputs)]),
+            f"split {self.split} last phase {self.last_phase}",
+            " ".join(["spills", *map(name, self.spills)]),
         ]
-        for part, eqns in (("", kernel.eqns), ("row ", kernel.row_eqns), ("", kernel.reductions)):
+        for op in self.operands:
+            lines.append(
+                f"operand {op.role} {name(op.value)} {sizes(op.shape)} "
+                f"{op.before} {op.after} {op.reduce} {op.extent} {op.start!r}"
+            )
+        for part, eqns in (("", self.body), ("row ", kernel.row_eqns), ("", kernel.reductions)):
             for e in eqns:
-                params = sorted(e.params.items())
+                params = " ".join(parameter(k, v) for k, v in sorted(e.params.items()))
                 operands = " ".join(map(name, e.inputs))
-                lines.append(f"{part}{name(e.out)} = {e.prim.name}{params} {operands}")
+                phase = self.phase.get(e.out, 0)
+                lines.append(f"{part}{name(e.out)} = {e.prim.name}[{params}] {operands} @{phase}")
         return "\n".join(lines)
 
     @property

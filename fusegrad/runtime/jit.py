@@ -35,6 +35,7 @@ from .dynamic import DynamicProgram
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
 MAX_VARIANTS = 8
+RECOMPILES_BEFORE_WARNING = 5  # recompilations one argument causes before a warning
 CACHE_SIZE = 64  # programs a function keeps; the least recently used go first
 # A trace runs the user's code, which may wait for a thread calling the
 # function with the same signature (one it started and joins): a call waits
@@ -156,6 +157,9 @@ class JitFunction:
         self._dynamic_dims: dict = {}  # path -> frozenset of dimensions
         self._fixed_dims: set = set()  # (path, dimension)
         self._first_shapes: dict = {}  # path -> shape
+        self._static_because: dict = {}  # argument label -> why its sizes are static
+        self._recompiles: Counter = Counter()  # argument label -> compilations it caused
+        self._names = _parameter_names(fn)
 
     def __repr__(self) -> str:
         return f"<fusegrad.jit of {getattr(self.fn, '__qualname__', self.fn)!r}>"
@@ -272,6 +276,7 @@ class JitFunction:
     def _start_trace(self, key, variants: list):
         """Marks the key as traced by this thread (the caller holds the lock)."""
         self._log_recompile(key, variants)
+        self._count_recompiles(key, variants)
         done = self._tracing[key] = threading.Event()
         return variants, done
 
@@ -379,9 +384,9 @@ class JitFunction:
             if isinstance(leaf, Tensor):
                 trace.add_input(leaf, self._dynamic_sizes(path, leaf) if dynamic else ())
             else:
-                tensor = number_input(leaf, _where(path))
+                tensor = number_input(leaf, self._where(path))
                 trace.add_input(tensor)
-                numbers[path] = traced(tensor, _where(path), frozenset([path]))
+                numbers[path] = traced(tensor, self._where(path), frozenset([path]))
         if numbers:
             args = tuple(_with_numbers(a, (i,), numbers) for i, a in enumerate(args))
             kwargs = {k: _with_numbers(v, (k,), numbers) for k, v in kwargs.items()}
@@ -404,7 +409,7 @@ class JitFunction:
             dims.difference_update(d for p, d in self._fixed_dims if p == path)
             if dims and dims != self._dynamic_dims.get(path):
                 self._dynamic_dims[path] = frozenset(dims)
-                self._log(f"{_where(path)} has dynamic dimensions {sorted(dims)} from now on")
+                self._log(f"{self._where(path)} has dynamic dimensions {sorted(dims)} from now on")
         return tuple(sorted(dims))
 
     def _fix_sizes(self, trace, paths: list, reason: str, symbols=None) -> None:
@@ -422,7 +427,10 @@ class JitFunction:
                     self._dynamic_dims[path] = remaining
                 else:
                     self._dynamic_dims.pop(path, None)
-        where = ", ".join(f"{_where(paths[p])} dimension {d}" for p, d in dims)
+        where = ", ".join(f"{self._where(paths[p])} dimension {d}" for p, d in dims)
+        with self._lock:
+            for position, _ in dims:
+                self._static_because[self._where(paths[position])] = reason
         self._log(f"{where}: static from now on ({reason})")
 
     def _signature(self, args, kwargs, paths=None, by_value=None):
@@ -489,12 +497,22 @@ class JitFunction:
                 ),
             )
         raise TypeError(
-            f"jit: {_where(path)} is a {type(value).__name__}, which cannot be traced; pass "
+            f"jit: {self._where(path)} is a {type(value).__name__}, which cannot be traced; pass "
             "tensors, numbers, or tuples/lists/dicts of them, or mark the argument "
             "static with static_argnums"
         )
 
     # ------------------------------------------------------------------ reporting
+
+    def _where(self, path: tuple) -> str:
+        """An argument's path, for people: ``argument 'x'``, ``argument 'lr'[1]``
+        (positional arguments by their parameter's name when it has one)."""
+        head, *rest = path
+        if isinstance(head, int):
+            names = self._names
+            head = names[head] if head < len(names) else head
+        where = f"argument {head!r}" if isinstance(head, str) else f"argument {head}"
+        return where + "".join(f"[{k!r}]" for k in rest)
 
     def _log(self, message: str) -> None:
         if "recompiles" in os.environ.get("FUSEGRAD_LOG", "").split(","):
@@ -513,12 +531,41 @@ class JitFunction:
             reason = self._difference(others[-1], key) if others else "first call"
         sys.stderr.write(f"fusegrad.jit: compiling {self.__name__}: {reason}\n")
 
+    def _count_recompiles(self, key, variants) -> None:
+        """Warns, once per argument, when changes of that argument have made
+        the function compile ``RECOMPILES_BEFORE_WARNING`` times: naming it,
+        what changed and why that compiles (the caller holds the lock)."""
+        others = [k for k in self._cache if k != key and self._cache[k]]
+        if variants or not others:
+            return
+        for change in self._changes_between(others[-1], key):
+            label = change.split(":", 1)[0]
+            self._recompiles[label] += 1
+            if self._recompiles[label] != RECOMPILES_BEFORE_WARNING:
+                continue
+            if label in self._static_because:
+                cause = f"its sizes are static: {self._static_because[label]}"
+            elif self.dynamic is False:
+                cause = "jit(dynamic=False) compiles a program per shape"
+            elif "[" in change.split(":", 1)[1]:
+                cause = "a shape or dtype a dynamic dimension does not cover"
+            else:
+                cause = "its value decides Python control flow, a shape or an index"
+            warnings.warn(
+                f"fusegrad.jit: {self.__name__} recompiled {RECOMPILES_BEFORE_WARNING} times "
+                f"because {label} changed (last: {change.split(': ', 1)[1]}); {cause}",
+                stacklevel=5,
+            )
+
     def _difference(self, old, new) -> str:
         """What changed between two cache keys, argument by argument."""
+        return "; ".join(self._changes_between(old, new)) or "argument structure changed"
+
+    def _changes_between(self, old, new) -> list:
         (old_parts, old_grad), (new_parts, new_grad) = old, new
         if old_grad != new_grad:
-            return f"grad mode changed from {old_grad} to {new_grad}"
-        names = _parameter_names(self.fn)
+            return [f"grad mode: {old_grad} -> {new_grad}"]
+        names = self._names
         changes = []
         for position, (a, b) in enumerate(zip(old_parts, new_parts)):
             if a[0] == "keyword" and b[0] == "keyword" and a[1] == b[1]:
@@ -527,8 +574,8 @@ class JitFunction:
                 name = names[position] if position < len(names) else position
                 changes += _changes(a, b, f"argument {name!r}")
         if len(old_parts) != len(new_parts):
-            changes.append(f"{len(old_parts)} arguments -> {len(new_parts)}")
-        return "; ".join(changes) or "argument structure changed"
+            changes.append(f"arguments: {len(old_parts)} -> {len(new_parts)}")
+        return changes
 
     def _log_compile(self, elapsed: float, seconds: Counter, counts: Counter) -> None:
         """FUSEGRAD_LOG=compile: where this compilation's time went. Kernels
@@ -564,13 +611,6 @@ def _dynamic_tensor_key(t: Tensor, dims: frozenset) -> tuple:
     0 and 1, which are never symbols)."""
     shape = tuple(-1 if d in dims and n >= 2 else n for d, n in enumerate(t._data.shape))
     return ("tensor", shape, t._dtype.name, t._requires_grad)
-
-
-def _where(path: tuple) -> str:
-    """An argument's path, for people: ``argument 0``, ``argument 'lr'[1]``."""
-    head, *rest = path
-    where = f"argument {head}" if isinstance(head, int) else f"argument {head!r}"
-    return where + "".join(f"[{k!r}]" for k in rest)
 
 
 def _plain(value):

@@ -20,7 +20,7 @@ from math import prod
 
 import numpy as np
 
-from ..codegen.driver import Call, Fill, compile_driver
+from ..codegen.driver import Call, Fill, compile_driver, driver_sizes
 from ..ir.graph import Const, Var, run_equation
 from .launch import KernelBoundsError, Launcher, contiguous, layout_of
 
@@ -205,12 +205,13 @@ class Segment:
         if any(launch.checked != self.checked for launch in self.launches):
             raise PlanError("bounds-checked and unchecked kernels in one driver")
         self.error = np.zeros(4, np.int64)
+        self.calls, flags = self._calls()
         table = [self.error.ctypes.data] if self.checked else []
         for launch in self.launches:
             table += [ctypes.cast(launch.function, ctypes.c_void_p).value, *launch.head]
+        table += driver_sizes(self.calls, flags)
         self._table = (ctypes.c_void_p * len(table))(*table)
         self.table_address = ctypes.c_void_p(ctypes.addressof(self._table))
-        self.calls, flags = self._calls()
         self.driver = compile_driver(self.calls, flags, self.checked, ITEMS_OFFSET, DATA_OFFSET)
         self.free_workspaces: list = []
 
