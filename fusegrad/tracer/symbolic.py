@@ -26,7 +26,7 @@ from collections import defaultdict
 import numpy as np
 
 from ..ir.shapes import register_symbolic_size
-from .numbers import TracedInt
+from .numbers import TracedInt, TracedNumber
 from .tensor import TRACED_NUMBERS, recording
 
 # ---------------------------------------------------------------- polynomials
@@ -293,20 +293,33 @@ TRACED_NUMBERS.add(SymInt)
 register_symbolic_size(SymInt)
 
 
-def _mapped(value, size):
+def _mapped(value, size, kind=SymInt):
     """``value`` (a parameter: a size, or tuples, lists, dicts and slices of
-    them) with every SymInt replaced by ``size(it)``."""
-    if isinstance(value, SymInt):
+    them) with every ``kind`` replaced by ``size(it)``."""
+    if isinstance(value, kind):
         return size(value)
     if isinstance(value, tuple):
-        return tuple(_mapped(v, size) for v in value)
+        return tuple(_mapped(v, size, kind) for v in value)
     if isinstance(value, list):
-        return [_mapped(v, size) for v in value]
+        return [_mapped(v, size, kind) for v in value]
     if isinstance(value, dict):
-        return {k: _mapped(v, size) for k, v in value.items()}
+        return {k: _mapped(v, size, kind) for k, v in value.items()}
     if isinstance(value, slice):
-        return slice(*(_mapped(v, size) for v in (value.start, value.stop, value.step)))
+        return slice(*(_mapped(v, size, kind) for v in (value.start, value.stop, value.step)))
     return value
+
+
+def settled(params):
+    """A primitive's parameters with every traced number that is no size as
+    the plain number it holds (guarded: the program holds for that value),
+    so equations keep numbers and sizes only."""
+
+    def plain(number):
+        if isinstance(number, SymInt):
+            return number
+        return operator.index(number) if isinstance(number, TracedInt) else float(number)
+
+    return _mapped(params, plain, TracedNumber)
 
 
 def hinted(value):

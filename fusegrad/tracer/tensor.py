@@ -636,8 +636,10 @@ def eager_bind(prim, args, params):
         or (prim is P.convert and params["dtype"].reduced)
     )
     recorded = params
-    if recording.trace is not None and recording.trace.symbol_hints:
-        params = recording.trace.hinted(params)  # numpy runs with this call's sizes
+    if recording.trace is not None:
+        recorded = params = recording.trace.settled(params)
+        if recording.trace.symbol_hints:
+            params = recording.trace.hinted(params)  # numpy runs with this call's sizes
     # Values and dtypes come from numpy; the shape rule (which tests check
     # against numpy over the op table) words the error when numpy refuses.
     try:

@@ -33,7 +33,7 @@ from ..runtime.autograd import Node, gradient_edge
 from .numbers import number_input, traced
 from .pyrandom import Draws
 from .sources import locate
-from .symbolic import SymInt, evaluated, has_sizes, hinted, symbol_poly
+from .symbolic import SymInt, evaluated, has_sizes, hinted, settled, symbol_poly
 from .tensor import Size, Tensor, recording
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -260,6 +260,10 @@ class Trace:
             )
         if any(isinstance(size, SymInt) for size in shape):
             self.sym_shapes[eqn.out] = tuple(shape)
+
+    def settled(self, params: dict) -> dict:
+        """Parameters as equations keep them: ints and sizes (see ``settled``)."""
+        return settled(params)
 
     def hinted(self, params: dict) -> dict:
         return hinted(params)
