@@ -202,3 +202,15 @@ def test_a_size_guard_retraces_when_a_comparison_on_sizes_changes():
         x = fg.rand(rows) + 0.5
         _close([compiled(x)], [fn(x)])
     assert compiled.cache_info().misses == 3  # 2; then symbolic (< 5); then >= 5
+
+
+def test_lower_shows_the_trace_in_the_sizes_symbols():
+    layer = nn.Linear(784, 10)
+    compiled = fg.jit(lambda x: F.softmax(layer(x), -1).mean())
+    compiled(fg.randn(32, 784))
+    compiled(fg.randn(31, 784))
+    lowered = compiled.lower(fg.randn(32, 784))
+    assert "traced(%0: f32[s0,784]" in lowered.traced_ir
+    assert "reshape[shape=(s0, 1)]" in lowered.traced_ir
+    assert "dynamic sizes: s0 = argument 0 dimension 0" in str(lowered)
+    assert "forward(%0: f32[32,784]" in lowered.forward_ir  # the program for these sizes

@@ -209,8 +209,15 @@ def _format_const(c: Const) -> str:
     return f"const<{type_string(c)}>"
 
 
-def format_graph(graph: Graph, name: str = "graph") -> str:
+def format_graph(graph: Graph, name: str = "graph", sizes: dict | None = None) -> str:
+    """The graph as text; ``sizes`` maps values to their shapes written out
+    (sizes that vary between calls, as ``s0``), in place of their shapes."""
     names: dict = {}
+    sizes = sizes or {}
+
+    def typed(value) -> str:
+        shape = sizes.get(value)
+        return type_string(value) if shape is None else f"{value.dtype.short}[{','.join(shape)}]"
 
     def ref(value) -> str:
         if isinstance(value, Const):
@@ -219,7 +226,7 @@ def format_graph(graph: Graph, name: str = "graph") -> str:
             names[value] = f"%{len(names)}"
         return names[value]
 
-    header = ", ".join(f"{ref(v)}: {type_string(v)}" for v in graph.inputs)
+    header = ", ".join(f"{ref(v)}: {typed(v)}" for v in graph.inputs)
     lines = [f"{name}({header}):"]
     for eqn in graph.eqns:
         out = ref(eqn.out)
@@ -227,7 +234,7 @@ def format_graph(graph: Graph, name: str = "graph") -> str:
         if eqn.params:
             params = "[" + ", ".join(f"{k}={_format_param(v)}" for k, v in eqn.params.items()) + "]"
         operands = " ".join(ref(v) for v in eqn.inputs)
-        lines.append(f"  {out}: {type_string(eqn.out)} = {eqn.prim.name}{params} {operands}")
+        lines.append(f"  {out}: {typed(eqn.out)} = {eqn.prim.name}{params} {operands}")
     lines.append("  return " + ", ".join(ref(v) for v in graph.outputs))
     return "\n".join(lines)
 

@@ -15,7 +15,8 @@ import operator
 import threading
 from collections import OrderedDict
 
-from ..tracer.symbolic import evaluate_poly, format_poly
+from ..ir.graph import Eqn, format_graph
+from ..tracer.symbolic import SymInt, evaluate_poly, format_poly, map_sizes
 from .compiled import Program
 
 SIZES_KEPT = 16  # programs, one per binding of the symbols; the least recently used go first
@@ -139,6 +140,22 @@ class DynamicProgram:
     def warm_up(self, args: list) -> None:
         self.traced.warm_up(args)
 
+    @property
+    def traced_ir(self) -> str:
+        """The function as traced, its shapes and size parameters in the
+        symbols (``f32[s0,784]``): what every size's program is made from."""
+        trace = self.trace
+        graph = trace.graph([trace.var_of(t) for t in self.output_tensors])
+        graph.inputs += trace.size_vars.values()  # the sizes, as 0-d int64 inputs
+        graph.eqns = [
+            Eqn(e.prim, e.inputs, map_sizes(e.params, _Written), e.out) for e in graph.eqns
+        ]
+        sizes = {
+            v: tuple(format_poly(n.poly) if isinstance(n, SymInt) else str(n) for n in shape)
+            for v, shape in trace.sym_shapes.items()
+        }
+        return format_graph(graph, "traced", sizes)
+
     def describe(self, verbose: bool = False) -> str:
         sizes = ", ".join(
             f"s{symbol} = argument {position} dimension {dim}"
@@ -146,8 +163,9 @@ class DynamicProgram:
         )
         guards = "".join(f"\n  {_shown(g)} is {g.outcome} ({g.where})" for g in self.size_guards)
         hints = ", ".join(f"s{k}={v}" for k, v in enumerate(self.trace.symbol_hints))
-        return f"dynamic sizes: {sizes}{guards}\nthe program for {hints}:\n" + self.traced.describe(
-            verbose
+        return (
+            f"dynamic sizes: {sizes}{guards}\n{self.traced_ir}\n\n"
+            f"the program for {hints}:\n{self.traced.describe(verbose)}"
         )
 
     @property
@@ -165,6 +183,16 @@ class DynamicProgram:
     @property
     def saved_bytes(self) -> int:
         return self.traced.saved_bytes
+
+
+class _Written:
+    """A size parameter printed as its polynomial (``s0 * 784``)."""
+
+    def __init__(self, size: SymInt):
+        self.text = format_poly(size.poly)
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def _shown(guard) -> str:

@@ -92,7 +92,9 @@ class Lowered:
     """A compiled program, for reading: ``forward_ir`` and ``backward_ir`` (the
     graphs), ``saved_bytes`` (what the forward keeps for the backward beyond
     the inputs), ``kernels`` (each fused kernel, with its name and IR
-    equations), ``llvm_ir`` and ``asm`` (of the kernels). ``str()`` shows the
+    equations), ``llvm_ir`` and ``asm`` (of the kernels); with dynamic sizes,
+    ``traced_ir``: the trace every size's program is made from, its shapes
+    in the sizes' symbols (``f32[s0,784]``). ``str()`` shows the
     programs, each run's calls and how each kernel ran; ``describe(verbose=True)``
     adds the LLVM IR and assembly."""
 
@@ -104,6 +106,7 @@ class Lowered:
         )
         self.kernels = program.kernels
         self.saved_bytes = program.saved_bytes
+        self.traced_ir = program.traced_ir if isinstance(program, DynamicProgram) else None
 
     @property
     def llvm_ir(self) -> str:

@@ -293,19 +293,19 @@ TRACED_NUMBERS.add(SymInt)
 register_symbolic_size(SymInt)
 
 
-def _mapped(value, size, kind=SymInt):
+def map_sizes(value, size, kind=SymInt):
     """``value`` (a parameter: a size, or tuples, lists, dicts and slices of
     them) with every ``kind`` replaced by ``size(it)``."""
     if isinstance(value, kind):
         return size(value)
     if isinstance(value, tuple):
-        return tuple(_mapped(v, size, kind) for v in value)
+        return tuple(map_sizes(v, size, kind) for v in value)
     if isinstance(value, list):
-        return [_mapped(v, size, kind) for v in value]
+        return [map_sizes(v, size, kind) for v in value]
     if isinstance(value, dict):
-        return {k: _mapped(v, size, kind) for k, v in value.items()}
+        return {k: map_sizes(v, size, kind) for k, v in value.items()}
     if isinstance(value, slice):
-        return slice(*(_mapped(v, size, kind) for v in (value.start, value.stop, value.step)))
+        return slice(*(map_sizes(v, size, kind) for v in (value.start, value.stop, value.step)))
     return value
 
 
@@ -319,20 +319,20 @@ def settled(params):
             return number
         return operator.index(number) if isinstance(number, TracedInt) else float(number)
 
-    return _mapped(params, plain, TracedNumber)
+    return map_sizes(params, plain, TracedNumber)
 
 
 def hinted(value):
     """``value`` with this call's sizes (for numpy, which runs now)."""
-    return _mapped(value, lambda s: s.hint)
+    return map_sizes(value, lambda s: s.hint)
 
 
 def evaluated(value, binding):
     """``value`` with the sizes of ``binding`` (a value per symbol)."""
-    return _mapped(value, lambda s: evaluate_poly(s.poly, binding))
+    return map_sizes(value, lambda s: evaluate_poly(s.poly, binding))
 
 
 def has_sizes(value) -> bool:
     found = []
-    _mapped(value, found.append)
+    map_sizes(value, found.append)
     return bool(found)
