@@ -252,6 +252,26 @@ def test_in_two_processes(tests):
     assert len(re.findall(r"\d+ passed", output)) == 2  # each process's summary
 
 
+LONE_COLLECTIVE = """
+import datetime, time
+import fusegrad as fg, fusegrad.distributed as dist
+dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=1))
+if dist.get_rank() == 0:
+    try:
+        dist.all_reduce(fg.ones(3))
+    except RuntimeError as error:
+        print("raised:", error)
+else:
+    time.sleep(3)
+"""
+
+
+@needs_mpi
+def test_a_collective_one_process_never_makes_times_out_with_an_error():
+    output = _mpiexec("-c", LONE_COLLECTIVE, timeout=60)
+    assert "raised: fusegrad.distributed: all_reduce(float32[3], sum) waited 0:00:01" in output
+
+
 @needs_mpi
 def test_the_example_trains_as_one_process_on_the_global_batches():
     output = _mpiexec("examples/train_ddp.py", "--steps", "40")

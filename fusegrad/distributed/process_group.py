@@ -11,6 +11,13 @@ Every collective is MPI's nonblocking call, waited for at once unless the
 caller asked for a ``Work``: MPI pairs a nonblocking collective only with
 nonblocking ones, so a process running a step eagerly (DDP's overlapped
 gradient buckets) and one running it compiled still agree.
+
+MPI pairs the n-th collective of each process with the others' n-th, whatever
+they are: a sum of 3 floats with one of 5 gives numbers, not an error. So
+every collective is first agreed on: a fingerprint of the call (which
+collective, dtype, shape, root) gathered from every process, on a
+communicator of its own, waited for no longer than the group's timeout; a
+mismatch is an error on every process, naming each one's call.
 """
 
 from __future__ import annotations
@@ -20,12 +27,16 @@ import enum
 import functools
 import importlib.util
 import os
+import time
+import zlib
 
 import numpy as np
 
 NOT_INITIALIZED = (
     "Default process group has not been initialized, please make sure to call init_process_group."
 )
+DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)  # PyTorch's default
+SPIN_SECONDS = 0.01  # how long a collective's agreement polls without sleeping
 
 
 class ReduceOp(enum.Enum):
@@ -114,6 +125,8 @@ class ProcessGroup:
     def __init__(self, name: str):
         self.name = name
         self.comm = None  # set by init_process_group, unset by destroy_process_group
+        self.agreement = None  # the communicator collectives are agreed on
+        self.timeout = DEFAULT_TIMEOUT
 
     def __repr__(self) -> str:
         return self.name
@@ -129,11 +142,37 @@ class ProcessGroup:
     def size(self) -> int:
         return self._communicator().Get_size()
 
+    def _agree(self, call: str) -> None:
+        """Checks that every process makes this collective ``call`` (its
+        description: what, dtype, shape, root) as its next one."""
+        agreement = self.agreement
+        mine = np.array([zlib.crc32(call.encode())], np.int64)
+        everyone = np.empty(agreement.Get_size(), np.int64)
+        request = agreement.Iallgather(mine, everyone)
+        start = time.monotonic()
+        deadline = start + self.timeout.total_seconds()
+        while not request.Test():
+            now = time.monotonic()
+            if now > deadline:
+                raise RuntimeError(
+                    f"fusegrad.distributed: {call} waited {self.timeout} for the other "
+                    "processes: does every process make this call? (the group is unusable now)"
+                )
+            if now - start > SPIN_SECONDS:  # polled as MPI's own waits do, then gently
+                time.sleep(0.001)
+        if (everyone != mine[0]).any():
+            calls = agreement.allgather(call)  # every process saw the mismatch: all take part
+            listed = "; ".join(f"rank {r}: {c}" for r, c in enumerate(calls))
+            raise RuntimeError(
+                f"fusegrad.distributed: the processes' collectives do not match ({listed})"
+            )
+
     # -- collectives on numpy arrays: started in place, on contiguous arrays
 
     def all_reduce_(self, array: np.ndarray, op: str) -> Work:
         """Reduces ``array`` in place; ``op`` as in primitives.REDUCTIONS."""
         comm = self._communicator()
+        self._agree(f"all_reduce({array.dtype}{list(array.shape)}, {op})")
         work = Work(comm.Iallreduce(_mpi().IN_PLACE, array, op=_mpi_op(op, array.dtype)))
         if op == "avg":
             work.then(functools.partial(np.divide, array, comm.Get_size(), out=array))
@@ -141,14 +180,20 @@ class ProcessGroup:
 
     def broadcast_(self, array: np.ndarray, src: int) -> Work:
         """``src``'s ``array`` into every process's, in place."""
-        return Work(self._communicator().Ibcast(array, root=src))
+        comm = self._communicator()
+        self._agree(f"broadcast({array.dtype}{list(array.shape)}, src={src})")
+        return Work(comm.Ibcast(array, root=src))
 
     def all_gather_into(self, out: np.ndarray, array: np.ndarray) -> Work:
         """Every process's ``array`` into ``out`` (``size()`` times as large), in rank order."""
-        return Work(self._communicator().Iallgather(np.ascontiguousarray(array), out))
+        comm = self._communicator()
+        self._agree(f"all_gather({array.dtype}{list(array.shape)})")
+        return Work(comm.Iallgather(np.ascontiguousarray(array), out))
 
     def barrier(self) -> Work:
-        return Work(self._communicator().Ibarrier())
+        comm = self._communicator()
+        self._agree("barrier()")
+        return Work(comm.Ibarrier())
 
     # -- the primitives' implementations: a new array, the operand untouched
 
@@ -225,7 +270,8 @@ def init_process_group(
     torchrun set, must agree with MPI where given; those not set are set,
     for code written for torchrun that reads them. ``init_method`` and
     ``group_name`` are ignored, as PyTorch's MPI backend ignores them (MPI
-    connected the processes already); MPI has no timeout to apply."""
+    connected the processes already). ``timeout`` (30 minutes by default)
+    bounds how long a collective waits for the other processes to make it."""
     if timeout is not None and not isinstance(timeout, datetime.timedelta):
         raise TypeError("Expected timeout argument to be of type datetime.timedelta")
     if WORLD.comm is not None:
@@ -259,6 +305,8 @@ def init_process_group(
             )
     for key, value in actual.items():
         os.environ.setdefault(key.upper(), str(value))
+    WORLD.agreement = comm.Dup()
+    WORLD.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     WORLD.comm = comm
 
 
@@ -266,7 +314,8 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
     """Leaves the process group; ``init_process_group`` may join again."""
     resolve(group)
     WORLD.comm.Free()
-    WORLD.comm = None
+    WORLD.agreement.Free()
+    WORLD.comm = WORLD.agreement = None
 
 
 def get_rank(group: ProcessGroup | None = None) -> int:

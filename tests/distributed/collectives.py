@@ -299,6 +299,28 @@ def test_errors_with_pytorchs_wording():
         dist.all_reduce(fg.ones(2, requires_grad=True))
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda r: dist.all_reduce(fg.ones(3 + r)),  # shapes
+        lambda r: dist.all_reduce(fg.ones(3), op=ReduceOp.MAX if r else ReduceOp.SUM),
+        lambda r: dist.broadcast(fg.ones(2), src=r),  # roots
+        lambda r: dist.barrier() if r else dist.all_reduce(fg.ones(2)),  # collectives
+        lambda r: fg.jit(lambda x: dist.all_reduce(x * 2, op=ReduceOp.AVG))(fg.ones(2, 2 + r)),
+    ],
+    ids=["shape", "op", "root", "collective", "compiled"],
+)
+def test_processes_making_different_collectives_all_raise_naming_each_call(call):
+    """MPI would pair them and compute (a sum of 3 numbers with one of 4):
+    every process raises instead, and the group stays usable."""
+    with pytest.raises(RuntimeError, match="the processes' collectives do not match") as caught:
+        call(rank())
+    assert "rank 0:" in str(caught.value) and "rank 1:" in str(caught.value)
+    t = fg.ones(2)
+    dist.all_reduce(t)
+    assert t.tolist() == [2.0, 2.0]
+
+
 def test_rank_and_world_size_must_agree_with_mpi(monkeypatch):
     me = rank()
     dist.destroy_process_group()
