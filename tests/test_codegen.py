@@ -397,6 +397,9 @@ def test_max_and_min_reductions_fuse_and_propagate_nan(dtype):
     xs = (rng.standard_normal((37, 2050)) * 5).astype(dtype.np)
     if dtype is not fg.int64:
         xs[3, 700] = np.nan
+        xs[5, 0] = np.nan  # first: the accumulator holds a NaN from the start
+        xs[7] = -np.inf  # a row masked out (attention), equal to the accumulator's start
+        xs[9, 3], xs[9, 9] = np.inf, -np.inf
     got, want = executor.run([xs]), evaluate(graph, [xs])
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5 if dtype is fg.float32 else 1e-12)

@@ -103,3 +103,41 @@ def test_verifier_rejects_a_wrong_declared_type_and_an_undefined_value():
     del graph.eqns[0]
     with pytest.raises(VerificationError, match="undefined"):
         verify(graph)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize(
+    "spec,index_shapes,shape",
+    [  # index_shapes: (shape, the size of the dimension it indexes)
+        ((("array",),), [((40,), 7)], (7, 5)),  # an embedding's gradient: rows repeat
+        ((("slice", None, None, None), ("array",)), [((3, 4), 5)], (6, 5)),
+        ((("array",), ("array",)), [((30,), 4), ((30,), 3)], (4, 3)),  # points repeat
+        ((("slice", 1, None, 2), ("int", -1)), [], (7, 3)),  # a basic index
+        ((("array",),), [((0,), 3)], (3, 2)),
+    ],
+    ids=["rows", "columns", "points", "basic", "empty"],
+)
+def test_scatter_add_sums_repeated_positions_as_np_add_at(dtype, spec, index_shapes, shape):
+    """Its implementation counts positions (np.add.at is slow); the sums are
+    np.add.at's, float sums to rounding."""
+    rng = np.random.default_rng(3)
+    indices = [rng.integers(-n, n, s) for s, n in index_shapes]
+    expected_shape = np.zeros(shape)[P.spec_to_numpy(spec, indices)].shape
+    v = (rng.standard_normal(expected_shape) * 10).astype(dtype)
+    want = np.zeros(shape, dtype)
+    np.add.at(want, P.spec_to_numpy(spec, indices), v)
+    got = P.scatter_add.impl(v, *indices, spec=spec, shape=shape)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype is np.float32 else 1e-13)
+
+
+def test_matmul_of_stacked_matrices_by_one_matrix_and_its_gradient():
+    """One product over the stacked rows (forward and the matrix's gradient)."""
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((3, 4, 5)), rng.standard_normal((5, 2))
+    np.testing.assert_allclose(P.matmul.impl(x, w), np.matmul(x, w), rtol=1e-13)
+    np.testing.assert_allclose(P.matmul.impl(x[:, ::2], w), np.matmul(x[:, ::2], w), rtol=1e-13)
+    xt, wt = fg.tensor(x, requires_grad=True), fg.tensor(w, requires_grad=True)
+    (xt @ wt).sum().backward()
+    np.testing.assert_allclose(wt.grad.numpy(), x.sum(axis=(0, 1))[:, None] * np.ones((1, 2)))
+    np.testing.assert_allclose(xt.grad.numpy(), np.broadcast_to(w.sum(1), x.shape))

@@ -843,8 +843,20 @@ def _index_rule(x, *indices, spec):
 
 
 def _scatter_add_impl(v, *indices, spec, shape):
+    where = spec_to_numpy(spec, indices)
+    if not indices:  # a basic index reaches each element once
+        out = np.zeros(shape, v.dtype)
+        out[where] = v
+        return out
+    if v.dtype.kind == "f" and 0 not in shape:
+        # np.add.at is slow: each element's flat position, then one count
+        # weighted by the values (summed in float64, rounded once)
+        targets = np.arange(math.prod(shape)).reshape(shape)[where]
+        weights = np.broadcast_to(v, targets.shape).ravel()
+        sums = np.bincount(targets.ravel(), weights, minlength=math.prod(shape))
+        return sums.astype(v.dtype, copy=False).reshape(shape)
     out = np.zeros(shape, v.dtype)
-    np.add.at(out, spec_to_numpy(spec, indices), v)
+    np.add.at(out, where, v)
     return out
 
 
@@ -951,10 +963,29 @@ def _matmul_rule(x, y):
     return batch + (x.shape[-2], y.shape[-1]), dtype
 
 
+def _matmul_impl(x, y):
+    if y.ndim == 2 and x.ndim > 2 and x.size:
+        # stacked matrices times one matrix: one product of all their rows,
+        # where numpy would make a small product per matrix
+        rows = np.matmul(x.reshape(-1, x.shape[-1]), y)
+        return rows.reshape(*x.shape[:-1], y.shape[-1])
+    return np.matmul(x, y)
+
+
+def _matmul_vjp_y(g, x, y_shape):
+    if len(y_shape) == 2 and x.ndim > 2:
+        # one matrix used by stacked ones: one product over all their rows
+        # gives its gradient, not a product per matrix summed afterwards
+        rows = math.prod(x.shape[:-1])
+        flat_x = reshape(x, shape=(rows, x.shape[-1]))
+        return matmul(swap_last(flat_x), reshape(g, shape=(rows, g.shape[-1])))
+    return matmul(swap_last(x), g)
+
+
 matmul = Primitive(
-    "matmul", np.matmul, _matmul_rule, inputs=("x", "y"), backward_name="MmBackward0"
+    "matmul", _matmul_impl, _matmul_rule, inputs=("x", "y"), backward_name="MmBackward0"
 )
-matmul.defvjp(x=lambda g, y: matmul(g, swap_last(y)), y=lambda g, x: matmul(swap_last(x), g))
+matmul.defvjp(x=lambda g, y: matmul(g, swap_last(y)), y=_matmul_vjp_y)
 
 # ------------------------------------------------------------------ random bits
 
