@@ -1258,3 +1258,43 @@ def test_binary_cross_entropies_at_their_extremes_compile_to_eagers_numbers(dtyp
             results.append([out.detach().numpy()] + [a.grad.numpy() for a in inputs])
         for got, want in zip(*results[::-1]):
             np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("kernel,size", [(2, 6), (2, 7), (3, 6), ((2, 1), 5)])
+def test_max_pool_tiles_give_the_gradient_to_the_first_maximum_and_keep_nans(
+    compiled, kernel, size
+):
+    """Windows that tile the input take a path of their own (elementwise):
+    ties (ReLU's zeros) and NaNs as PyTorch's max pooling has them."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 3, size, size)).astype(np.float32)
+    a[0, 0, :2, :2] = 0.0  # a window of ties
+    a[1, 2, 0, 1] = np.nan
+    kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+    oh, ow = size // kh, size // kw
+    tiled = a[:, :, : oh * kh, : ow * kw].reshape(2, 3, oh, kh, ow, kw)
+    windows = tiled.transpose(0, 1, 2, 4, 3, 5).reshape(2, 3, oh, ow, kh * kw)
+    nan_first = np.where(np.isnan(windows), np.inf, windows)  # NaN wins, the first of them
+    first = np.argmax(nan_first, axis=-1)
+    expected = np.take_along_axis(windows, first[..., None], -1)[..., 0]
+    g = rng.standard_normal(expected.shape).astype(np.float32)
+    grad_windows = np.zeros_like(windows)
+    np.put_along_axis(grad_windows, first[..., None], g[..., None], -1)
+    grad = np.zeros_like(a)
+    grad[:, :, : oh * kh, : ow * kw] = (
+        grad_windows.reshape(2, 3, oh, ow, kh, kw)
+        .transpose(0, 1, 2, 4, 3, 5)
+        .reshape(2, 3, oh * kh, ow * kw)
+    )
+    pool = (
+        (lambda x: F.max_pool2d(x, kernel))
+        if not compiled
+        else fg.jit(lambda x: F.max_pool2d(x, kernel))
+    )
+    for _ in range(2 if compiled else 1):
+        x = fg.tensor(a, requires_grad=True)
+        out = pool(x)
+        out.backward(fg.tensor(g))
+        np.testing.assert_array_equal(out.detach().numpy(), expected)
+        np.testing.assert_array_equal(x.grad.numpy(), grad)

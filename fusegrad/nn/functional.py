@@ -4,6 +4,7 @@ and primitives. Convolution and pooling take the windows of their input
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -524,9 +525,32 @@ class _Pooling:
         return result
 
 
+def _max_of_tiles(pooling) -> Tensor:
+    """Max pooling whose windows tile the input (stride = kernel, no padding,
+    no dilation): the maximum taken across the windows' strided views in the
+    windows' order, keeping the first of equal values (and a NaN), so the
+    gradient goes to the first maximum, as PyTorch's; elementwise, so it
+    compiles to one kernel and its gradient to a few."""
+    best = None
+    for offsets in itertools.product(*(range(k) for k in pooling.kernel)):
+        view = pooling.x[
+            (slice(None), slice(None))
+            + tuple(
+                slice(o, o + count * k, k)
+                for o, count, k in zip(offsets, pooling.counts, pooling.kernel)
+            )
+        ]
+        best = view if best is None else ops.where((view > best) | (view != view), view, best)
+    return best
+
+
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, dims):
     name = f"max_pool{dims}d"
     pooling = _Pooling(input, kernel_size, stride, padding, dilation, ceil_mode, dims, name)
+    tiles = pooling.stride == pooling.kernel and not any(pooling.padding)
+    whole = all(c * k <= n for c, k, n in zip(pooling.counts, pooling.kernel, pooling.sizes))
+    if tiles and whole and set(pooling.dilation) == {1} and not return_indices:
+        return pooling.unbatch(_max_of_tiles(pooling))
     # max(dim) takes the first maximum (a NaN if there is one) and gives it the
     # whole gradient, as PyTorch's max pooling does
     values, taps = ops.max(pooling.windows(-math.inf), dim=2)
