@@ -443,3 +443,17 @@ def test_custom_function_node_class_is_named_after_the_function():
     assert type(y.grad_fn).__name__ == "DoubleBackward"
     assert isinstance(y.grad_fn, fg.autograd.FunctionCtx)
     y.sum().backward()
+
+
+def test_a_composite_ops_node_shows_its_inputs_nodes_as_pytorchs_does():
+    """mse_loss is several primitives; its node shows the nodes of the op's own
+    inputs (the engine still runs the inner ones)."""
+    layer = fg.nn.Linear(3, 2)
+    x, target = fg.randn(4, 3), fg.randn(4, 2)
+    loss = fg.nn.functional.mse_loss(layer(x), target)
+    assert type(loss.grad_fn).__name__ == "MseLossBackward0"
+    (inner, _), (absent, _) = loss.grad_fn.next_functions
+    assert inner.name() == "AddmmBackward0" and absent is None  # the target needs no grad
+    loss.backward()
+    expected = 2 * ((layer(x) - target).detach().numpy()).T @ x.numpy() / 8
+    np.testing.assert_allclose(layer.weight.grad.numpy(), expected, rtol=1e-5)

@@ -44,14 +44,7 @@ TIMEOUT_SECONDS = 600
 # What each program lacks today: first the API it stops at (its exception), then what
 # else it uses that fusegrad does not have yet. These tests are strict xfails, so when
 # a program starts to pass, its test fails until its entry here is deleted.
-BLITZ = (
-    "grad_fn.next_functions shows fusegrad's own nodes: MseLossBackward0 (the last node "
-    "of a composite) points at SumBackward1 where PyTorch's points at AddmmBackward0"
-)
-NOT_YET = {
-    ("blitz_net", "eager"): BLITZ,
-    ("blitz_net", "compiled"): BLITZ,
-}
+NOT_YET: dict = {}
 
 MODES = ("eager", "compiled")
 

@@ -176,7 +176,7 @@ class Function:
         outs = (outputs,) if single else outputs
         record = grad_mode.is_grad_enabled() and any(ctx.needs_input_grad)
         if record:  # before any dirty input is rebased onto this node
-            ctx.next_functions = tuple(
+            ctx.edges = tuple(
                 engine.gradient_edge(a) if isinstance(a, Tensor) and a.requires_grad else (None, 0)
                 for a in args
             )

@@ -2,7 +2,7 @@
 running the backward pass, and ``backward``/``grad`` (their arguments
 checked, the roots seeded).
 
-A node is one recorded operation. ``next_functions`` points at the nodes that
+A node is one recorded operation. Its ``edges`` point at the nodes that
 produced its inputs (an ``AccumulateGrad`` for a leaf), so the recorded graph
 is walked backward from the outputs, each node run once all its consumers
 have sent their cotangents, exactly as PyTorch's engine does.
@@ -97,14 +97,26 @@ class Node:
     """Base of all backward nodes. Subclasses implement ``apply`` (a list of
     cotangents per output -> a list of cotangents per input) and ``release``."""
 
-    __slots__ = ("next_functions", "sequence_nr", "tensor_hooks", "retained", "__weakref__")
+    __slots__ = ("edges", "shown_edges", "sequence_nr", "tensor_hooks", "retained", "__weakref__")
     num_outputs = 1
 
-    def __init__(self, next_functions: tuple):
-        self.next_functions = next_functions
+    def __init__(self, edges: tuple):
+        self.edges = edges
+        self.shown_edges = None
         self.sequence_nr = next(_sequence)
         self.tensor_hooks = None  # output_nr -> {handle id: hook}, made on first use
         self.retained = None  # output_nr -> weakref of a tensor that retains its grad
+
+    @property
+    def next_functions(self) -> tuple:
+        """The nodes that made this node's inputs, as PyTorch shows them: for
+        the last node of a composite op (``mse_loss``), the nodes of the op's
+        own inputs, not of its inner steps, which the engine follows."""
+        return self.edges if self.shown_edges is None else self.shown_edges
+
+    @next_functions.setter
+    def next_functions(self, edges: tuple) -> None:
+        self.edges = edges
 
     def name(self) -> str:
         return type(self).__name__
@@ -158,9 +170,9 @@ class PrimitiveBackward(Node):
                 edges.append((t.grad_fn, t._output_nr))
             else:
                 edges.append((t._accumulator or t._grad_accumulator(), 0))
-        self.next_functions = tuple(edges)
+        self.edges = tuple(edges)
         self.sequence_nr = next(_sequence)
-        self.tensor_hooks = self.retained = None
+        self.tensor_hooks = self.retained = self.shown_edges = None
         self.prim = prim
         self.params = params
         self.plan = plan
@@ -440,7 +452,7 @@ def _run(roots, root_grads, retain_graph, create_graph, capture, accumulate_only
                 outputs = node.apply(grads)
                 if not retain_graph:
                     node.release()
-            for k, edge in enumerate(node.next_functions):
+            for k, edge in enumerate(node.edges):
                 if edge[0] is not None:
                     _add_to(buffers, edge, outputs[k] if outputs else None)
                     dependencies[edge[0]] -= 1
@@ -499,7 +511,7 @@ def _walk(roots, targets):
     while stack:
         node = stack.pop()
         order.append(node)
-        for next_node, _ in node.next_functions:
+        for next_node, _ in node.edges:
             if next_node is None:
                 continue
             dependencies[next_node] = dependencies.get(next_node, 0) + 1
@@ -511,7 +523,7 @@ def _walk(roots, targets):
     needed = {edge[0] for edge in targets}
     # reverse topological order: a node's inputs are decided before the node
     for node in sorted(order, key=lambda n: n.sequence_nr):
-        if any(n in needed for n, _ in node.next_functions):
+        if any(n in needed for n, _ in node.edges):
             needed.add(node)
     return dependencies, needed
 

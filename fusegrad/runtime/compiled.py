@@ -410,7 +410,7 @@ def _graph_freed(node) -> bool:
         seen.add(id(node))
         if getattr(node, "freed", False):
             return True
-        stack.extend(n for n, _ in node.next_functions)
+        stack.extend(n for n, _ in node.edges)
     return False
 
 

@@ -145,6 +145,13 @@ def _named(backward_name):
                 node.label = (
                     backward_name(*args, **kwargs) if callable(backward_name) else backward_name
                 )
+                if builtins.any(n is not None and n.sequence_nr > mark for n, _ in node.edges):
+                    # inner steps: shown as one node, as PyTorch's, on the op's inputs
+                    node.shown_edges = tuple(
+                        autograd.gradient_edge(a) if a.requires_grad else (None, 0)
+                        for a in args
+                        if isinstance(a, Tensor)
+                    )
             return out
 
         return wrapper
