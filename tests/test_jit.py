@@ -1252,3 +1252,37 @@ def test_the_data_update_idiom_compiles():
         run = fg.jit(step) if compiled else step
         results.append(([run().item() for _ in range(4)], p.tolist()))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: fg.randn(3, 2),
+        lambda: fg.randn(5),  # an odd count: Box-Muller's pairs cut to size
+        lambda: fg.rand(3, 2),
+        lambda: fg.normal(0.0, 1.0, size=(3, 2)),
+        lambda: fg.randint(0, 4, (3, 2)).float(),
+        lambda: fg.empty(3, 2).normal_(),
+    ],
+    ids=["randn", "randn-odd", "rand", "normal", "randint", "normal_"],
+)
+def test_the_makemore_update_compiles_on_sampled_parameters(make):
+    """``p.data += -lr * p.grad`` on a parameter a sampler made (no view,
+    though the sampler's last step may be one)."""
+    fg.manual_seed(0)
+    w = make().requires_grad_()
+    twin = w.detach().clone().requires_grad_()
+    assert w._base is None
+    x = fg.randn(4, w.shape[0])
+
+    def step(w, x):
+        loss = (x @ w).tanh().sum()
+        w.grad = None
+        loss.backward()
+        w.data += -0.1 * w.grad
+        return loss
+
+    compiled = fg.jit(step)
+    for _ in range(3):
+        np.testing.assert_allclose(float(compiled(w, x)), float(step(twin, x)), rtol=1e-5)
+    np.testing.assert_allclose(w.detach().numpy(), twin.detach().numpy(), rtol=1e-5, atol=1e-6)

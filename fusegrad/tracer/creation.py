@@ -228,6 +228,9 @@ def _random(sample, name, size, generator, dtype, requires_grad):
     shape = sizes_from_args(size)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
     t = sample(random.stream(generator, name), shape, dtype)
+    # a sampler may end in a view of its own scratch (Box-Muller's pairs): a
+    # fresh tensor is no view, so in-place updates of it (p.data += ...) compile
+    t._base = None
     return t.requires_grad_() if requires_grad else t
 
 
