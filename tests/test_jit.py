@@ -584,14 +584,58 @@ def test_a_custom_function_compiles_with_its_backward_as_the_gradient(program):
     assert compiled.cache_info().misses == 1
 
 
-def test_what_a_compiled_node_cannot_reproduce_is_a_clear_error():
-    def hooked(x):
+def _hooked(x):
+    y = x.tanh() * 2
+    y.register_hook(lambda g: g * 10)
+    y.register_hook(lambda g: g.clamp(-3.0, 3.0))  # after the first, as registered
+    return (y * y * x).sum()
+
+
+def _hooked_step(w):
+    y = w.sin()
+    y.register_hook(lambda g: g.clamp(-0.2, 0.2))
+    loss = (y * 5).sum()
+    loss.backward()  # the hook runs in the function's own backward too
+    return loss
+
+
+@pytest.mark.parametrize("fn", [_hooked, _hooked_step], ids=["outside", "inside"])
+def test_hooks_on_values_the_function_makes_change_their_gradients_as_eagerly(fn):
+    compiled = fg.jit(fn)
+    for size in (5, 5, 6, 7, 6):  # the third call on: a dynamic size
+        x = fg.randn(size, requires_grad=True)
+        twin = x.detach().clone().requires_grad_()
+        out, expected = compiled(x), fn(twin)
+        if fn is _hooked:
+            out.backward()
+            expected.backward()
+        np.testing.assert_allclose(x.grad.numpy(), twin.grad.numpy(), rtol=1e-6)
+
+
+def test_a_hooked_gradient_differentiates_again():
+    x = fg.randn(4, requires_grad=True, dtype=fg.float64)
+    twin = x.detach().clone().requires_grad_()
+    compiled = fg.jit(_hooked)
+    for tensor, fn in ((x, compiled), (twin, _hooked)):
+        (grad,) = fg.autograd.grad(fn(tensor), tensor, create_graph=True)
+        grad.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), twin.grad.numpy(), rtol=1e-10)
+
+
+def test_what_a_compiled_program_cannot_reproduce_is_a_clear_error():
+    def on_an_argument(x):
+        x.register_hook(lambda g: g * 10)
+        return x.sum()
+
+    def reading_only(x):
         y = x * 2
-        y.register_hook(lambda g: g * 10)
+        y.register_hook(lambda g: None)  # would see the trace's stand-in gradient
         return y.sum()
 
-    with pytest.raises(fg.TracingError, match="register_hook"):
-        fg.jit(hooked)(fg.ones(2, requires_grad=True))
+    with pytest.raises(fg.TracingError, match=r"register_hook at .* did not make"):
+        fg.jit(on_an_argument)(fg.ones(2, requires_grad=True))
+    with pytest.raises(fg.TracingError, match="returns nothing"):
+        fg.jit(reading_only)(fg.ones(2, requires_grad=True))
 
 
 def test_tracing_in_one_thread_does_not_record_another_threads_ops():

@@ -37,6 +37,39 @@ class CustomVJP:
     grads: list
 
 
+@dataclass
+class CotangentHook:
+    """A hook on a value's gradient (``register_hook``): its equations compute
+    ``result`` from ``cotangent`` (a var standing for the value's complete
+    cotangent), which replaces that cotangent. ``function`` is the hook
+    itself, registered again where a backward is traced (create_graph), as
+    eager mode runs it in every backward pass that reaches the value."""
+
+    var: Var
+    cotangent: Var
+    eqns: list
+    result: object  # a Var or a Const
+    function: object
+
+
+def _apply_hooks(hooks: list, v, cotangents: dict) -> None:
+    """``v``'s hooks, in the order registered, on its complete cotangent
+    (none where no gradient reaches it, as in eager mode)."""
+    g = cotangents.get(v)
+    if g is None:
+        return
+    for hook in hooks:
+        values = {hook.cotangent: g}
+
+        def read(x, values=values):
+            return values.get(x, x) if isinstance(x, Var) else x
+
+        for eqn in hook.eqns:
+            values[eqn.out] = eqn.prim(*[read(x) for x in eqn.inputs], **eqn.params)
+        g = read(hook.result)
+    cotangents[v] = g
+
+
 def active_values(graph: Graph, wrt: list, stopped=frozenset(), customs=()) -> set:
     """The vars that depend differentiably on the inputs at positions ``wrt``.
     Equations in ``stopped`` (ones eager mode recorded no gradient for, such
@@ -78,7 +111,9 @@ def _apply_custom(custom: CustomVJP, cotangents: dict, send) -> None:
             send(v, unbroadcast(read(g), v.shape, v.dtype))
 
 
-def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None, customs=()) -> Graph:
+def adjoint(
+    graph: Graph, wrt: list, stopped=frozenset(), seeded=None, customs=(), hooks=()
+) -> Graph:
     """The joint graph: inputs are ``graph``'s inputs then one cotangent per
     output; outputs are ``graph``'s outputs then the gradient of each input
     in ``wrt`` (a zeros constant where none reaches it). ``seeded`` says
@@ -86,8 +121,12 @@ def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None, customs=(
     symbolic zeros, which unlike a zeros array add nothing where the
     backward of an output would be 0 * inf. ``customs``: calls whose
     backward is given (``CustomVJP``), applied once their outputs'
-    cotangents are complete (at the earliest output's equation)."""
+    cotangents are complete (at the earliest output's equation); ``hooks``
+    (``CotangentHook``) change a value's cotangent once it is complete."""
     active = active_values(graph, wrt, stopped, customs)
+    hooks_of: dict = {}
+    for hook in hooks:
+        hooks_of.setdefault(hook.var, []).append(hook)
     position_of = {eqn.out: k for k, eqn in enumerate(graph.eqns)}
     due: dict = {}  # equation index -> the custom calls applied there
     for custom in customs:
@@ -107,6 +146,8 @@ def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None, customs=(
                 send(out, ct)
         for k in range(len(graph.eqns) - 1, -1, -1):
             eqn = graph.eqns[k]
+            if eqn.out in hooks_of:
+                _apply_hooks(hooks_of[eqn.out], eqn.out, cotangents)
             for custom in due.get(k, ()):
                 _apply_custom(custom, cotangents, send)
             g = cotangents.get(eqn.out)
@@ -131,6 +172,9 @@ def adjoint(graph: Graph, wrt: list, stopped=frozenset(), seeded=None, customs=(
                     send(v, unbroadcast(ct, v.shape, v.dtype))
         for custom in due.get(-1, ()):  # outputs no equation makes
             _apply_custom(custom, cotangents, send)
+        for v in graph.inputs:
+            if v in hooks_of:
+                _apply_hooks(hooks_of[v], v, cotangents)
     grads = []
     for i in wrt:
         v = graph.inputs[i]

@@ -42,10 +42,11 @@ class Program:
         self.grad_reads = trace.leaves(trace.grad_reads)  # (leaf ref, grad was None)
         self.lookup = trace.lookup  # where tensors the function did not receive are now
         self.customs = trace.customs
+        self.hooks = trace.hooks
         self.draw_specs, self.draw_guards = trace.draw_specs, trace.draw_guards
         self.traced_draws = trace.draws
         outputs = [trace.var_of(t) for t in output_tensors]
-        extras = self._side_effects(trace, args)
+        extras = self._side_effects(trace)
         graph = trace.graph(outputs)
         enabled = grad_mode.is_grad_enabled()
         self.input_requires_grad = [
@@ -86,18 +87,14 @@ class Program:
         self.communicates = any(eqn.prim.collective for eqn in self.forward.eqns)
         self.output_dtypes = [v.dtype for v in self.forward.outputs[: self.num_outputs]]
 
-    def _side_effects(self, trace, args: list) -> list:
+    def _side_effects(self, trace) -> list:
         """The values the forward computes beside the outputs: the guards'
         values, the new values of tensors changed in place, the new ``.grad``
         of leaves."""
         mutations = trace.mutations()
         self.mutated = [ref for ref, _ in mutations]
-        grad_writes = trace.leaves(trace.grad_writes)
-        self.grad_targets = [ref for ref, _ in grad_writes]
-        grad_values = []
-        for ref, _ in grad_writes:
-            grad = ref.resolve(args, trace.lookup() if trace.lookup else ())._grad
-            grad_values.append(None if grad is None else trace.var_of(grad))
+        self.grad_targets = [ref for ref, _ in trace.leaves(trace.grad_writes)]
+        grad_values = trace.written_grads()
         self.grad_none = [v is None for v in grad_values]
         return (
             [g.var for g in self.guards]
@@ -109,7 +106,7 @@ class Program:
         """The backward program (the adjoint, split from the forward at the
         cheapest cut); returns the residuals the forward must save for it."""
         self.graph, self.stopped = graph, stopped
-        joint = adjoint(graph, self.wrt, stopped, customs=self.customs)
+        joint = adjoint(graph, self.wrt, stopped, customs=self.customs, hooks=self.hooks)
         parts = partition(
             joint,
             len(graph.inputs),
@@ -134,7 +131,7 @@ class Program:
         executor = self._partial_backwards.get(seeded)
         if executor is None:
             graph = self.graph
-            joint = adjoint(graph, self.wrt, self.stopped, seeded, self.customs)
+            joint = adjoint(graph, self.wrt, self.stopped, seeded, self.customs, self.hooks)
             backward = backward_reading(
                 joint, len(graph.inputs), len(graph.eqns), self.residual_vars, is_elementwise
             )
@@ -289,7 +286,7 @@ class Program:
         function of (inputs, cotangents), for create_graph."""
         function = self._backward_functions.get(seeded)
         if function is None:
-            joint = adjoint(self.graph, self.wrt, self.stopped, seeded, self.customs)
+            joint = adjoint(self.graph, self.wrt, self.stopped, seeded, self.customs, self.hooks)
             joint = Graph(joint.inputs, joint.eqns, joint.outputs[self.num_outputs :])
 
             def backward(*values):
@@ -302,9 +299,10 @@ class Program:
 
     def _replay(self, joint: Graph, values: list) -> list:
         """The joint graph run on tensors, being traced: what eager mode did
-        not differentiate (``stopped``) runs under no_grad again, and each
-        custom Function's call is one again, its given backward its VJP, so
-        the backward differentiates as the eager one does."""
+        not differentiate (``stopped``) runs under no_grad again, each
+        custom Function's call is one again, its given backward its VJP, and
+        each hooked value is hooked again, so the backward differentiates as
+        the eager one does."""
         env = dict(zip(joint.inputs, values))
 
         def read(v):
@@ -315,6 +313,9 @@ class Program:
         for custom in self.customs:
             made = [position.get(v, -1) for v in custom.outputs if v is not None]
             complete.setdefault(max(made, default=-1), []).append(custom)
+        hooked: dict = {}
+        for hook in self.hooks:
+            hooked.setdefault(hook.var, []).append(hook.function)
         for custom in complete.get(-1, ()):
             recording.trace.custom_replay(custom, read)
         for k, eqn in enumerate(joint.eqns):
@@ -323,6 +324,9 @@ class Program:
                 eqn not in self.stopped and grad_mode.is_grad_enabled()
             ):
                 env[eqn.out] = eqn.prim(*operands, **eqn.params)
+            if env[eqn.out].requires_grad:
+                for function in hooked.get(eqn.out, ()):
+                    env[eqn.out].register_hook(function)
             for custom in complete.get(k, ()):
                 recording.trace.custom_replay(custom, read)
         return [read(v) for v in joint.outputs]

@@ -44,6 +44,7 @@ class DynamicProgram:
         self.failure = None
         self._programs: OrderedDict = OrderedDict()  # binding -> Program
         self._lock = threading.Lock()
+        trace.written_grads()  # now, while the leaves hold what the trace wrote
         self.traced = self.program_for(tuple(trace.symbol_hints))
         self.draw_specs = self.traced.draw_specs
 

@@ -463,8 +463,8 @@ class Tensor:
         returned tensor replaces the gradient. Returns a handle with ``remove()``."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if recording.trace is not None:  # a compiled node could not run it
-            recording.trace.unsupported("register_hook")
+        if recording.trace is not None:  # the derived backward applies it too
+            recording.trace.cotangent_hook(self, hook)
         if self.grad_fn is None:
             if self._hooks is None:
                 self._hooks = {}

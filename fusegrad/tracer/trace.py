@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.autodiff import CustomVJP
+from ..ir.autodiff import CotangentHook, CustomVJP
 from ..ir.graph import Const, Eqn, Graph, Var
 from ..runtime import grad_mode
 from ..runtime.autograd import Node, gradient_edge
@@ -132,6 +132,8 @@ class Trace:
         self.draw_specs: list = []  # (function, args, kwargs) of each draw, in order
         self.draw_guards: list = []  # (position, result) of draws that are no numbers
         self.customs: list = []  # CustomVJP: calls of custom autograd.Functions
+        self.hooks: list = []  # CotangentHook: register_hook on values the function made
+        self._written_grads = None  # see written_grads
         self.refs: dict = {}  # id(tensor) -> its Ref
         self.lookup = None  # where the tensors the function did not receive live now
         self.undo: list = []  # callables taking back Python side effects (state an optimizer made)
@@ -330,7 +332,8 @@ class Trace:
             )
         trace = copy.copy(self)
         trace.eqns = list(eqns.values())
-        trace.stopped = {eqns[e] for e in self.stopped}
+        # (hooks' and custom calls' stand-in backward equations are no equations of it)
+        trace.stopped = {eqns[e] for e in self.stopped if e in eqns}
         trace.inputs = [value(v) for v in self.inputs]
         trace.captured_vars = [value(v) for v in self.captured_vars]
         trace.vars = {k: value(v) for k, v in self.vars.items()}
@@ -340,24 +343,40 @@ class Trace:
             if guard.var in self.sym_shapes:
                 raise NotDynamic(f"{guard.how} at {guard.where} reads a value whose shape varies")
         trace.guards = [Guard(value(g.var), g.observed, g.where, g.how) for g in self.guards]
+
+        def instantiated_eqns(eqns):
+            return [
+                Eqn(
+                    e.prim,
+                    tuple(value(v) for v in e.inputs),
+                    evaluated(e.params, binding),
+                    value(e.out),
+                )
+                for e in eqns
+            ]
+
         trace.customs = [
             CustomVJP(
                 inputs=[value(v) for v in c.inputs],
                 outputs=[value(v) for v in c.outputs],
                 cotangents=[value(v) for v in c.cotangents],
-                eqns=[
-                    Eqn(
-                        e.prim,
-                        tuple(value(v) for v in e.inputs),
-                        evaluated(e.params, binding),
-                        value(e.out),
-                    )
-                    for e in c.eqns
-                ],
+                eqns=instantiated_eqns(c.eqns),
                 grads=[value(v) for v in c.grads],
             )
             for c in self.customs
         ]
+        trace.hooks = [
+            CotangentHook(
+                value(h.var),
+                value(h.cotangent),
+                instantiated_eqns(h.eqns),
+                value(h.result),
+                h.function,
+            )
+            for h in self.hooks
+        ]
+        if self._written_grads is not None:
+            trace._written_grads = [None if v is None else value(v) for v in self._written_grads]
         trace.symbol_hints, trace.sym_shapes, trace.size_vars = [], {}, {}
         trace.from_sizes = {}
         return trace
@@ -467,6 +486,46 @@ class Trace:
             )
         )
 
+    def cotangent_hook(self, tensor, hook) -> None:
+        """``tensor.register_hook(hook)`` on a value the function made: the
+        hook is traced now, on a cotangent standing for the value's, and
+        changes that cotangent in every backward derived from this trace."""
+        var = self.vars.get(id(tensor))
+        if var is None or var not in {e.out for e in self.eqns}:
+            raise TracingError(
+                f"register_hook at {user_line()} on a tensor the function did not make "
+                "cannot be compiled (its gradient is computed outside the program); "
+                "register it before calling the function"
+            )
+        placeholder = Tensor._make(np.zeros(tensor._data.shape, tensor._dtype.np), tensor._dtype)
+        cotangent = self._new_var(placeholder)
+        shape = self.sym_shapes.get(var)
+        if shape is not None:
+            self.sym_shapes[cotangent] = shape
+        recorded, guards = self.eqns, len(self.guards)
+        self.eqns = []
+        try:
+            result = hook(placeholder)
+        finally:
+            eqns, self.eqns = self.eqns, recorded
+        if result is None:
+            raise TracingError(
+                f"the hook registered at {user_line()} returns nothing: a hook that only "
+                "reads the gradient (to print or keep it) would see the trace's stand-in; "
+                "return the gradient, or run the function eagerly"
+            )
+        if len(self.guards) != guards:
+            raise TracingError(
+                f"the hook registered at {user_line()} decides something on the values of "
+                "its gradient, which a compiled program cannot know in advance"
+            )
+        if not isinstance(result, Tensor) or result._data.shape != placeholder._data.shape:
+            raise RuntimeError(
+                f"hook returned a value of shape {getattr(result, 'shape', type(result))} "
+                f"for a gradient of shape {tuple(placeholder.shape)}"
+            )
+        self.hooks.append(CotangentHook(var, cotangent, eqns, self.var_of(result), hook))
+
     def custom_replay(self, custom: CustomVJP, read) -> None:
         """A custom call of a graph being run again on traced tensors (``read``
         gives a var's tensor): the same call for this trace, its backward
@@ -548,6 +607,19 @@ class Trace:
             if self.vars[id(tensor)] is not var:
                 changed.append((self.ref(tensor), self.vars[id(tensor)]))
         return changed
+
+    def written_grads(self) -> list:
+        """The var of the ``.grad`` each leaf of ``leaves(grad_writes)`` holds
+        when the trace ends (None where it was set to None). Read once: a
+        program made later for other sizes takes the trace's, not what the
+        leaves hold by then."""
+        if self._written_grads is None:
+            self._written_grads = [
+                None if leaf._grad is None else self.var_of(leaf._grad)
+                for leaf, _ in self.grad_writes.values()
+                if id(leaf) in self.initial_vars
+            ]
+        return self._written_grads
 
     def leaves(self, table: dict) -> list:
         """The leaves in ``grad_reads``/``grad_writes`` a later call can reach
