@@ -450,8 +450,9 @@ def check_inside(program, make_inputs, precision, calls=3, style="backward", see
 def check_dynamic(program, make_inputs, make_resized, precision, calls=3, seed=0):
     """Traced with every dimension dynamic at the program's own sizes, then
     called at others (``make_resized``: every size of 2 or more one larger):
-    values, and gradients of a loss made of the outputs, against eager at
-    those sizes on calls 1..calls."""
+    values, gradients of a loss made of the outputs, and the leaves' .grad
+    a backward inside the function writes, against eager at those sizes on
+    calls 1..calls."""
     try:
         outputs = as_list(eager(program, *make_resized(requires_grad=True)))
     except Exception as error:
@@ -468,16 +469,31 @@ def check_dynamic(program, make_inputs, make_resized, precision, calls=3, seed=0
         loss = sum((t * c).sum() for t, c in zip(targets, as_tensors(cotangents, targets)))
         return snapshot(fg.autograd.grad(loss, leaves, allow_unused=True))
 
+    def backward_inside(*leaves):  # writes the leaves' .grad from the program
+        outputs = as_list(program(*leaves))
+        sum(outputs[k].sum() for k in positions).backward()
+        return outputs
+
+    def with_grads(function, leaves):
+        return snapshot(as_list(function(*leaves)) + [leaf.grad for leaf in leaves])
+
     problems = []
-    for name, measure, requires_grad in (("values", values, False), ("grads", gradients, True)):
+    for name, function, measure, requires_grad in (
+        ("values", program, values, False),
+        ("grads", program, gradients, True),
+        ("backward inside", backward_inside, with_grads, True),
+    ):
         if requires_grad and not positions:
             continue
-        compiled = fg.jit(program, dynamic=True)
+        compiled = fg.jit(function, dynamic=True)
         compiled(*make_inputs(requires_grad))  # the trace, at the program's sizes
         for call in range(1, calls + 1):
             leaves = input_sets(make_resized, precision, requires_grad=requires_grad)
-            want = eager(measure, program, leaves["eager"])
-            others = noise_runs(lambda leaves, measure=measure: measure(program, leaves), leaves)
+            want = eager(measure, function, leaves["eager"])
+            others = noise_runs(
+                lambda leaves, measure=measure, function=function: measure(function, leaves),
+                leaves,
+            )
             got = measure(compiled, leaves["jit"])
             label = f"dynamic sizes, {name}, call {call} at other sizes"
             problems += compare(label, got, want, noise_of(want, others), precision)
