@@ -14,7 +14,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from ..runtime import autograd, grad_mode
+from ..runtime import autograd, grad_mode, native_eager
 from . import devices
 
 
@@ -647,7 +647,10 @@ def eager_bind(prim, args, params):
             data, dtype = _reduced_impl(prim, args, params)
             pattern = tuple([t._requires_grad for t in args])
         elif len(args) == 1:
-            data = prim.impl(first._data, **params)
+            if prim in native_eager.PRIMITIVES and native_eager.runs_natively(first._data):
+                data = native_eager.run(prim, first._data)
+            else:
+                data = prim.impl(first._data, **params)
             pattern = (first._requires_grad,)
         elif len(args) == 2:
             data = prim.impl(first._data, args[1]._data, **params)
