@@ -114,10 +114,6 @@ class Node:
         own inputs, not of its inner steps, which the engine follows."""
         return self.edges if self.shown_edges is None else self.shown_edges
 
-    @next_functions.setter
-    def next_functions(self, edges: tuple) -> None:
-        self.edges = edges
-
     def name(self) -> str:
         return type(self).__name__
 
