@@ -52,6 +52,19 @@ class CotangentHook:
     function: object
 
 
+def _emitted(eqns: list, values: dict):
+    """``eqns`` emitted again with ``values`` standing for some of their vars
+    (a traced backward's stand-in cotangents); returns the reader of what
+    each var became."""
+
+    def read(v):
+        return values.get(v, v) if isinstance(v, Var) else v
+
+    for eqn in eqns:
+        values[eqn.out] = eqn.prim(*[read(v) for v in eqn.inputs], **eqn.params)
+    return read
+
+
 def _apply_hooks(hooks: list, v, cotangents: dict) -> None:
     """``v``'s hooks, in the order registered, on its complete cotangent
     (none where no gradient reaches it, as in eager mode)."""
@@ -59,14 +72,7 @@ def _apply_hooks(hooks: list, v, cotangents: dict) -> None:
     if g is None:
         return
     for hook in hooks:
-        values = {hook.cotangent: g}
-
-        def read(x, values=values):
-            return values.get(x, x) if isinstance(x, Var) else x
-
-        for eqn in hook.eqns:
-            values[eqn.out] = eqn.prim(*[read(x) for x in eqn.inputs], **eqn.params)
-        g = read(hook.result)
+        g = _emitted(hook.eqns, {hook.cotangent: g})(hook.result)
     cotangents[v] = g
 
 
@@ -100,12 +106,7 @@ def _apply_custom(custom: CustomVJP, cotangents: dict, send) -> None:
             ct = cotangents.get(out) if out is not None else None
             zeros = Const(np.zeros(placeholder.shape, placeholder.dtype.np), placeholder.dtype)
             values[placeholder] = zeros if ct is None else ct
-
-    def read(v):
-        return values.get(v, v) if isinstance(v, Var) else v
-
-    for eqn in custom.eqns:
-        values[eqn.out] = eqn.prim(*[read(v) for v in eqn.inputs], **eqn.params)
+    read = _emitted(custom.eqns, values)
     for v, g in zip(custom.inputs, custom.grads):
         if v is not None and g is not None:
             send(v, unbroadcast(read(g), v.shape, v.dtype))

@@ -647,7 +647,7 @@ def eager_bind(prim, args, params):
             data, dtype = _reduced_impl(prim, args, params)
             pattern = tuple([t._requires_grad for t in args])
         elif len(args) == 1:
-            if prim in native_eager.PRIMITIVES and native_eager.runs_natively(first._data):
+            if prim in _NATIVE and native_eager.runs_natively(first._data):
                 data = native_eager.run(prim, first._data)
             else:
                 data = prim.impl(first._data, **params)
@@ -688,6 +688,7 @@ def eager_bind(prim, args, params):
 
 
 _COMPARISONS = frozenset([P.eq, P.ne, P.lt, P.le, P.gt, P.ge])
+_NATIVE = native_eager.PRIMITIVES  # eager primitives run as kernels on large arrays
 
 
 def _reduced_impl(prim, args, params) -> tuple:

@@ -462,17 +462,9 @@ class Trace:
             shape = self.symbolic_shape(out) if isinstance(out, Tensor) else None
             if cotangent is not None and shape is not None:
                 self.sym_shapes[cotangent] = shape
-        recorded, guards = self.eqns, len(self.guards)
-        self.eqns = []
-        try:
-            grads = node.apply(placeholders)
-        finally:
-            eqns, self.eqns = self.eqns, recorded
-        if len(self.guards) != guards:
-            raise TracingError(
-                f"the backward of {node.name()} at {user_line()} decides something on the "
-                "values of its gradients, which a compiled program cannot know in advance"
-            )
+        grads, eqns = self._traced_apart(
+            lambda: node.apply(placeholders), f"the backward of {node.name()} at {user_line()}"
+        )
         self.customs.append(
             CustomVJP(
                 inputs=input_vars,
@@ -485,6 +477,23 @@ class Trace:
                 grads=[None if g is None else self.var_of(g) for g in grads],
             )
         )
+
+    def _traced_apart(self, backward, what: str) -> tuple:
+        """``backward()`` run on stand-in cotangents, its equations kept apart
+        from the function's: (its result, its equations). What it decides on
+        the stand-ins' values is an error: later calls' gradients differ."""
+        recorded, guards = self.eqns, len(self.guards)
+        self.eqns = []
+        try:
+            result = backward()
+        finally:
+            eqns, self.eqns = self.eqns, recorded
+        if len(self.guards) != guards:
+            raise TracingError(
+                f"{what} decides something on the values of its gradients, which a "
+                "compiled program cannot know in advance"
+            )
+        return result, eqns
 
     def cotangent_hook(self, tensor, hook) -> None:
         """``tensor.register_hook(hook)`` on a value the function made: the
@@ -502,22 +511,14 @@ class Trace:
         shape = self.sym_shapes.get(var)
         if shape is not None:
             self.sym_shapes[cotangent] = shape
-        recorded, guards = self.eqns, len(self.guards)
-        self.eqns = []
-        try:
-            result = hook(placeholder)
-        finally:
-            eqns, self.eqns = self.eqns, recorded
+        result, eqns = self._traced_apart(
+            lambda: hook(placeholder), f"the hook registered at {user_line()}"
+        )
         if result is None:
             raise TracingError(
                 f"the hook registered at {user_line()} returns nothing: a hook that only "
                 "reads the gradient (to print or keep it) would see the trace's stand-in; "
                 "return the gradient, or run the function eagerly"
-            )
-        if len(self.guards) != guards:
-            raise TracingError(
-                f"the hook registered at {user_line()} decides something on the values of "
-                "its gradient, which a compiled program cannot know in advance"
             )
         if not isinstance(result, Tensor) or result._data.shape != placeholder._data.shape:
             raise RuntimeError(
