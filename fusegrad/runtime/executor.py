@@ -12,9 +12,10 @@ from __future__ import annotations
 from ..codegen.kernels import KernelCode
 from ..codegen.lowering import can_lower, can_lower_per_row
 from ..ir.fusion import Kernel, partition
-from ..ir.graph import Const, Graph, Var, run_equation
+from ..ir.graph import Const, Graph, Var
 from .launch import Launcher, layout_of
 from .plan import Plan, step_inputs, step_results
+from .routines import run_equation
 
 
 class Executor:

@@ -24,8 +24,8 @@ from math import prod
 import numpy as np
 
 from ..codegen.kernels import BLOCK, KernelCode
-from ..ir.graph import run_equation
 from . import threads
+from .routines import run_equation
 
 CHECKED = os.environ.get("FUSEGRAD_CHECK") == "1"
 

@@ -1,4 +1,4 @@
-"""Eager operations numpy has no fast loop for, run as compiled kernels.
+"""Eager operations numpy has no fast loop for, run natively.
 
 numpy has no erf: the primitive's numpy implementation calls math.erf
 element by element, some 80 ns each, so a GELU over a transformer's
@@ -6,7 +6,8 @@ activations took most of an eager step (and of a jit function's trace,
 which runs the function eagerly). On large arrays eager mode runs such a
 primitive as the one-equation program a compiled function would run: the
 kernel's approximation (within a few ulps, see codegen/mathfns.py), so eager
-and compiled code compute the same values.
+and compiled code compute the same values. Primitives with a hand-written
+routine (runtime/routines.py) run by it, as compiled programs do.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import numpy as np
 from ..ir import primitives as P
 from ..ir.dtypes import float32, float64
 from ..ir.graph import Eqn, Graph, Var
+from . import routines
 from .executor import Executor
 
-PRIMITIVES = frozenset([P.erf])
-MIN_ELEMENTS = 4096  # below, the element-by-element loop costs less than a launch
+PRIMITIVES = frozenset([P.erf, *routines.ROUTINES])
+MIN_ELEMENTS = 4096  # below, erf's element-by-element loop costs less than a launch
 PROGRAMS_KEPT = 64  # by (primitive, shape, dtype); the least recently used go first
 _DTYPES = {np.dtype(np.float32): float32, np.dtype(np.float64): float64}
 
@@ -30,13 +32,17 @@ _programs: OrderedDict = OrderedDict()
 _lock = threading.Lock()
 
 
-def runs_natively(x: np.ndarray) -> bool:
-    """Whether a primitive of ``PRIMITIVES`` on ``x`` runs as a kernel."""
+def runs_natively(prim, x: np.ndarray) -> bool:
+    """Whether ``prim`` (of ``PRIMITIVES``) on ``x`` runs natively."""
+    if prim in routines.ROUTINES:
+        return routines.runs_natively(prim, x)
     return x.size >= MIN_ELEMENTS and x.dtype in _DTYPES
 
 
-def run(prim, x: np.ndarray) -> np.ndarray:
-    """``prim`` on ``x`` (a float array) as a compiled kernel, into a new array."""
+def run(prim, x: np.ndarray, params: dict) -> np.ndarray:
+    """``prim`` on ``x`` (a float array) natively, into a new array."""
+    if prim in routines.ROUTINES:
+        return routines.ROUTINES[prim](x, **params)
     key = (prim, x.shape, x.dtype)
     with _lock:  # one run at a time: a program's first runs make its plans
         executor = _programs.get(key)

@@ -21,8 +21,9 @@ from math import prod
 import numpy as np
 
 from ..codegen.driver import Call, Fill, compile_driver, driver_sizes
-from ..ir.graph import Const, Var, run_equation
+from ..ir.graph import Const, Var
 from .launch import KernelBoundsError, Launcher, contiguous, layout_of
+from .routines import run_equation
 
 ALIGNMENT = 64  # bytes: a cache line, and a whole vector register
 WRITTEN = ("output", "row output", "reduction")  # roles whose arrays hold values

@@ -647,8 +647,8 @@ def eager_bind(prim, args, params):
             data, dtype = _reduced_impl(prim, args, params)
             pattern = tuple([t._requires_grad for t in args])
         elif len(args) == 1:
-            if prim in _NATIVE and native_eager.runs_natively(first._data):
-                data = native_eager.run(prim, first._data)
+            if prim in _NATIVE and native_eager.runs_natively(prim, first._data):
+                data = native_eager.run(prim, first._data, params)
             else:
                 data = prim.impl(first._data, **params)
             pattern = (first._requires_grad,)

@@ -1,0 +1,141 @@
+"""Hand-written loop nests for primitives that fused kernels do not cover.
+
+A fused kernel computes each element of its iteration shape from operands
+read through strides; adding overlapping windows back into an image (col2im,
+the ``fold`` primitive: a convolution's input gradient) scatters instead.
+numpy does it as one strided add over the whole batch per kernel tap, each a
+pass over memory; the loop nest here adds every tap of one image plane while
+the plane stays in cache, in numpy's order (so the sums are bit for bit the
+same). Sizes are arguments, so each routine compiles once per dtype.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from llvmlite import ir
+
+from .lowering import LLVM_TYPES
+from .target import compile_function
+
+I64 = ir.IntType(64)
+SPATIAL = 3  # fold of 1-D and 2-D windows runs as 3-D with leading axes of size 1
+
+# The fold routine's size arguments, in this order.
+FOLD_SIZES = (
+    ("planes_begin", "planes_end")
+    + tuple(f"kernel{a}" for a in range(SPATIAL))
+    + tuple(f"count{a}" for a in range(SPATIAL))
+    + tuple(f"size{a}" for a in range(SPATIAL))
+    + tuple(f"stride{a}" for a in range(SPATIAL))
+    + tuple(f"dilation{a}" for a in range(SPATIAL))
+)
+
+
+def fold(dtype_name: str):
+    """``fold(cols, out, sizes)``: for each plane in [planes_begin, planes_end),
+    out[plane] = the windows cols[plane] (kernel..., count...) added back into
+    an image of ``size...`` (C-contiguous arrays; ``sizes`` holds int64s in
+    the order of ``FOLD_SIZES``)."""
+    prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    return compile_function(
+        f"routine fold {dtype_name}", lambda symbol: _fold_ir(dtype_name, symbol), prototype
+    )
+
+
+def _fold_ir(dtype_name: str, symbol: str) -> str:
+    element = LLVM_TYPES[dtype_name]
+    pointer = element.as_pointer()
+    module = ir.Module(name="fold")
+    function = ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [pointer, pointer, I64.as_pointer()]), symbol
+    )
+    for argument in function.args:
+        argument.add_attribute("noalias")
+    cols_base, out_base, size_array = function.args
+    b = ir.IRBuilder(function.append_basic_block("entry"))
+    sizes = {
+        name: b.load(b.gep(size_array, [ir.Constant(I64, k)]), name=name)
+        for k, name in enumerate(FOLD_SIZES)
+    }
+    kernel = [sizes[f"kernel{a}"] for a in range(SPATIAL)]
+    count = [sizes[f"count{a}"] for a in range(SPATIAL)]
+    size = [sizes[f"size{a}"] for a in range(SPATIAL)]
+    stride = [sizes[f"stride{a}"] for a in range(SPATIAL)]
+    dilation = [sizes[f"dilation{a}"] for a in range(SPATIAL)]
+    plane_size = _product(b, size)
+    window_size = _product(b, kernel + count)
+    zero = ir.Constant(element, 0.0)
+
+    def plane(index):
+        out = b.gep(out_base, [_mul(b, index, plane_size)])
+        cols = b.gep(cols_base, [_mul(b, index, window_size)])
+        _loop(b, ir.Constant(I64, 0), plane_size, lambda k: b.store(zero, b.gep(out, [k])))
+        # taps outermost, as numpy's one add per tap: each element's sum in the same order
+        _nest(b, kernel, lambda tap: _nest(b, count[:-1], lambda at: add_row(out, cols, tap, at)))
+
+    def add_row(out, cols, tap, at):
+        position = [
+            _add(b, _mul(b, t, d), _mul(b, p, s)) for t, d, p, s in zip(tap, dilation, at, stride)
+        ]
+        target = _flat(b, position + [_mul(b, tap[-1], dilation[-1])], size)
+        source = _mul(b, _flat(b, tap + at, kernel + count[:-1]), count[-1])
+
+        def add(p):
+            into = b.gep(out, [_add(b, target, _mul(b, p, stride[-1]))])
+            b.store(b.fadd(b.load(into), b.load(b.gep(cols, [_add(b, source, p)]))), into)
+
+        _loop(b, ir.Constant(I64, 0), count[-1], add)
+
+    _loop(b, sizes["planes_begin"], sizes["planes_end"], plane)
+    b.ret_void()
+    return str(module)
+
+
+def _add(b, x, y):
+    return b.add(x, y, flags=["nsw"])
+
+
+def _mul(b, x, y):
+    return b.mul(x, y, flags=["nsw"])
+
+
+def _product(b, values):
+    total = ir.Constant(I64, 1)
+    for value in values:
+        total = _mul(b, total, value)
+    return total
+
+
+def _flat(b, index, shape):
+    """The flat offset of ``index`` in a C-contiguous array of ``shape``."""
+    offset = index[0]
+    for i, n in zip(index[1:], shape[1:]):
+        offset = _add(b, _mul(b, offset, n), i)
+    return offset
+
+
+def _nest(b, ends, body, index=()):
+    """``body(index)`` for every index below ``ends``, the last axis fastest."""
+    if not ends:
+        body(list(index))
+        return
+    _loop(b, ir.Constant(I64, 0), ends[0], lambda i: _nest(b, ends[1:], body, (*index, i)))
+
+
+def _loop(b, start, stop, body):
+    """``body(index)`` for index in [start, stop)."""
+    before = b.block
+    header = b.append_basic_block("loop")
+    inside = b.append_basic_block("body")
+    after = b.append_basic_block("after")
+    b.branch(header)
+    b.position_at_end(header)
+    index = b.phi(I64)
+    index.add_incoming(start, before)
+    b.cbranch(b.icmp_signed("<", index, stop), inside, after)
+    b.position_at_end(inside)
+    body(index)
+    index.add_incoming(_add(b, index, ir.Constant(I64, 1)), b.block)
+    b.branch(header)
+    b.position_at_end(after)

@@ -1,0 +1,57 @@
+"""Primitives run by a hand-written native loop (codegen/routines.py) where
+numpy's implementation is slow: compiled plans and eager mode call the same
+routine, so both compute the same values. Other primitives, and other dtypes,
+run through their numpy implementation."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ..codegen import routines
+from ..ir import graph
+from ..ir import primitives as P
+from . import threads
+
+_FLOATS = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
+ELEMENTS_PER_THREAD = 1 << 18  # below, starting a thread costs more than it saves
+
+
+def fold(cols: np.ndarray, size, kernel, stride, dilation) -> np.ndarray:
+    """``P.fold`` (col2im) by the native routine: planes split among threads."""
+    spatial = len(kernel)
+    cols = np.ascontiguousarray(cols)
+    lead = cols.shape[: cols.ndim - 2 * spatial]
+    counts = cols.shape[cols.ndim - spatial :]
+    out = np.empty(lead + tuple(size), cols.dtype)
+    planes = math.prod(lead)
+    if planes == 0 or out.size == 0:
+        out.fill(0)
+        return out
+    ones = [1] * (routines.SPATIAL - spatial)
+    settings = [n for sizes in (kernel, counts, size, stride, dilation) for n in (*ones, *sizes)]
+    chunks = max(1, min(threads.count(), cols.size // ELEMENTS_PER_THREAD, planes))
+    bounds = [planes * k // chunks for k in range(chunks + 1)]
+    arguments = [
+        np.array([begin, end, *settings], np.int64) for begin, end in itertools.pairwise(bounds)
+    ]
+    function = routines.fold(cols.dtype.name)
+    threads.run(function, [(cols.ctypes.data, out.ctypes.data, a.ctypes.data) for a in arguments])
+    return out
+
+
+ROUTINES = {P.fold: fold}
+
+
+def runs_natively(prim, x: np.ndarray) -> bool:
+    """Whether ``prim`` on ``x`` (its first operand) runs by a routine."""
+    return prim in ROUTINES and x.dtype in _FLOATS
+
+
+def run_equation(eqn, values: list) -> np.ndarray:
+    """One equation on numpy arrays: by its routine where it has one."""
+    if runs_natively(eqn.prim, values[0]):
+        return ROUTINES[eqn.prim](*values, **eqn.params)
+    return graph.run_equation(eqn, values)
