@@ -400,6 +400,9 @@ def test_max_and_min_reductions_fuse_and_propagate_nan(dtype):
         xs[5, 0] = np.nan  # first: the accumulator holds a NaN from the start
         xs[7] = -np.inf  # a row masked out (attention), equal to the accumulator's start
         xs[9, 3], xs[9, 9] = np.inf, -np.inf
+        xs[11, 2049] = np.nan  # last, in a later block: the block's NaN flag, not its max
+        xs[13, 1500], xs[13, 1501] = np.nan, np.inf
+        xs[15] = np.nan
     got, want = executor.run([xs]), evaluate(graph, [xs])
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5 if dtype is fg.float32 else 1e-12)

@@ -1330,3 +1330,27 @@ def test_the_makemore_update_compiles_on_sampled_parameters(make):
     for _ in range(3):
         np.testing.assert_allclose(float(compiled(w, x)), float(step(twin, x)), rtol=1e-5)
     np.testing.assert_allclose(w.detach().numpy(), twin.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_tiny_kernel_approximating_after_its_reduction_runs_compiled():
+    """``m ** m`` of ``m = x.max()`` is computed after the kernel's reduction (a
+    row equation). Tiny kernels run in numpy unless they approximate: that
+    must count row equations too, or the forward's power has numpy's bits
+    while the backward, computing it again in a kernel, has the kernel's; the
+    min's tie test between the two then failed and its gradient was 0/0."""
+    from fusegrad.ir.graph import evaluate
+    from fusegrad.runtime.executor import Executor
+
+    def program(x):
+        m = x.max()
+        return (m**m).amin(dim=-1, keepdim=True)
+
+    x = np.random.default_rng(1133617932).standard_normal((1, 3, 1, 1))  # the fuzzer's find
+    traced = fg.jit(program).lower(fg.tensor(x, requires_grad=True)).program
+    first_residual = traced.num_outputs + traced.num_extras
+    cotangent = [np.array(-1.3)]
+    want = evaluate(traced.backward, evaluate(traced.forward, [x])[first_residual:] + cotangent)
+    values = Executor(traced.forward).run([x])
+    got = Executor(traced.backward).run(list(values[first_residual:]) + cotangent)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    assert np.isfinite(got[0]).all()

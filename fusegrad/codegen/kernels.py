@@ -188,7 +188,7 @@ class KernelCode:
     def approximates(self) -> bool:
         """Whether any equation's lowering is an approximation: numpy would
         compute other bits for it."""
-        return any(_cost(e) > 1 for e in self.body)
+        return any(_cost(e) > 1 for e in self.body + self.kernel.row_eqns)
 
     @property
     def work_per_element(self) -> int:
@@ -476,22 +476,38 @@ class _Emitter:
         b.position_at_end(body)
         index = b.phi(I64, name="i")
         index.add_incoming(start, header)
-        partial = []
+        partial, seen_nan = [], []
         for reducer in reducers:
             phi = b.phi(reducer.type)
             phi.add_incoming(reducer.identity, header)
             partial.append(phi)
+            if reducer.extremum_of_floats:
+                flag = b.phi(BOOL)
+                flag.add_incoming(ir.Constant(BOOL, 0), header)
+                seen_nan.append(flag)
+            else:
+                seen_nan.append(None)
         env = self.element(offsets, index, depth, phase, row_env)
         self.accumulate_columns(offsets, index, depth, phase, env)
-        updated = []
-        for reducer, phi in zip(reducers, partial):
-            updated.append(reducer.combine(b, phi, env[id(reducer.eqn.inputs[0])]))
+        updated, updated_nan = [], []
+        for reducer, phi, flag in zip(reducers, partial, seen_nan):
+            value = env[id(reducer.eqn.inputs[0])]
+            if flag is None:
+                updated.append(reducer.combine(b, phi, value))
+                updated_nan.append(None)
+            else:
+                # NaN is tracked apart so the extremum's loop vectorizes
+                updated.append(reducer.combine_ordered(b, phi, value))
+                updated_nan.append(b.or_(flag, b.fcmp_unordered("uno", value, value)))
+                flag.add_incoming(updated_nan[-1], b.block)
             phi.add_incoming(updated[-1], b.block)  # element code may have branched
         following = b.add(index, ir.Constant(I64, 1))
         index.add_incoming(following, b.block)
         b.cbranch(b.icmp_signed("<", following, stop), body, after)
         b.position_at_end(after)
-        for reducer, value in zip(reducers, updated):
+        for reducer, value, flag in zip(reducers, updated, updated_nan):
+            if flag is not None:
+                value = b.select(flag, ir.Constant(reducer.type, float("nan")), value)
             total = self.totals[id(reducer)]
             b.store(reducer.combine_total(b, b.load(total), value), total)
 
@@ -615,6 +631,17 @@ class Reducer:
         if acc.type == BOOL:
             return b.or_(acc, value) if self.kind == "max" else b.and_(acc, value)
         return b.select(b.icmp_signed(">" if self.kind == "max" else "<", value, acc), value, acc)
+
+    @property
+    def extremum_of_floats(self) -> bool:
+        return self.floating and self.kind != "sum"
+
+    def combine_ordered(self, b, acc, value):
+        """A float max or min that passes over NaN (which the caller tracks):
+        LLVM vectorizes its loop, as it does not the NaN-propagating one."""
+        name = "llvm.maximumnum" if self.kind == "max" else "llvm.minimumnum"
+        signature = ir.FunctionType(acc.type, [acc.type, acc.type])
+        return b.call(b.module.declare_intrinsic(name, [acc.type], signature), [acc, value])
 
     def combine_total(self, b, total, partial):
         if self.kind == "sum" and self.floating:
