@@ -7,8 +7,10 @@ jax.jit; numpy by hand (the gradient written out) runs beside them. Each
 implementation's loss and gradients are checked against float64 numpy before
 it is timed (W7's, a GPT too long to differentiate by hand, against fusegrad
 eager in float64, which PyTorch and JAX then cross-check); then all of a
-workload's implementations run interleaved in one process and the medians are
-printed with two ratios: to numpy by hand and to the best peer (torch.compile
+workload's implementations run interleaved in one process (in each round,
+each implementation runs once untimed first, so none is timed while the
+previous one's worker threads still spin) and the medians are printed with two
+ratios: to numpy by hand and to the best peer (torch.compile
 and JAX unless the workload names others). Every implementation uses the
 cores it uses by default (fusegrad and PyTorch: all of them).
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import time
 import types
@@ -602,6 +605,7 @@ def _time(runs: dict, repeat: int, number: int) -> dict:
     samples = {name: [] for name in runs}
     for _ in range(repeat):
         for name, run in runs.items():
+            run()
             start = time.perf_counter()
             for _ in range(number):
                 run()
@@ -776,6 +780,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--no-torch-compile", action="store_true")
     args = parser.parse_args()
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if forced:  # numpy's matrix products (and so fusegrad's) run these kernels
+        print(f"OPENBLAS_CORETYPE={forced}: numpy's OpenBLAS runs its {forced} kernels\n")
     specs = workloads(np.random.default_rng(0))
     for name in args.only.split(","):
         run_workload(name, specs[name], args.repeat, not args.no_torch_compile)
