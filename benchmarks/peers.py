@@ -8,9 +8,9 @@ implementation's loss and gradients are checked against float64 numpy before
 it is timed (W7's, a GPT too long to differentiate by hand, against fusegrad
 eager in float64, which PyTorch and JAX then cross-check); then all of a
 workload's implementations run interleaved in one process (in each round,
-each implementation runs once untimed first, so none is timed while the
-previous one's worker threads still spin) and the medians are printed with two
-ratios: to numpy by hand and to the best peer (torch.compile
+each implementation starts after the previous one's worker threads went
+idle, and runs untimed first; see ``_time``) and the medians are printed with
+two ratios: to numpy by hand and to the best peer (torch.compile
 and JAX unless the workload names others). Every implementation uses the
 cores it uses by default (fusegrad and PyTorch: all of them).
 
@@ -601,15 +601,30 @@ def _float64_fusegrad(workload, arrays, wrt):
     return [_as_numpy(v) for v in [loss, *(tensors[i].grad for i in wrt)]]
 
 
+# Between implementations: OpenBLAS's threads spin for about 0.1 s after a
+# product, PyTorch's and XLA's pools for a while too, and each took a core
+# from whichever implementation ran next. Then an implementation runs untimed
+# for a while (this VM's cores run slower for a moment after idling), and a
+# sample is at least SAMPLE_SECONDS of calls.
+SETTLE_SECONDS = 0.3
+WARM_SECONDS = 0.05
+SAMPLE_SECONDS = 0.05
+
+
 def _time(runs: dict, repeat: int, number: int) -> dict:
     samples = {name: [] for name in runs}
     for _ in range(repeat):
         for name, run in runs.items():
-            run()
-            start = time.perf_counter()
-            for _ in range(number):
+            time.sleep(SETTLE_SECONDS)
+            start, calls = time.perf_counter(), 0
+            while calls < number or time.perf_counter() - start < WARM_SECONDS:
                 run()
-            samples[name].append((time.perf_counter() - start) / number)
+                calls += 1
+            calls = max(number, math.ceil(SAMPLE_SECONDS * calls / (time.perf_counter() - start)))
+            start = time.perf_counter()
+            for _ in range(calls):
+                run()
+            samples[name].append((time.perf_counter() - start) / calls)
     return {name: statistics.median(s) * 1e3 for name, s in samples.items()}
 
 

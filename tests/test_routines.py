@@ -58,3 +58,15 @@ def test_convolution_input_gradient_is_the_same_eager_and_compiled():
     compiled = fg.jit(input_gradient)
     for _ in range(3):  # calls 1, 2 and 3 take different paths
         np.testing.assert_array_equal(compiled(x, w, y).numpy(), eager)
+
+
+def test_fold_routine_leaves_windows_of_another_image_to_numpy():
+    """The routine writes where windows came from: windows that do not fit the
+    image never reach it (numpy's implementation raises instead)."""
+    cols = np.ones((2, 3, 3, 4, 4), np.float32)  # 4x4 windows: a 6x6 image, not 5x5
+    with pytest.raises(ValueError):
+        routines.fold(cols, (5, 5), (3, 3), (1, 1), (1, 1))
+    np.testing.assert_array_equal(
+        routines.fold(cols, (6, 6), (3, 3), (1, 1), (1, 1)),
+        P.fold.impl(cols, size=(6, 6), kernel=(3, 3), stride=(1, 1), dilation=(1, 1)),
+    )

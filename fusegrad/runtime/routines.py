@@ -22,6 +22,8 @@ ELEMENTS_PER_THREAD = 1 << 18  # below, starting a thread costs more than it sav
 def fold(cols: np.ndarray, size, kernel, stride, dilation) -> np.ndarray:
     """``P.fold`` (col2im) by the native routine: planes split among threads."""
     spatial = len(kernel)
+    if not _fits(cols.shape, size, kernel, stride, dilation):  # the loops would stray
+        return P.fold.impl(cols, size=size, kernel=kernel, stride=stride, dilation=dilation)
     cols = np.ascontiguousarray(cols)
     lead = cols.shape[: cols.ndim - 2 * spatial]
     counts = cols.shape[cols.ndim - spatial :]
@@ -40,6 +42,16 @@ def fold(cols: np.ndarray, size, kernel, stride, dilation) -> np.ndarray:
     function = routines.fold(cols.dtype.name)
     threads.run(function, [(cols.ctypes.data, out.ctypes.data, a.ctypes.data) for a in arguments])
     return out
+
+
+def _fits(shape, size, kernel, stride, dilation) -> bool:
+    """Whether windows of ``shape`` are those of an image of ``size``: the
+    routine writes where they came from, so anything else goes to numpy's
+    implementation, which raises."""
+    if min((*stride, *dilation), default=1) < 1 or len(shape) < 2 * len(kernel):
+        return False
+    counts = tuple(map(P.window_count, size, kernel, stride, dilation))
+    return tuple(shape[len(shape) - 2 * len(kernel) :]) == tuple(kernel) + counts
 
 
 ROUTINES = {P.fold: fold}
