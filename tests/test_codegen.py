@@ -595,6 +595,30 @@ def test_chunks_on_several_cores_give_the_one_core_result(threads, monkeypatch):
     assert max(len(c) for c in chunks) == min(int(threads), 300)
 
 
+def test_kernels_beside_matrix_products_split_only_much_more_work(monkeypatch):
+    """OpenBLAS's threads spin on the cores after a product: in a program with
+    products a kernel splits from PARALLEL_WORK_BESIDE_BLAS, elsewhere from
+    PARALLEL_WORK."""
+    monkeypatch.setenv("FUSEGRAD_NUM_THREADS", "2")
+    monkeypatch.setattr(launch, "PARALLEL_WORK", 1)
+    x, w = Var((300, 64), fg.float32), Var((64, 64), fg.float32)
+    xs, ws = np.ones((300, 64), np.float32), np.eye(64, dtype=np.float32)
+
+    def most_chunks(with_product):
+        builder = GraphBuilder()
+        with building(builder):
+            y = P.exp(P.matmul(x, w) if with_product else x) * 2.0
+        executor = Executor(Graph([x, w], builder.eqns, [y]))
+        executor.run([xs, ws])
+        (launcher,) = [s for s in executor.steps if isinstance(s, Launcher)]
+        assert launcher.beside_blas is with_product
+        return max(len(run.chunks) for run in launcher.launches.values())
+
+    assert (most_chunks(False), most_chunks(True)) == (2, 1)
+    monkeypatch.setattr(launch, "PARALLEL_WORK_BESIDE_BLAS", 1)
+    assert most_chunks(True) == 2
+
+
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
 def test_a_pass_that_needs_the_whole_total_is_not_split(threads, monkeypatch):
     """x - mean(x) needs every element's sum before its second pass; mean(x)

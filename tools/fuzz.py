@@ -614,6 +614,7 @@ def configure_backend(profile):
         knobs.SMALL_WORK = 0
     if profile == "threads":
         knobs.PARALLEL_WORK = 1
+        knobs.PARALLEL_WORK_BESIDE_BLAS = 1
 
 
 # ------------------------------------------------------------------ harness end

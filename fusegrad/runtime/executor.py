@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..codegen.kernels import KernelCode
 from ..codegen.lowering import can_lower, can_lower_per_row
+from ..ir import primitives as P
 from ..ir.fusion import Kernel, partition
 from ..ir.graph import Const, Graph, Var
 from .launch import Launcher, layout_of
@@ -21,9 +22,14 @@ from .routines import run_equation
 class Executor:
     def __init__(self, graph: Graph):
         self.graph = graph
+        steps = partition(graph, can_lower, per_row=can_lower_per_row)
+        # OpenBLAS's threads spin on the cores for a while after each matrix
+        # product: beside products, a kernel's chunk on another core waits
+        # for one, so only far more work is worth splitting.
+        beside_blas = any(not isinstance(s, Kernel) and s.eqn.prim is P.matmul for s in steps)
         self.steps = [
-            Launcher(KernelCode(step)) if isinstance(step, Kernel) else step.eqn
-            for step in partition(graph, can_lower, per_row=can_lower_per_row)
+            Launcher(KernelCode(step), beside_blas) if isinstance(step, Kernel) else step.eqn
+            for step in steps
         ]
         # An intermediate is dropped after the last step that reads it (or
         # at once, if none does), so its memory goes back while the program
