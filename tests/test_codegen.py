@@ -937,3 +937,24 @@ def test_a_one_valued_exponent_of_one_half_is_numpys_square_root(dtype):
         (got,) = Executor(Graph(inputs, builder.eqns, [out])).run(values)
         np.testing.assert_array_equal(got, want)
         assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_kernels_differing_in_a_one_element_constant_do_not_share_machine_code():
+    """A row equation reading a constant of shape [1] (a size computed into a
+    gradient: -n for log_softmax's) had its value inlined while the kernel's
+    description named it as an operand, so the kernel for n=4 ran the machine
+    code made for n=3 (the fuzzer's find, under dynamic sizes)."""
+    x = Var((1, 4), fg.float64)
+    xs = np.random.default_rng(4).standard_normal((1, 4))
+    descriptions = set()
+    for n in (-3.0, -4.0):
+        builder = GraphBuilder()
+        with building(builder):
+            e = P.exp(x - P.reshape(P.reduce_max(x, axes=(1,)), shape=(1, 1)))
+            scale = P.div(Const(np.array([n]), fg.float64), P.reduce_sum(e, axes=(1,)))
+            y = P.broadcast_to(scale, shape=(1, 4)) * e + 1.0
+        graph = Graph([x], builder.eqns, [y])
+        executor = Executor(graph)
+        np.testing.assert_allclose(executor.run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-12)
+        descriptions.add(executor.kernels[0].description())
+    assert len(descriptions) == 2

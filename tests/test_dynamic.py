@@ -164,6 +164,23 @@ def test_sizes_that_ops_compute_with_match_eager(fn, shapes):
         _close([out, x.grad], [expected, twin.grad])
 
 
+def test_a_backward_inside_computing_with_a_size_matches_eager_at_every_size():
+    """log_softmax's gradient computes with its row's length; in a kernel's
+    row equation that constant was inlined into machine code the next size
+    shared (the fuzzer's find: the gradient at n=4 used n=3)."""
+
+    def step(x):
+        out = F.log_softmax(fg.stack([x, x])[fg.tensor([-2])], dim=-1)
+        out.sum().backward()
+        return out
+
+    compiled = fg.jit(step, dynamic=True)
+    for n in (3, 4, 5, 4):
+        data = np.random.default_rng(n).standard_normal(n)
+        x, twin = fg.tensor(data, requires_grad=True), fg.tensor(data, requires_grad=True)
+        _close([compiled(x), x.grad], [step(twin), twin.grad])
+
+
 def test_dynamic_true_traces_once_and_dynamic_false_per_shape():
     def fn(x):
         return (x * 2).sum(0)

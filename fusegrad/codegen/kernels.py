@@ -72,7 +72,7 @@ class KernelCode:
 
     def __init__(self, kernel):
         self.kernel = kernel
-        # 0-d constants become LLVM constants; every other input is an argument
+        # one-element constants become LLVM constants; every other input is an argument
         inputs = [v for v in kernel.inputs if not _is_scalar_constant(v)]
         row_inputs = [v for v in kernel.row_inputs if not _is_scalar_constant(v)]
         self.args = inputs + row_inputs
@@ -131,7 +131,7 @@ class KernelCode:
         """Text that determines this kernel's LLVM IR for a layout: its
         operands (role, accumulation, placement in the iteration space), its
         equations with their passes, values numbered in order of appearance
-        and 0-d constants written out. The code reads sizes at run time, so
+        and one-element constants written out. The code reads sizes at run time, so
         sizes above 1 are written as classes of equal sizes (``n0``, ``n1``):
         kernels that differ only in such sizes share their machine code."""
         numbers: dict = {}
@@ -558,7 +558,7 @@ def _store(b, value, pointer, v):
 
 
 def _lower(b, eqn, env, precise: bool):
-    """An equation on values already computed (0-d constants inline); a
+    """An equation on values already computed (one-element constants inline); a
     reshape between a row value's shapes changes nothing per row."""
     operands = [env[id(v)] if id(v) in env else _constant(v) for v in eqn.inputs]
     if eqn.prim is P.reshape:
@@ -569,7 +569,11 @@ def _lower(b, eqn, env, precise: bool):
 
 
 def _is_scalar_constant(v) -> bool:
-    return isinstance(v, Const) and v.value.ndim == 0
+    """A constant of one element: inlined into the code (and written out in
+    its description), whatever its shape, since a kernel's values are per
+    element. Left as an operand, a row equation reading it inlined it anyway,
+    and kernels that differed only in its value shared machine code."""
+    return isinstance(v, Const) and v.value.size == 1
 
 
 def _cost(eqn) -> int:
@@ -661,7 +665,7 @@ class Reducer:
 
 
 def _constant(c):
-    """A 0-d constant operand as an LLVM constant."""
+    """A one-element constant operand as an LLVM constant."""
     value = c.value.item()
     if c.dtype.name in ("bool", "int64", "int32"):
         value = int(value)
