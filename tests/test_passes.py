@@ -169,3 +169,64 @@ def test_a_broadcast_seed_of_ones_or_zeros_acts_as_its_value():
         np.ones(3, np.float32),
     ]
     _assert_same(graph, simplified, values)
+
+
+def _narrowed(x, axis, start, stop):
+    spec = (("slice", None, None, None),) * axis + (("slice", start, stop, None),)
+    return P.index(x, spec=spec)
+
+
+def test_the_gradient_of_a_splits_parts_is_their_concatenation():
+    """Parts of a split (q, k, v) send cotangents into adjacent slices of one
+    axis: the adjoint concatenates them (once, spliced) instead of filling
+    and adding zeros per part; slices with gaps or overlaps still add."""
+    x = Var((2, 3, 12), fg.float64)
+    rng = np.random.default_rng(6)
+    xs = rng.standard_normal((2, 3, 12))
+    cases = {
+        "split": ([(8, 12), (0, 4), (4, 8)], True),
+        "uneven, middle parts": ([(2, 5), (5, 12)], False),
+        "gap": ([(0, 4), (5, 12)], False),
+        "overlap": ([(0, 6), (4, 12)], False),
+    }
+    for name, (bounds, covers) in cases.items():
+        builder = GraphBuilder()
+        with building(builder):
+            sums = [
+                P.reduce_sum(P.exp(_narrowed(x, 2, a, b)) * float(k + 1), axes=(0, 1, 2))
+                for k, (a, b) in enumerate(bounds)
+            ]
+            total = sums[0]
+            for part in sums[1:]:
+                total = total + part
+        graph = adjoint(Graph([x], builder.eqns, [total]), [0])
+        simplified = simplify(graph)
+        prims = [e.prim for e in simplified.eqns]
+        joined = not any(b[0] != a[1] for a, b in zip(sorted(bounds), sorted(bounds)[1:]))
+        assert (P.concatenate in prims) is joined, name
+        assert prims.count(P.concatenate) <= 1, name
+        assert (P.scatter_add not in prims) is (joined and covers), name
+        seed = np.array(0.7)
+        want = np.zeros((2, 3, 12))
+        for k, (a, b) in enumerate(bounds):
+            want[..., a:b] += np.exp(xs[..., a:b]) * (k + 1) * 0.7
+        (got,) = evaluate(simplified, [xs, seed])[1:]
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
+
+
+def test_a_concatenation_of_concatenations_on_its_axis_is_one():
+    a, b, c = (Var((2, n), fg.float32) for n in (1, 2, 3))
+    builder = GraphBuilder()
+    with building(builder):
+        inner = P.concatenate(a, b, axis=1)
+        other_axis = P.concatenate(a, a, axis=0)
+        outer = P.concatenate(c, inner, axis=1)
+        kept = P.concatenate(other_axis, P.concatenate(b, b, axis=0), axis=1)
+    graph = Graph([a, b, c], builder.eqns, [outer, kept])
+    simplified = dce(algebraic(graph))
+    (spliced,) = [e for e in simplified.eqns if e.out is simplified.outputs[0]]
+    assert spliced.inputs == (c, a, b)
+    assert len([e for e in simplified.eqns if e.prim is P.concatenate]) == 4
+    rng = np.random.default_rng(2)
+    values = [rng.standard_normal(v.shape).astype(np.float32) for v in (a, b, c)]
+    _assert_same(graph, simplified, values)

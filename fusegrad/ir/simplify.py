@@ -7,7 +7,8 @@ whose every value is bit-for-bit what the original computes.
   --x, with constants of any shape that leave x's shape alone; not x+0,
   which turns -0 into +0) and shape canonicalization
   (reshape/transpose/broadcast that change nothing, a copy of a copy,
-  reshape of reshape, transpose of transpose); an elementwise operand that
+  reshape of reshape, transpose of transpose, a concatenation's operands
+  that are concatenations on its axis); an elementwise operand that
   is a constant array of one repeated value becomes that value when the
   other operands set the shape.
 - ``cse``: one equation per distinct (primitive, operands, parameters).
@@ -163,6 +164,20 @@ def _reshape_of_reshape(m: _Match):
     return Eqn(P.reshape, inner.inputs, m.eqn.params, m.out) if inner is not None else None
 
 
+def _concatenate_of_concatenate(m: _Match):
+    """Operands that are concatenations along the same axis are spliced in:
+    one copy instead of one per level (the parts of a split's gradient)."""
+    axis, spliced, found = m.eqn.params["axis"], [], False
+    for v in m.ins:
+        inner = m.producer_of(v, P.concatenate)
+        if inner is not None and inner.params["axis"] == axis:
+            spliced += inner.inputs
+            found = True
+        else:
+            spliced.append(v)
+    return Eqn(P.concatenate, tuple(spliced), m.eqn.params, m.out) if found else None
+
+
 def _transpose_of_transpose(m: _Match):
     inner = m.producer_of(m.ins[0], P.transpose)
     if inner is None:
@@ -214,6 +229,7 @@ RULES = [
     ((P.broadcast_to,), _broadcast_of_leading_ones),
     ((P.reshape,), _reshape_of_reshape),
     ((P.transpose,), _transpose_of_transpose),
+    ((P.concatenate,), _concatenate_of_concatenate),
     (None, _uniform_constants_as_numbers),  # any primitive
 ]
 
