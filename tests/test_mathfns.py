@@ -259,3 +259,14 @@ def test_eager_erf_on_large_arrays_runs_the_kernel(np_dtype):
     assert np.signbit(fg.from_numpy(base).erf().numpy()[0, 3])  # erf(-0.0) is -0.0
     small = fg.tensor([0.5], dtype=fg.float32).erf()  # below the size: math.erf
     assert small.item() == np.float32(math.erf(0.5))
+
+
+@pytest.mark.parametrize("name", ["sin", "tan", "tanh", "erf", "expm1", "log1p"])
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_odd_functions_keep_the_sign_of_zero(name, np_dtype):
+    """f(-0) is -0, as numpy gives: the kernels' sin and tanh gave +0, so
+    x / sin(x) was inf where numpy has -inf (a fuzzer find)."""
+    x = np.array([-0.0, 0.0, -1e-30, 1e-30] * 64, np_dtype)
+    got = fg.jit(lambda t: getattr(fg, name)(t))(fg.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(x))
+    assert (got[:2] == 0).all()

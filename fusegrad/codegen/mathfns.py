@@ -250,7 +250,14 @@ def tanh(e: Emitter, x):
     t = exp(e, e.b.fneg(a))
     u = e.mul(t, t)
     large = _copysign(e, e.div(e.sub(e.c(1.0), u), e.add(e.c(1.0), u)), x)
-    return e.select(e.lt(a, e.c(0.625)), small, large)
+    return _zero_keeps_its_sign(e, x, e.select(e.lt(a, e.c(0.625)), small, large))
+
+
+def _zero_keeps_its_sign(e: Emitter, x, value):
+    """An odd function's value, with f(-0) = -0 as numpy gives: the
+    approximations' arithmetic (-0 - (-0) = +0) loses the sign of zero,
+    and a division by the result would then give inf for -inf."""
+    return e.select(e.b.fcmp_ordered("==", x, e.c(0.0)), x, value)
 
 
 def _copysign(e: Emitter, magnitude, sign):
@@ -625,4 +632,5 @@ def _sin_cos(e: Emitter, x, cosine: bool):
     odd = b.icmp_signed("!=", b.and_(quadrant, ir.Constant(I32, 1)), ir.Constant(I32, 0))
     value = e.select(odd, cosine_value, sine)
     negative = b.icmp_signed("!=", b.and_(quadrant, ir.Constant(I32, 2)), ir.Constant(I32, 0))
-    return e.select(negative, b.fneg(value), value)
+    value = e.select(negative, b.fneg(value), value)
+    return value if cosine else _zero_keeps_its_sign(e, x, value)
