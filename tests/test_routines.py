@@ -8,7 +8,7 @@ from fusegrad.ir import primitives as P
 from fusegrad.runtime import routines
 
 # (windows' leading shape, image size, kernel, stride, dilation)
-FOLDS = [
+WINDOWS = [
     ((64, 6), (14, 14), (5, 5), (1, 1), (1, 1)),  # LeNet's second convolution
     ((2, 3), (9,), (3,), (2,), (1,)),
     ((2, 3), (9, 11), (3, 2), (2, 3), (2, 1)),  # gaps between windows
@@ -19,7 +19,7 @@ FOLDS = [
 ]
 
 
-@pytest.mark.parametrize("case", FOLDS, ids=str)
+@pytest.mark.parametrize("case", WINDOWS, ids=str)
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
 def test_fold_routine_matches_numpy_bit_for_bit(case, np_dtype):
     lead, size, kernel, stride, dilation = case
@@ -30,6 +30,31 @@ def test_fold_routine_matches_numpy_bit_for_bit(case, np_dtype):
     got = routines.fold(cols, size, kernel, stride, dilation)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)  # same taps in the same order
+
+
+@pytest.mark.parametrize("case", WINDOWS, ids=str)
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_windows_routine_matches_numpy(case, np_dtype):
+    lead, size, kernel, stride, dilation = case
+    x = np.random.default_rng(6).standard_normal(lead + size).astype(np_dtype)
+    want = P.windows.impl(x, kernel=kernel, stride=stride, dilation=dilation)
+    got = routines.windows(x, kernel, stride, dilation)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_windows_routine_reads_a_strided_image():
+    stored = np.random.default_rng(7).standard_normal((3, 2, 9, 16)).astype(np.float32)
+    x = stored[..., ::2].transpose(1, 0, 2, 3)  # (2, 3, 9, 8), strided
+    want = P.windows.impl(x, kernel=(3, 2), stride=(2, 1), dilation=(1, 2))
+    np.testing.assert_array_equal(routines.windows(x, (3, 2), (2, 1), (1, 2)), want)
+
+
+def test_windows_routine_leaves_windows_that_do_not_fit_to_numpy():
+    x = np.ones((2, 3, 4, 4), np.float32)
+    counts_below_one = dict(kernel=(5, 5), stride=(1, 1), dilation=(1, 1))
+    want = P.windows.impl(x, **counts_below_one)  # numpy makes an empty array
+    np.testing.assert_array_equal(routines.windows(x, **counts_below_one), want)
 
 
 def test_fold_routine_reads_strided_windows():

@@ -6,7 +6,10 @@ the ``fold`` primitive: a convolution's input gradient) scatters instead.
 numpy does it as one strided add over the whole batch per kernel tap, each a
 pass over memory; the loop nest here adds every tap of one image plane while
 the plane stays in cache, in numpy's order (so the sums are bit for bit the
-same). Sizes are arguments, so each routine compiles once per dtype.
+same). Copying the windows out (im2col, ``windows``) is the same nest the
+other way; numpy's strided copy pays its loop overhead per window row, a
+few elements long. Sizes are arguments, so each routine compiles once per
+dtype.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from .lowering import LLVM_TYPES
 from .target import compile_function
 
 I64 = ir.IntType(64)
-SPATIAL = 3  # fold of 1-D and 2-D windows runs as 3-D with leading axes of size 1
+SPATIAL = 3  # 1-D and 2-D windows run as 3-D with leading axes of size 1
 
-# The fold routine's size arguments, in this order.
-FOLD_SIZES = (
+# The routines' size arguments, in this order.
+WINDOW_SIZES = (
     ("planes_begin", "planes_end")
     + tuple(f"kernel{a}" for a in range(SPATIAL))
     + tuple(f"count{a}" for a in range(SPATIAL))
@@ -33,30 +36,45 @@ FOLD_SIZES = (
 
 
 def fold(dtype_name: str):
-    """``fold(cols, out, sizes)``: for each plane in [planes_begin, planes_end),
-    out[plane] = the windows cols[plane] (kernel..., count...) added back into
+    """``fold(cols, image, sizes)``: for each plane in [planes_begin, planes_end),
+    image[plane] = the windows cols[plane] (kernel..., count...) added back into
     an image of ``size...`` (C-contiguous arrays; ``sizes`` holds int64s in
-    the order of ``FOLD_SIZES``)."""
+    the order of ``WINDOW_SIZES``)."""
+    return _compiled("fold", dtype_name)
+
+
+def windows(dtype_name: str):
+    """``windows(cols, image, sizes)``: for each plane in [planes_begin,
+    planes_end), cols[plane] = the windows (kernel..., count...) of
+    image[plane] (arguments as ``fold``'s)."""
+    return _compiled("windows", dtype_name)
+
+
+def _compiled(name: str, dtype_name: str):
     prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
     return compile_function(
-        f"routine fold {dtype_name}", lambda symbol: _fold_ir(dtype_name, symbol), prototype
+        f"routine {name} {dtype_name}",
+        lambda symbol: _window_rows_ir(name, dtype_name, symbol),
+        prototype,
     )
 
 
-def _fold_ir(dtype_name: str, symbol: str) -> str:
+def _window_rows_ir(name: str, dtype_name: str, symbol: str) -> str:
+    """A loop nest over every window row of every plane: ``fold`` adds each
+    row into the image, ``windows`` copies it out of the image."""
     element = LLVM_TYPES[dtype_name]
     pointer = element.as_pointer()
-    module = ir.Module(name="fold")
+    module = ir.Module(name=name)
     function = ir.Function(
         module, ir.FunctionType(ir.VoidType(), [pointer, pointer, I64.as_pointer()]), symbol
     )
     for argument in function.args:
         argument.add_attribute("noalias")
-    cols_base, out_base, size_array = function.args
+    cols_base, image_base, size_array = function.args
     b = ir.IRBuilder(function.append_basic_block("entry"))
     sizes = {
-        name: b.load(b.gep(size_array, [ir.Constant(I64, k)]), name=name)
-        for k, name in enumerate(FOLD_SIZES)
+        setting: b.load(b.gep(size_array, [ir.Constant(I64, k)]), name=setting)
+        for k, setting in enumerate(WINDOW_SIZES)
     }
     kernel = [sizes[f"kernel{a}"] for a in range(SPATIAL)]
     count = [sizes[f"count{a}"] for a in range(SPATIAL)]
@@ -68,24 +86,29 @@ def _fold_ir(dtype_name: str, symbol: str) -> str:
     zero = ir.Constant(element, 0.0)
 
     def plane(index):
-        out = b.gep(out_base, [_mul(b, index, plane_size)])
+        image = b.gep(image_base, [_mul(b, index, plane_size)])
         cols = b.gep(cols_base, [_mul(b, index, window_size)])
-        _loop(b, ir.Constant(I64, 0), plane_size, lambda k: b.store(zero, b.gep(out, [k])))
+        if name == "fold":
+            _loop(b, ir.Constant(I64, 0), plane_size, lambda k: b.store(zero, b.gep(image, [k])))
         # taps outermost, as numpy's one add per tap: each element's sum in the same order
-        _nest(b, kernel, lambda tap: _nest(b, count[:-1], lambda at: add_row(out, cols, tap, at)))
+        _nest(b, kernel, lambda tap: _nest(b, count[:-1], lambda at: row(image, cols, tap, at)))
 
-    def add_row(out, cols, tap, at):
+    def row(image, cols, tap, at):
         position = [
             _add(b, _mul(b, t, d), _mul(b, p, s)) for t, d, p, s in zip(tap, dilation, at, stride)
         ]
-        target = _flat(b, position + [_mul(b, tap[-1], dilation[-1])], size)
-        source = _mul(b, _flat(b, tap + at, kernel + count[:-1]), count[-1])
+        in_image = _flat(b, position + [_mul(b, tap[-1], dilation[-1])], size)
+        in_cols = _mul(b, _flat(b, tap + at, kernel + count[:-1]), count[-1])
 
-        def add(p):
-            into = b.gep(out, [_add(b, target, _mul(b, p, stride[-1]))])
-            b.store(b.fadd(b.load(into), b.load(b.gep(cols, [_add(b, source, p)]))), into)
+        def move(p):
+            pixel = b.gep(image, [_add(b, in_image, _mul(b, p, stride[-1]))])
+            window = b.gep(cols, [_add(b, in_cols, p)])
+            if name == "fold":
+                b.store(b.fadd(b.load(pixel), b.load(window)), pixel)
+            else:
+                b.store(b.load(pixel), window)
 
-        _loop(b, ir.Constant(I64, 0), count[-1], add)
+        _loop(b, ir.Constant(I64, 0), count[-1], move)
 
     _loop(b, sizes["planes_begin"], sizes["planes_end"], plane)
     b.ret_void()

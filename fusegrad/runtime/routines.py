@@ -21,18 +21,40 @@ def fold(cols: np.ndarray, size, kernel, stride, dilation) -> np.ndarray:
     convolution's input gradient, beside matrix products, whose OpenBLAS
     threads hold the other cores (on two threads LeNet's took 0.6 ms, on one
     0.27)."""
-    spatial = len(kernel)
     if not _fits(cols.shape, size, kernel, stride, dilation):  # the loops would stray
         return P.fold.impl(cols, size=size, kernel=kernel, stride=stride, dilation=dilation)
     cols = np.ascontiguousarray(cols)
-    lead = cols.shape[: cols.ndim - 2 * spatial]
+    lead = cols.shape[: cols.ndim - 2 * len(kernel)]
+    image = np.empty(lead + tuple(size), cols.dtype)
+    _run(routines.fold, cols, image, kernel, stride, dilation)
+    return image
+
+
+def windows(x: np.ndarray, kernel, stride, dilation) -> np.ndarray:
+    """``P.windows`` (im2col) by the native routine, on this thread (as ``fold``)."""
+    spatial = len(kernel)
+    if x.ndim < spatial or min((*stride, *dilation), default=1) < 1:
+        return P.windows.impl(x, kernel=kernel, stride=stride, dilation=dilation)
+    size = x.shape[x.ndim - spatial :]
+    counts = tuple(map(P.window_count, size, kernel, stride, dilation))
+    if min(counts, default=1) < 1:  # no window fits: numpy's implementation raises
+        return P.windows.impl(x, kernel=kernel, stride=stride, dilation=dilation)
+    image = np.ascontiguousarray(x)
+    cols = np.empty(x.shape[: x.ndim - spatial] + tuple(kernel) + counts, x.dtype)
+    _run(routines.windows, cols, image, kernel, stride, dilation)
+    return cols
+
+
+def _run(routine, cols: np.ndarray, image: np.ndarray, kernel, stride, dilation) -> None:
+    """``routine`` over every plane of C-contiguous ``cols`` and ``image``."""
+    spatial = len(kernel)
+    lead = image.shape[: image.ndim - spatial]
+    size = image.shape[image.ndim - spatial :]
     counts = cols.shape[cols.ndim - spatial :]
-    out = np.empty(lead + tuple(size), cols.dtype)
     ones = [1] * (routines.SPATIAL - spatial)
     settings = [n for sizes in (kernel, counts, size, stride, dilation) for n in (*ones, *sizes)]
     arguments = np.array([0, math.prod(lead), *settings], np.int64)
-    routines.fold(cols.dtype.name)(cols.ctypes.data, out.ctypes.data, arguments.ctypes.data)
-    return out
+    routine(cols.dtype.name)(cols.ctypes.data, image.ctypes.data, arguments.ctypes.data)
 
 
 def _fits(shape, size, kernel, stride, dilation) -> bool:
@@ -45,7 +67,7 @@ def _fits(shape, size, kernel, stride, dilation) -> bool:
     return tuple(shape[len(shape) - 2 * len(kernel) :]) == tuple(kernel) + counts
 
 
-ROUTINES = {P.fold: fold}
+ROUTINES = {P.fold: fold, P.windows: windows}
 
 
 def runs_natively(prim, x: np.ndarray) -> bool:
