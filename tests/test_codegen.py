@@ -408,6 +408,36 @@ def test_max_and_min_reductions_fuse_and_propagate_nan(dtype):
         np.testing.assert_allclose(g, w, rtol=1e-5 if dtype is fg.float32 else 1e-12)
 
 
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
+def test_float_max_and_min_order_negatives_subnormals_and_zeros(dtype):
+    """Float extrema run on integer keys ordered as the floats are: negative
+    numbers (whose bits order backwards), subnormals and infinities come out
+    as numpy's, and -0 counts below +0 whatever the elements' order."""
+    tiny = np.finfo(dtype.np).smallest_subnormal
+    rows = [
+        [-3.0, -tiny, -2.0, -1e30],
+        [tiny, -tiny, 0.0, -5.0],
+        [-np.inf, -np.inf, -np.inf, -7.5],
+        [np.inf, -np.inf, 1.0, -1.0],
+        [0.0, -0.0, -0.0, -0.0],
+        [-0.0, -0.0, -0.0, 0.0],
+        [-0.0, -1.0, -0.0, -2.0],
+        [2.5, 2.5, -tiny, 2.5],
+    ]
+    xs = np.array([row * 17 for row in rows], dtype.np)  # rows of 68: a vector loop and its tail
+    x = Var(xs.shape, dtype)
+    builder = GraphBuilder()
+    with building(builder):
+        top, bottom = P.reduce_max(x * 1.0, axes=(1,)), P.reduce_min(x * 1.0, axes=(1,))
+    executor = Executor(Graph([x], builder.eqns, [top, bottom]))
+    assert executor.kernels and executor.kernels[0].kernel.reductions
+    got_top, got_bottom = executor.run([xs])
+    np.testing.assert_array_equal(got_top, xs.max(axis=1))
+    np.testing.assert_array_equal(got_bottom, xs.min(axis=1))
+    assert list(np.signbit(got_top[4:7])) == [False, False, True]
+    assert list(np.signbit(got_bottom[4:6])) == [True, True]
+
+
 @pytest.mark.parametrize(
     "shape,axes",
     [((3000, 7), (0,)), ((4, 5, 33), (0, 1)), ((1, 9), (0,)), ((0, 6), (0,)), ((6, 0), (0,))],

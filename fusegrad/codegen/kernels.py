@@ -478,8 +478,12 @@ class _Emitter:
         index.add_incoming(start, header)
         partial, seen_nan = [], []
         for reducer in reducers:
-            phi = b.phi(reducer.type)
-            phi.add_incoming(reducer.identity, header)
+            if reducer.extremum_of_floats:
+                phi = b.phi(reducer.ordered_type)
+                phi.add_incoming(reducer.ordered_identity, header)
+            else:
+                phi = b.phi(reducer.type)
+                phi.add_incoming(reducer.identity, header)
             partial.append(phi)
             if reducer.extremum_of_floats:
                 flag = b.phi(BOOL)
@@ -497,7 +501,7 @@ class _Emitter:
                 updated_nan.append(None)
             else:
                 # NaN is tracked apart so the extremum's loop vectorizes
-                updated.append(reducer.combine_ordered(b, phi, value))
+                updated.append(reducer.combine_ordered(b, phi, reducer.ordered_key(b, value)))
                 updated_nan.append(b.or_(flag, b.fcmp_unordered("uno", value, value)))
                 flag.add_incoming(updated_nan[-1], b.block)
             phi.add_incoming(updated[-1], b.block)  # element code may have branched
@@ -507,6 +511,7 @@ class _Emitter:
         b.position_at_end(after)
         for reducer, value, flag in zip(reducers, updated, updated_nan):
             if flag is not None:
+                value = reducer.from_ordered_key(b, value)
                 value = b.select(flag, ir.Constant(reducer.type, float("nan")), value)
             total = self.totals[id(reducer)]
             b.store(reducer.combine_total(b, b.load(total), value), total)
@@ -599,6 +604,7 @@ class Reducer:
         dtype = eqn.out.dtype
         self.type = llvm_type(dtype)
         self.floating = dtype.is_floating_point
+        self.bytes = dtype.np.itemsize
         # Row totals of float sums are float64 (added once per block); column
         # accumulators stay in the element type, so their loop vectorizes
         # (numpy's own sums along a leading axis add rows in that type too).
@@ -640,12 +646,39 @@ class Reducer:
     def extremum_of_floats(self) -> bool:
         return self.floating and self.kind != "sum"
 
-    def combine_ordered(self, b, acc, value):
-        """A float max or min that passes over NaN (which the caller tracks):
-        LLVM vectorizes its loop, as it does not the NaN-propagating one."""
-        name = "llvm.maximumnum" if self.kind == "max" else "llvm.minimumnum"
-        signature = ir.FunctionType(acc.type, [acc.type, acc.type])
-        return b.call(b.module.declare_intrinsic(name, [acc.type], signature), [acc, value])
+    # A float max or min that passes over NaN (which the caller tracks) runs
+    # on integer keys ordered as the floats are, -0 below +0: LLVM vectorizes
+    # an integer max's loop and ends it in a few shuffles, where
+    # llvm.maximumnum's ended in a chain of sixteen scalar steps per row (most
+    # of a short row's time, as in attention's softmax).
+
+    @property
+    def ordered_type(self):
+        return ir.IntType(8 * self.bytes)
+
+    @property
+    def ordered_identity(self):
+        infinity = np.array(-np.inf if self.kind == "max" else np.inf, f"f{self.bytes}")
+        bits = int(infinity.view(f"i{self.bytes}"))
+        flipped = bits ^ (1 << (8 * self.bytes - 1)) - 1 if bits < 0 else bits
+        return ir.Constant(self.ordered_type, flipped)
+
+    def ordered_key(self, b, value):
+        """The float's bits with the magnitude bits of negatives flipped:
+        signed integers in the floats' order (NaNs aside)."""
+        return self._flip_negatives(b, b.bitcast(value, self.ordered_type))
+
+    def from_ordered_key(self, b, key):
+        return b.bitcast(self._flip_negatives(b, key), self.type)
+
+    def _flip_negatives(self, b, bits):
+        width = 8 * self.bytes
+        sign = b.ashr(bits, ir.Constant(self.ordered_type, width - 1))
+        return b.xor(bits, b.and_(sign, ir.Constant(self.ordered_type, (1 << (width - 1)) - 1)))
+
+    def combine_ordered(self, b, acc, key):
+        beyond = b.icmp_signed(">" if self.kind == "max" else "<", key, acc)
+        return b.select(beyond, key, acc)
 
     def combine_total(self, b, total, partial):
         if self.kind == "sum" and self.floating:
