@@ -214,6 +214,45 @@ def test_the_gradient_of_a_splits_parts_is_their_concatenation():
         np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
 
 
+def test_a_sum_of_scatters_into_adjacent_slices_is_their_concatenation():
+    """What eager backward leaves for a split (each part's gradient scattered
+    into zeros, then the scatters added, in whatever order the engine ran
+    them) becomes one concatenation, plus +0.0 so that -0 turns +0 as the
+    sum of zeros turned it: the same bits."""
+    parts = [Var((2, 3, n), fg.float32) for n in (4, 4, 4, 2)]
+
+    def scattered(v, start, stop):
+        spec = (("ellipsis",), ("slice", start, stop, None))
+        return P.scatter_add(v, spec=spec, shape=(2, 3, 12))
+
+    cases = {  # name: (parts' slices in the order they are added, concatenations, scatters)
+        "split, engine's order": ([(8, 12), (4, 8), (0, 4)], 1, 0),
+        "split, in order": ([(0, 4), (4, 8), (8, 12)], 1, 0),
+        "two of three": ([(8, 12), (4, 8)], 1, 1),
+        "gap": ([(0, 4), (8, 12)], 0, 2),
+        "steps": ([(0, 4)], 0, 2),  # and one into [4:8:2]
+    }
+    rng = np.random.default_rng(8)
+    values = [rng.standard_normal(v.shape).astype(np.float32) for v in parts]
+    values[1][0, 0, :2] = -0.0
+    for name, (slices, concatenations, scatters) in cases.items():
+        builder = GraphBuilder()
+        with building(builder):
+            sums = [scattered(v, a, b) for v, (a, b) in zip(parts, slices)]
+            if name == "steps":
+                spec = (("ellipsis",), ("slice", 4, 8, 2))
+                sums.append(P.scatter_add(parts[3], spec=spec, shape=(2, 3, 12)))
+            total = sums[0]
+            for part in sums[1:]:
+                total = total + part
+        graph = Graph(parts, builder.eqns, [total])
+        simplified = dce(algebraic(graph))
+        prims = [e.prim for e in simplified.eqns]
+        assert prims.count(P.concatenate) == concatenations, name
+        assert prims.count(P.scatter_add) == scatters, name
+        _assert_same(graph, simplified, values)
+
+
 def test_a_concatenation_of_concatenations_on_its_axis_is_one():
     a, b, c = (Var((2, n), fg.float32) for n in (1, 2, 3))
     builder = GraphBuilder()

@@ -8,7 +8,8 @@ whose every value is bit-for-bit what the original computes.
   which turns -0 into +0) and shape canonicalization
   (reshape/transpose/broadcast that change nothing, a copy of a copy,
   reshape of reshape, transpose of transpose, a concatenation's operands
-  that are concatenations on its axis); an elementwise operand that
+  that are concatenations on its axis; a sum of values scattered into
+  adjacent slices, which is their concatenation); an elementwise operand that
   is a constant array of one repeated value becomes that value when the
   other operands set the shape.
 - ``cse``: one equation per distinct (primitive, operands, parameters).
@@ -178,6 +179,73 @@ def _concatenate_of_concatenate(m: _Match):
     return Eqn(P.concatenate, tuple(spliced), m.eqn.params, m.out) if found else None
 
 
+def _slice_of_one_axis(spec, shape):
+    """(axis, start, stop) when a basic index ``spec`` takes a step-1 slice
+    of one axis of ``shape`` and all of the others; else None."""
+    if any(entry[0] not in ("slice", "ellipsis") for entry in spec):
+        return None
+    entries = list(spec)
+    if ("ellipsis",) in entries:
+        at = entries.index(("ellipsis",))
+        filler = [("slice", None, None, None)] * (len(shape) - len(entries) + 1)
+        entries[at : at + 1] = filler
+    if len(entries) > len(shape):
+        return None
+    ranges = [slice(*entry[1:]).indices(n) for entry, n in zip(entries, shape)]
+    partial = [a for a, (start, stop, step) in enumerate(ranges) if (start, stop) != (0, shape[a])]
+    if len(partial) != 1 or ranges[partial[0]][2] != 1:
+        return None
+    start, stop, _ = ranges[partial[0]]
+    return (partial[0], start, stop) if start < stop else None
+
+
+def _scattered_slice(m: _Match, v):
+    """(values, axis, start, stop) when ``v`` is values scattered into zeros
+    at a slice of one axis, or that plus +0.0 (what this rule leaves)."""
+    padded = m.producer_of(v, P.add)
+    if padded is not None and _all_equal_to(padded.inputs[1], 0.0):
+        v = padded.inputs[0]
+    scatter = m.producer_of(v, P.scatter_add)
+    if scatter is None or len(scatter.inputs) != 1:
+        return None
+    found = _slice_of_one_axis(scatter.params["spec"], scatter.params["shape"])
+    if found is None:
+        return None
+    values = scatter.inputs[0]
+    axis, start, stop = found
+    expected = list(v.shape)
+    expected[axis] = stop - start
+    return (values, axis, start, stop) if tuple(values.shape) == tuple(expected) else None
+
+
+def _scatters_of_adjacent_slices(m: _Match):
+    """The sum of values scattered into adjacent slices of one axis (the
+    gradients of a split's parts: q, k and v) is their concatenation
+    scattered once, or the concatenation itself once it covers the axis.
+    Plus +0.0: the sum turned -0 into +0, and so does that."""
+    parts = [_scattered_slice(m, v) for v in m.ins]
+    if None in parts or m.out.dtype is not m.ins[0].dtype or m.ins[0].shape != m.ins[1].shape:
+        return None
+    (a, axis, start, middle), (b, other_axis, b_start, stop) = sorted(parts, key=lambda p: p[2])
+    if axis != other_axis or middle != b_start or a.dtype is not b.dtype:
+        return None
+    joined_shape = list(m.out.shape)
+    joined_shape[axis] = stop - start
+    joined = Var(tuple(joined_shape), m.out.dtype)
+    spliced = []  # a part that is itself a concatenation on the axis: its parts
+    for part in (a, b):
+        inner = m.producer_of(part, P.concatenate)
+        spliced += inner.inputs if inner is not None and inner.params["axis"] == axis else [part]
+    eqns = [Eqn(P.concatenate, tuple(spliced), {"axis": axis}, joined)]
+    if stop - start < m.out.shape[axis]:
+        spec = (("slice", None, None, None),) * axis + (("slice", start, stop, None),)
+        scattered = Var(m.out.shape, m.out.dtype)
+        eqns.append(Eqn(P.scatter_add, (joined,), {"spec": spec, "shape": m.out.shape}, scattered))
+        joined = scattered
+    zero = Const(np.zeros((), m.out.dtype.np), m.out.dtype)
+    return eqns + [Eqn(P.add, (joined, zero), {}, m.out)]
+
+
 def _transpose_of_transpose(m: _Match):
     inner = m.producer_of(m.ins[0], P.transpose)
     if inner is None:
@@ -205,7 +273,8 @@ def _uniform_constants_as_numbers(m: _Match):
 
 
 # (primitives, rule): a rule returns a value to use instead of the output, an
-# equation to use instead of the equation, or None. Read top to bottom; the
+# equation to use instead of the equation (or equations, the last defining
+# the output), or None. Read top to bottom; the
 # first rule that returns something wins.
 RULES = [
     ((P.mul,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 1.0) else None),
@@ -214,6 +283,7 @@ RULES = [
     ((P.sub,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 0.0) else None),
     ((P.add,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 0.0, negative_zero=True) else None),
     ((P.add,), lambda m: m.same(m.ins[1]) if m.is_identity(0, 0.0, negative_zero=True) else None),
+    ((P.add,), _scatters_of_adjacent_slices),
     ((P.neg,), _neg_of_neg),
     (
         (P.reshape, P.broadcast_to),
@@ -266,9 +336,9 @@ def algebraic(graph: Graph) -> Graph:
         if isinstance(found, (Var, Const)):
             renamed[eqn.out] = found
             continue
-        eqn = found or eqn
-        producer[eqn.out] = eqn
-        eqns.append(eqn)
+        for kept in found if isinstance(found, list) else [found or eqn]:
+            producer[kept.out] = kept
+            eqns.append(kept)
     return Graph(graph.inputs, eqns, [read(v) for v in graph.outputs])
 
 
