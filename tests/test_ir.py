@@ -131,13 +131,6 @@ def test_scatter_add_sums_repeated_positions_as_np_add_at(dtype, spec, index_sha
     np.testing.assert_allclose(got, want, rtol=1e-6 if dtype is np.float32 else 1e-13)
 
 
-def test_scatter_add_of_rows_out_of_range_raises_as_numpy():
-    v = np.ones((3, 2), np.float32)
-    for rows in (np.array([0, 4, 1]), np.array([0, -5, 1])):
-        with pytest.raises(IndexError):
-            P.scatter_add.impl(v, rows, spec=(("array",),), shape=(4, 2))
-
-
 def test_matmul_of_stacked_matrices_by_one_matrix_and_its_gradient():
     """One product over the stacked rows (forward and the matrix's gradient)."""
     rng = np.random.default_rng(4)
