@@ -117,6 +117,34 @@ def test_layout_merges_dimensions_contiguous_for_every_operand():
     assert classes == ("s", 1)
     shape, _, _, kept = merge_dimensions((4, 5, 6), [view(a), view(a)], 1)  # rows of 30 reduced
     assert shape == (4, 30) and kept == 1
+    wide = np.ones((4, 5, 12), np.float32)
+    _, _, classes, _ = merge_dimensions((4, 5, 6), [view(wide[..., ::2]), view(a)], 3)
+    assert classes == (2, 1)  # a small step is compiled in
+    _, _, classes, _ = merge_dimensions((4, 5, 6), [view(a[..., ::-1]), view(a)], 3)
+    assert classes == ("s", 1)
+
+
+@pytest.mark.parametrize("step", [2, 3, 4, 5])
+@pytest.mark.parametrize("length", [7, 33, 64])
+def test_views_with_a_small_inner_step_compute_as_numpy(step, length):
+    """Every other (or third, fourth) element, as a pooling's tiles read them:
+    the step compiled in as a constant (5 is read at run time), odd lengths
+    leaving a vector loop's tail, on calls 1, 2 and 3."""
+    rng = np.random.default_rng(step)
+    x = rng.standard_normal((3, length * step + 1)).astype(np.float32)
+    x[0, :step] = np.nan
+
+    def f(t):
+        parts = [t[:, o : o + length * step : step] for o in range(step)]
+        best = parts[0]
+        for part in parts[1:]:
+            best = fg.where((part > best) | (part != part), part, best)
+        return best * 2.0 + parts[-1]
+
+    want = f(fg.tensor(x)).numpy()
+    compiled = fg.jit(f)
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(fg.tensor(x)).numpy(), want)
 
 
 def test_a_long_chain_and_its_gradient_fuse_into_few_vectorized_kernels():
@@ -436,6 +464,28 @@ def test_float_max_and_min_order_negatives_subnormals_and_zeros(dtype):
     np.testing.assert_array_equal(got_bottom, xs.min(axis=1))
     assert list(np.signbit(got_top[4:7])) == [False, False, True]
     assert list(np.signbit(got_bottom[4:6])) == [True, True]
+
+
+@pytest.mark.parametrize("axes", [(0, 2, 3), (0, 3), (0, 1, 3)], ids=str)
+def test_reductions_of_leading_and_trailing_axes_run_in_two_kernels(axes):
+    """A bias's gradient over (N, H, W) of (N, C, H, W): the trailing axes,
+    then the leading ones, each reduced by a kernel, where numpy did it."""
+    x = Var((6, 5, 7, 9), fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        y = x * 2.0
+        outputs = [P.reduce_sum(y, axes=axes), P.reduce_max(y, axes=axes)]
+        outputs.append(P.reduce_min(y, axes=axes))
+    graph = Graph([x], builder.eqns, outputs)
+    executor = Executor(graph)
+    assert not [s for s in executor.steps if not isinstance(s, Launcher)]  # no numpy steps
+    xs = np.random.default_rng(4).standard_normal(x.shape).astype(np.float32)
+    xs[1, 2, 3, 4] = np.nan
+    for _ in range(3):
+        got, want = executor.run([xs]), evaluate(graph, [xs])
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+        for g, w in zip(got[1:], want[1:]):
+            np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize(

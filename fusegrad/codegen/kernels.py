@@ -3,9 +3,9 @@
 Every operand is addressed through element strides, so broadcast (stride 0),
 transposed and sliced inputs are read in place. A kernel is compiled per
 *variant* of its operands' layout: the number of merged dimensions, each
-operand's innermost stride class (0, 1 or other), how many dimensions a row
-reduction keeps, and whether every access is bounds-checked. The innermost
-loop then has constant strides and vectorizes. What a kernel's pointer
+operand's innermost stride class (0, 1, a small step, or other), how many
+dimensions a row reduction keeps, and whether every access is
+bounds-checked. The innermost loop then has constant strides and vectorizes. What a kernel's pointer
 arguments hold is its ``operands``; the runtime owns their memory, works out
 the layouts and launches the compiled function.
 """
@@ -381,13 +381,15 @@ class _Emitter:
 
     def address(self, offsets, index, depth, k):
         """Where operand ``k``'s element at ``index`` of the innermost loop
-        lives; its stride there is a constant 0 or 1 unless its class says
-        otherwise."""
+        lives; its stride there is a constant (0, 1 or a small step) unless
+        its class says otherwise."""
         b, cls = self.b, self.classes[k]
         if cls == 0:
             position = offsets[k]
         elif cls == 1:
             position = b.add(offsets[k], index)
+        elif isinstance(cls, int):
+            position = b.add(offsets[k], b.mul(index, ir.Constant(I64, cls)))
         else:
             position = b.add(offsets[k], b.mul(index, self.stride[k][depth]))
         return self.at(k, position)

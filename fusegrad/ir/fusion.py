@@ -193,6 +193,39 @@ def _may_join_reductions(kernel: Kernel, eqn: Eqn) -> bool:
     return _split_of(kernel.reductions + [eqn]) == kernel.split
 
 
+def reductions_in_two_steps(graph: Graph) -> Graph:
+    """A sum, max or min over leading and trailing axes with kept axes
+    between them (a bias's gradient: (N, H, W) of (N, C, H, W)) as a
+    reduction of the trailing axes, then of the leading ones: each one a
+    kernel can run. Its sums add in another order, as any kernel's do."""
+    eqns = []
+    for eqn in graph.eqns:
+        split = _leading_and_trailing(eqn)
+        if split is None:
+            eqns.append(eqn)
+            continue
+        leading, trailing = split
+        (x,) = eqn.inputs
+        rows = Var(tuple(x.shape[: len(x.shape) - trailing]), eqn.out.dtype)
+        first = tuple(range(len(x.shape) - trailing, len(x.shape)))
+        eqns.append(Eqn(eqn.prim, (x,), {"axes": first}, rows))
+        eqns.append(Eqn(eqn.prim, (rows,), {"axes": tuple(range(leading))}, eqn.out))
+    return Graph(graph.inputs, eqns, graph.outputs)
+
+
+def _leading_and_trailing(eqn: Eqn) -> tuple | None:
+    """(how many leading, how many trailing axes) a reduction reduces, when
+    those are all it reduces and axes in between are kept."""
+    if eqn.prim.name not in ("reduce_sum", "reduce_max", "reduce_min"):
+        return None
+    ndim, axes = len(eqn.inputs[0].shape), sorted(eqn.params["axes"])
+    leading = next((k for k, a in enumerate(axes) if a != k), len(axes))
+    trailing = len(axes) - leading
+    if not leading or not trailing or axes[leading:] != list(range(ndim - trailing, ndim)):
+        return None
+    return leading, trailing
+
+
 def partition(
     graph: Graph, fusible=is_elementwise, reducible=is_fusible_reduction, per_row=None
 ) -> list:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..codegen.kernels import KernelCode
 from ..codegen.lowering import can_lower, can_lower_per_row
 from ..ir import primitives as P
-from ..ir.fusion import Kernel, partition
+from ..ir.fusion import Kernel, partition, reductions_in_two_steps
 from ..ir.graph import Const, Graph, Var
 from .launch import Launcher, layout_of
 from .plan import Plan, step_inputs, step_results
@@ -22,7 +22,7 @@ from .routines import run_equation
 class Executor:
     def __init__(self, graph: Graph):
         self.graph = graph
-        steps = partition(graph, can_lower, per_row=can_lower_per_row)
+        steps = partition(reductions_in_two_steps(graph), can_lower, per_row=can_lower_per_row)
         # OpenBLAS's threads spin on the cores for a while after each matrix
         # product: beside products, a kernel's chunk on another core waits
         # for one, so only far more work is worth splitting.

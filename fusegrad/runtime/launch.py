@@ -44,6 +44,11 @@ PARALLEL_WORK_BESIDE_BLAS = 1 << 24
 SMALL_EQNS = 4
 SMALL_WORK = 2048
 IN_NUMPY = "numpy"  # a launch that runs the kernel's equations through numpy
+# Innermost strides compiled in as constants (others are read at run time):
+# broadcast, contiguous, and the small steps of strided views (a pooling's
+# tiles read every other element), which LLVM then loads as whole vectors
+# and shuffles, where a stride known only at run time left the loop scalar.
+CONSTANT_STRIDES = (0, 1, 2, 3, 4)
 
 
 class KernelBoundsError(RuntimeError):
@@ -117,7 +122,7 @@ def merge_dimensions(shape: tuple, views: list, split: int) -> tuple:
         merged_shape.append(1)
         for m in merged:
             m.append(0)
-    classes = tuple(m[-1] if m[-1] in (0, 1) else "s" for m in merged)
+    classes = tuple(m[-1] if m[-1] in CONSTANT_STRIDES else "s" for m in merged)
     return tuple(merged_shape), merged, classes, before_split
 
 
