@@ -309,9 +309,15 @@ class Program:
             return constant_array(v.value, v.dtype) if isinstance(v, Const) else env[v]
 
         position = {eqn.out: k for k, eqn in enumerate(joint.eqns)}
-        complete: dict = {}  # equation index -> custom calls whose outputs all exist then
+        complete: dict = {}  # equation index -> custom calls whose values all exist then
         for custom in self.customs:
-            made = [position.get(v, -1) for v in custom.outputs if v is not None]
+            # its outputs, and what its backward reads (a value its forward
+            # saved may be made after the outputs)
+            own = {eqn.out for eqn in custom.eqns} | set(custom.cotangents)
+            read_by_backward = [
+                v for eqn in custom.eqns for v in eqn.inputs if isinstance(v, Var) and v not in own
+            ]
+            made = [position.get(v, -1) for v in custom.outputs + read_by_backward if v is not None]
             complete.setdefault(max(made, default=-1), []).append(custom)
         hooked: dict = {}
         for hook in self.hooks:
