@@ -99,6 +99,34 @@ def test_cross_entropy_ignore_index_weights_and_probabilities():
         F.cross_entropy(logits, fg.tensor([1, 5]))
 
 
+@pytest.mark.parametrize("classes", [7, 1100])  # picked by a compare, then by a gather
+def test_nll_loss_picks_the_same_values_by_compare_and_by_gather(classes, monkeypatch):
+    rng = np.random.default_rng(classes)
+    logits = rng.standard_normal((2, classes, 3)).astype(np.float32)
+    target = rng.integers(0, classes, (2, 3))
+    target[1, 2] = -100
+    weight = rng.uniform(0.5, 2.0, classes).astype(np.float32)
+    results = []
+    for limit in (F.ONE_HOT_CLASSES, 0):
+        monkeypatch.setattr(F, "ONE_HOT_CLASSES", limit)
+        for fn in (F.cross_entropy, fg.jit(F.cross_entropy)):
+            x = fg.tensor(logits, requires_grad=True)
+            loss = fn(x, fg.tensor(target), fg.tensor(weight))
+            loss.backward()
+            results.append((loss.item(), x.grad.numpy()))
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    kept = target != -100
+    picked = np.take_along_axis(logp, np.where(kept, target, 0)[:, None], 1)[:, 0]
+    w = weight[np.where(kept, target, 0)] * kept
+    want = -(picked * w).sum() / w.sum()
+    for loss, grad in results:  # compiled sums may add in another order
+        np.testing.assert_allclose(loss, want, rtol=1e-5)
+        np.testing.assert_allclose(grad, results[0][1], rtol=1e-6, atol=1e-9)
+    (compare_loss, compare_grad), (gather_loss, gather_grad) = results[0], results[2]
+    assert compare_loss == gather_loss  # eager: the same numbers either way
+    np.testing.assert_array_equal(compare_grad, gather_grad)
+
+
 def test_state_dict_round_trip():
     a, b = nn.Linear(3, 2), nn.Linear(3, 2)
     b.load_state_dict(a.state_dict())

@@ -978,6 +978,9 @@ def kl_div(
     return _reduce(losses, reduction)
 
 
+ONE_HOT_CLASSES = 1024  # nll_loss picks by a compare up to this many classes, else gathers
+
+
 @_named("NllLossBackward0")
 def nll_loss(
     input,
@@ -1012,7 +1015,16 @@ def nll_loss(
     if safe_target.numel() and ops.any((safe_target < 0) | (safe_target >= classes)):
         bad = safe_target._data[(safe_target._data < 0) | (safe_target._data >= classes)]
         raise IndexError(f"Target {int(bad[0])} is out of bounds.")
-    picked = -ops.gather(input, 1, ops.unsqueeze(safe_target, 1)).reshape(-1)
+    if classes <= ONE_HOT_CLASSES:
+        # each row's target picked by a compare with every class index: it
+        # fuses with the log_softmax before it (and its gradient, a select,
+        # with the softmax's), where a gather and its scattered gradient ran
+        # on their own; adding the row's zeros leaves the value exact
+        indices = constant_array(np.arange(classes, dtype=np.int64)[None], dtypes.int64)
+        chosen = ops.unsqueeze(safe_target, 1) == indices
+        picked = -ops.sum(ops.where(chosen, input, 0.0), 1)
+    else:
+        picked = -ops.gather(input, 1, ops.unsqueeze(safe_target, 1)).reshape(-1)
     w = ops.where(valid, 1.0, 0.0).to(input.dtype)
     if weight is not None:
         w = w * ops.index_select(weight, 0, safe_target)
