@@ -5,9 +5,10 @@ transposed and sliced inputs are read in place. A kernel is compiled per
 *variant* of its operands' layout: the number of merged dimensions, each
 operand's innermost stride class (0, 1, a small step, or other), how many
 dimensions a row reduction keeps, and whether every access is
-bounds-checked. The innermost loop then has constant strides and vectorizes. What a kernel's pointer
-arguments hold is its ``operands``; the runtime owns their memory, works out
-the layouts and launches the compiled function.
+bounds-checked. The innermost loop then has constant strides and
+vectorizes. What a kernel's pointer arguments hold is its ``operands``; the
+runtime owns their memory, works out the layouts and launches the compiled
+function.
 """
 
 from __future__ import annotations

@@ -274,8 +274,8 @@ def _uniform_constants_as_numbers(m: _Match):
 
 # (primitives, rule): a rule returns a value to use instead of the output, an
 # equation to use instead of the equation (or equations, the last defining
-# the output), or None. Read top to bottom; the
-# first rule that returns something wins.
+# the output), or None. Read top to bottom; the first rule that returns
+# something wins.
 RULES = [
     ((P.mul,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 1.0) else None),
     ((P.mul,), lambda m: m.same(m.ins[1]) if m.is_identity(0, 1.0) else None),
