@@ -15,11 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import NamedTuple
 
 import numpy as np
 
-from . import primitives as P
 from .graph import Const, Graph, GraphBuilder, Var, building
 from .primitives import unbroadcast
 
@@ -76,57 +74,6 @@ def _apply_hooks(hooks: list, v, cotangents: dict) -> None:
     for hook in hooks:
         g = _emitted(hook.eqns, {hook.cotangent: g})(hook.result)
     cotangents[v] = g
-
-
-class _Slice(NamedTuple):
-    """A cotangent that is ``value`` put into ``start:stop`` of ``axis`` of zeros."""
-
-    cotangent: Var
-    shape: tuple
-    axis: int
-    start: int
-    stop: int
-    value: Var
-
-
-def _scattered_slice(ct, eqns: list):
-    """``ct`` as a ``_Slice`` when one of the last few equations made it so."""
-    for eqn in eqns[-1:-5:-1]:
-        if eqn.out is not ct:
-            continue
-        if eqn.prim is not P.scatter_add or len(eqn.inputs) != 1:
-            return None
-        *full, (kind, *bounds) = eqn.params["spec"]
-        shape, axis = eqn.params["shape"], len(full)
-        if kind != "slice" or any(entry != ("slice", None, None, None) for entry in full):
-            return None
-        start, stop, step = bounds
-        start, stop = 0 if start is None else start, shape[axis] if stop is None else stop
-        value = eqn.inputs[0]
-        part = (*shape[:axis], stop - start, *shape[axis + 1 :])
-        if step not in (None, 1) or not 0 <= start <= stop or tuple(value.shape) != part:
-            return None
-        return _Slice(ct, shape, axis, start, stop, value)
-    return None
-
-
-def _slices_joined(a, b):
-    """``a + b`` for cotangents that fill adjacent slices of one axis (the
-    parts of a split: q, k and v), as one scatter of their concatenation, or
-    the concatenation itself once it covers the axis: no zeros filled and
-    added per part. Returns (cotangent, its ``_Slice`` or None), or None."""
-    if a is None or b is None:
-        return None
-    if a.start > b.start:
-        a, b = b, a
-    if a.shape != b.shape or a.axis != b.axis or a.stop != b.start:
-        return None
-    joined = P.concatenate(a.value, b.value, axis=a.axis)
-    if a.start == 0 and b.stop == a.shape[a.axis]:
-        return joined, None
-    spec = (("slice", None, None, None),) * a.axis + (("slice", a.start, b.stop, None),)
-    ct = P.scatter_add(joined, spec=spec, shape=a.shape)
-    return ct, _Slice(ct, a.shape, a.axis, a.start, b.stop, joined)
 
 
 def active_values(graph: Graph, wrt: list, stopped=frozenset(), customs=()) -> set:
@@ -190,18 +137,9 @@ def adjoint(
     builder = GraphBuilder()
     cotangents: dict = {}
 
-    slices: dict = {}  # value -> its cotangent as a _Slice, when it is one
-
     def send(v, ct):
         if isinstance(v, Var) and v in active:
-            part = _scattered_slice(ct, builder.eqns)
-            if v in cotangents:
-                earlier = slices.get(v)
-                if earlier is not None and earlier.cotangent is not cotangents[v]:
-                    earlier = None  # a hook replaced it
-                joined = _slices_joined(earlier, part)
-                ct, part = joined if joined is not None else (cotangents[v] + ct, None)
-            cotangents[v], slices[v] = ct, part
+            cotangents[v] = cotangents[v] + ct if v in cotangents else ct
 
     with building(builder):
         for k, (out, ct) in enumerate(zip(graph.outputs, cotangent_inputs)):
