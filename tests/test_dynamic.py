@@ -61,6 +61,29 @@ class TinyGPT(nn.Module):
         return self.head(x + F.softmax(att, dim=-1) @ v)
 
 
+class _ScaledSquare(fg.autograd.Function):
+    """A custom Function: its backward is traced on stand-ins of its outputs."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x
+
+
+class CustomMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.last = nn.Linear(20, 16), nn.Linear(16, 5)
+
+    def forward(self, x):
+        return self.last(_ScaledSquare.apply(self.first(x)))
+
+
 def _gpt_loss(model, idx, targets):
     logits = model(idx)
     return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
@@ -72,6 +95,12 @@ WORKLOADS = {
         lambda model, x, y: F.cross_entropy(model(x), y),
         lambda b: (fg.randn(b, 20), fg.randint(0, 5, (b,))),
         BATCH_SIZES,
+    ),
+    "custom function": (
+        CustomMLP,
+        lambda model, x, y: F.cross_entropy(model(x), y),
+        lambda b: (fg.randn(b, 20), fg.randint(0, 5, (b,))),
+        BATCH_SIZES[:12],
     ),
     "cnn": (
         SmallCNN,

@@ -453,9 +453,9 @@ class Trace:
         """A custom autograd.Function's call: its forward was recorded (passing
         no gradient); its backward is traced now, on cotangents standing for
         the outputs', and becomes the VJP the adjoint pass uses for them."""
-        placeholders = [
-            None if dtype is None else Tensor._make(np.zeros(shape, dtype.np), dtype)
-            for shape, dtype in node._output_meta
+        placeholders = [  # at this call's sizes; the symbolic ones are noted below
+            None if dtype is None else Tensor._make(np.zeros(out._data.shape, dtype.np), dtype)
+            for out, (_, dtype) in zip(outputs, node._output_meta)
         ]
         cotangents = [None if p is None else self._new_var(p) for p in placeholders]
         for out, cotangent in zip(outputs, cotangents):
