@@ -93,3 +93,50 @@ def test_fold_routine_leaves_windows_of_another_image_to_numpy():
         routines.fold(cols, (6, 6), (3, 3), (1, 1), (1, 1)),
         P.fold.impl(cols, size=(6, 6), kernel=(3, 3), stride=(1, 1), dilation=(1, 1)),
     )
+
+
+# (index array, the scattered array's shape): rows added at row numbers
+ROWS = [
+    (np.array([3, 0, 3, 3, 1]), (5, 4)),  # repeated rows: their sums in order
+    (np.array([[1, -1], [0, -5]]), (5, 2, 3)),  # negative rows, a 2-d index, 2-d rows
+    (np.array([2], np.int32), (3,)),  # rows of one element
+]
+
+
+@pytest.mark.parametrize("case", ROWS, ids=str)
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_scatter_of_rows_matches_numpy_bit_for_bit(case, np_dtype):
+    rows, shape = case
+    v = np.random.default_rng(8).standard_normal(rows.shape + shape[1:]).astype(np_dtype)
+    spec = (("array",),)
+    want = P.scatter_add.impl(v, rows, spec=spec, shape=shape)
+    got = routines.scatter_add(v, rows, spec=spec, shape=shape)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_scatter_of_rows_out_of_range_raises_as_numpy():
+    v = np.ones((2, 3), np.float32)
+    for rows in (np.array([0, 4]), np.array([-5, 0])):
+        with pytest.raises(IndexError):
+            routines.scatter_add(v, rows, spec=(("array",),), shape=(4, 3))
+
+
+def test_embedding_gradient_is_the_same_eager_and_compiled():
+    """Eager backward and the compiled plan both add the rows by the routine."""
+    rng = np.random.default_rng(9)
+    weight = fg.tensor(rng.standard_normal((7, 5)).astype(np.float32), requires_grad=True)
+    tokens = fg.tensor(rng.integers(0, 7, (4, 6)))
+    y = fg.tensor(rng.standard_normal((4, 6, 5)).astype(np.float32))
+
+    def weight_gradient(weight, tokens, y):
+        (g,) = fg.autograd.grad((fg.nn.functional.embedding(tokens, weight) * y).sum(), [weight])
+        return g
+
+    eager = weight_gradient(weight, tokens, y).numpy()
+    want = np.zeros((7, 5))
+    np.add.at(want, tokens.numpy(), y.numpy().astype(np.float64))
+    np.testing.assert_array_equal(eager, want.astype(np.float32))
+    compiled = fg.jit(weight_gradient)
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(weight, tokens, y).numpy(), eager)

@@ -8,8 +8,9 @@ pass over memory; the loop nest here adds every tap of one image plane while
 the plane stays in cache, in numpy's order (so the sums are bit for bit the
 same). Copying the windows out (im2col, ``windows``) is the same nest the
 other way; numpy's strided copy pays its loop overhead per window row, a
-few elements long. Sizes are arguments, so each routine compiles once per
-dtype.
+few elements long. Adding rows at row numbers (an embedding's gradient,
+``scatter_add`` with an index array) is a loop over the rows. Sizes are
+arguments, so each routine compiles once per dtype.
 """
 
 from __future__ import annotations
@@ -111,6 +112,49 @@ def _window_rows_ir(name: str, dtype_name: str, symbol: str) -> str:
         _loop(b, ir.Constant(I64, 0), count[-1], move)
 
     _loop(b, sizes["planes_begin"], sizes["planes_end"], plane)
+    b.ret_void()
+    return str(module)
+
+
+def scatter_rows(dtype_name: str):
+    """``scatter_rows(values, rows, sums, sizes)``: for i in order,
+    sums[rows[i]] += values[i], each a row of ``sizes[1]`` elements, for the
+    ``sizes[0]`` int64 row numbers (all in range); sums are float64, as
+    numpy's bincount adds them (so the results are bit for bit the same)."""
+    prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)
+    return compile_function(
+        f"routine scatter_rows {dtype_name}",
+        lambda symbol: _scatter_rows_ir(dtype_name, symbol),
+        prototype,
+    )
+
+
+def _scatter_rows_ir(dtype_name: str, symbol: str) -> str:
+    element = LLVM_TYPES[dtype_name]
+    total = ir.DoubleType()
+    module = ir.Module(name="scatter_rows")
+    arguments = [element.as_pointer(), I64.as_pointer(), total.as_pointer(), I64.as_pointer()]
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), arguments), symbol)
+    for argument in function.args:
+        argument.add_attribute("noalias")
+    values, rows, sums, size_array = function.args
+    b = ir.IRBuilder(function.append_basic_block("entry"))
+    count, length = (b.load(b.gep(size_array, [ir.Constant(I64, k)])) for k in range(2))
+
+    def add_row(i):
+        target = _mul(b, b.load(b.gep(rows, [i])), length)
+        source = _mul(b, i, length)
+
+        def add(j):
+            value = b.load(b.gep(values, [_add(b, source, j)]))
+            if element != total:
+                value = b.fpext(value, total)
+            place = b.gep(sums, [_add(b, target, j)])
+            b.store(b.fadd(b.load(place), value), place)
+
+        _loop(b, ir.Constant(I64, 0), length, add)
+
+    _loop(b, ir.Constant(I64, 0), count, add_row)
     b.ret_void()
     return str(module)
 

@@ -39,10 +39,11 @@ def runs_natively(prim, x: np.ndarray) -> bool:
     return x.size >= MIN_ELEMENTS and x.dtype in _DTYPES
 
 
-def run(prim, x: np.ndarray, params: dict) -> np.ndarray:
-    """``prim`` on ``x`` (a float array) natively, into a new array."""
+def run(prim, x: np.ndarray, params: dict, *others) -> np.ndarray:
+    """``prim`` on ``x`` (a float array) natively, into a new array; only a
+    routine takes ``others``, the operands after ``x``."""
     if prim in routines.ROUTINES:
-        return routines.ROUTINES[prim](x, **params)
+        return routines.ROUTINES[prim](x, *others, **params)
     key = (prim, x.shape, x.dtype)
     with _lock:  # one run at a time: a program's first runs make its plans
         executor = _programs.get(key)

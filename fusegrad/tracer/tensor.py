@@ -653,7 +653,10 @@ def eager_bind(prim, args, params):
                 data = prim.impl(first._data, **params)
             pattern = (first._requires_grad,)
         elif len(args) == 2:
-            data = prim.impl(first._data, args[1]._data, **params)
+            if prim in _NATIVE and native_eager.runs_natively(prim, first._data):
+                data = native_eager.run(prim, first._data, params, args[1]._data)
+            else:
+                data = prim.impl(first._data, args[1]._data, **params)
             pattern = (first._requires_grad, args[1]._requires_grad)
         else:
             data = prim.impl(*[t._data for t in args], **params)
