@@ -269,3 +269,24 @@ def test_a_concatenation_of_concatenations_on_its_axis_is_one():
     rng = np.random.default_rng(2)
     values = [rng.standard_normal(v.shape).astype(np.float32) for v in (a, b, c)]
     _assert_same(graph, simplified, values)
+
+
+def test_a_reshape_of_a_shared_reshape_stays_a_reshape_of_it():
+    """Attention's heads transposed back are reshaped (a copy) and used both
+    as they are and flattened for a matrix product: the flattening reshapes
+    the copy (a view of it) rather than copying the transposed heads again.
+    A reshape used once still folds into the reshape of it."""
+    x = Var((2, 3, 4), fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        heads = P.transpose(x, perm=(1, 0, 2))
+        joined = P.reshape(heads, shape=(3, 8))
+        flat = P.reshape(joined, shape=(24,))
+        once = P.reshape(P.reshape(x, shape=(6, 4)), shape=(24,))
+    graph = Graph([x], builder.eqns, [joined, flat, once])
+    simplified = dce(algebraic(graph))
+    producer = {e.out: e for e in simplified.eqns}
+    assert producer[simplified.outputs[1]].inputs == (joined,)
+    assert producer[simplified.outputs[2]].inputs == (x,)
+    values = [np.random.default_rng(3).standard_normal(x.shape).astype(np.float32)]
+    _assert_same(graph, simplified, values)

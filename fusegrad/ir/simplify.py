@@ -25,6 +25,8 @@ the identity it computes, so no kernel copies a value to detach it.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from . import primitives as P
@@ -113,8 +115,8 @@ def _all_equal_to(v, value, negative_zero=False) -> bool:
 class _Match:
     """An equation being rewritten, and what rules ask of it."""
 
-    def __init__(self, eqn: Eqn, producer: dict):
-        self.eqn, self.producer = eqn, producer
+    def __init__(self, eqn: Eqn, producer: dict, uses: Counter):
+        self.eqn, self.producer, self.uses = eqn, producer, uses
         self.ins, self.out = eqn.inputs, eqn.out
 
     def same(self, v):
@@ -161,8 +163,14 @@ def _broadcast_of_leading_ones(m: _Match):
 
 
 def _reshape_of_reshape(m: _Match):
+    """A reshape of a reshape reshapes the original, unless the inner reshape
+    is also used elsewhere: when it copies (its operand strided, as
+    attention's heads transposed back), the outer one is then a view of that
+    copy instead of a second copy."""
     inner = m.producer_of(m.ins[0], P.reshape)
-    return Eqn(P.reshape, inner.inputs, m.eqn.params, m.out) if inner is not None else None
+    if inner is None or m.uses[m.ins[0]] > 1:
+        return None
+    return Eqn(P.reshape, inner.inputs, m.eqn.params, m.out)
 
 
 def _concatenate_of_concatenate(m: _Match):
@@ -304,8 +312,8 @@ RULES = [
 ]
 
 
-def _rewrite(eqn: Eqn, producer: dict):
-    m = _Match(eqn, producer)
+def _rewrite(eqn: Eqn, producer: dict, uses: Counter):
+    m = _Match(eqn, producer, uses)
     for prims, rule in RULES:
         if prims is None or eqn.prim in prims:
             found = rule(m)
@@ -326,13 +334,17 @@ def algebraic(graph: Graph) -> Graph:
     renamed: dict = {}
     producer: dict = {}
     eqns = []
+    # uses in the graph as it came: rules that would duplicate a shared
+    # value's work ask for them
+    uses = Counter(v for eqn in graph.eqns for v in eqn.inputs if isinstance(v, Var))
+    uses.update(v for v in graph.outputs if isinstance(v, Var))
 
     def read(v):
         return renamed.get(v, v) if isinstance(v, Var) else v
 
     for eqn in graph.eqns:
         eqn = Eqn(eqn.prim, tuple(read(v) for v in eqn.inputs), eqn.params, eqn.out)
-        found = _rewrite(eqn, producer)
+        found = _rewrite(eqn, producer, uses)
         if isinstance(found, (Var, Const)):
             renamed[eqn.out] = found
             continue
