@@ -290,3 +290,38 @@ def test_a_reshape_of_a_shared_reshape_stays_a_reshape_of_it():
     assert producer[simplified.outputs[2]].inputs == (x,)
     values = [np.random.default_rng(3).standard_normal(x.shape).astype(np.float32)]
     _assert_same(graph, simplified, values)
+
+
+def test_joined_heads_gradients_are_one_concatenation_of_the_heads():
+    """Attention's q, k and v gradients: each part's heads transposed back
+    and joined (a reshape that copies), scattered into its slice of the
+    projection's output and the scatters added. The sum becomes one
+    concatenation of the transposed heads along the heads' axis, reshaped:
+    one copy instead of four (rules also rewrite what rules made)."""
+    heads = [Var((2, 4, 3, 5), fg.float32) for _ in range(3)]  # (batch, heads, time, size)
+    builder = GraphBuilder()
+    with building(builder):
+        total = None
+        for k, v in enumerate(heads):
+            joined = P.reshape(P.transpose(v, perm=(0, 2, 1, 3)), shape=(2, 3, 20))
+            spec = (("ellipsis",), ("slice", 20 * k, 20 * (k + 1), None))
+            part = P.scatter_add(joined, spec=spec, shape=(2, 3, 60))
+            total = part if total is None else total + part
+    graph = Graph(heads, builder.eqns, [total])
+    simplified = dce(algebraic(graph))
+    producer = {e.out: e for e in simplified.eqns}
+    (join,) = [e for e in simplified.eqns if e.prim is P.concatenate]
+    assert join.params["axis"] == 2 and all(producer[v].prim is P.transpose for v in join.inputs)
+    assert not [e for e in simplified.eqns if e.prim is P.scatter_add]
+    values = [
+        np.random.default_rng(k).standard_normal(v.shape).astype(np.float32)
+        for k, v in enumerate(heads)
+    ]
+    _assert_same(graph, simplified, values)
+
+
+def test_a_concatenation_of_strided_values_is_c_contiguous():
+    x = np.arange(24.0).reshape(2, 3, 4).transpose(0, 2, 1)
+    joined = P.concatenate.impl(x, x, axis=1)
+    assert joined.flags.c_contiguous
+    np.testing.assert_array_equal(joined, np.concatenate([x, x], axis=1))

@@ -939,9 +939,20 @@ def _concatenate_vjp(g, i, shapes, axis):
     return index(g, spec=spec)
 
 
+def _concatenate_impl(*xs, axis):
+    # C-contiguous whatever the operands' layouts: numpy's result follows
+    # theirs, and joined transposed values then cost their reshape a copy
+    if not xs or not -xs[0].ndim <= axis < xs[0].ndim:
+        return np.concatenate(xs, axis=axis)  # raises
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] if x.ndim == len(shape) else 0 for x in xs)
+    out = np.empty(shape, np.result_type(*xs))
+    return np.concatenate(xs, axis=axis, out=out)
+
+
 concatenate = Primitive(
     "concatenate",
-    lambda *xs, axis: np.concatenate(xs, axis=axis),
+    _concatenate_impl,
     _concatenate_rule,
     inputs=("*xs",),
     backward_name="CatBackward0",

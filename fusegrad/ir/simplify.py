@@ -25,6 +25,7 @@ the identity it computes, so no kernel copies a value to detach it.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -32,6 +33,7 @@ import numpy as np
 from . import primitives as P
 from .fusion import is_elementwise
 from .graph import Const, Eqn, Graph, Var
+from .shapes import is_symbolic
 
 FOLD_LIMIT = 4096  # elements; larger constants are not materialized
 
@@ -173,6 +175,44 @@ def _reshape_of_reshape(m: _Match):
     return Eqn(P.reshape, inner.inputs, m.eqn.params, m.out)
 
 
+def _merged_axes(before: tuple, after: tuple, axis: int):
+    """(start, end) when reshaping ``before`` to ``after`` only merges the
+    axes [start, end) of ``before`` into ``after``'s ``axis`` (start is
+    ``axis``); else None."""
+    end = len(before) - (len(after) - axis - 1)
+    if end - axis < 2 or before[:axis] != after[:axis] or before[end:] != after[axis + 1 :]:
+        return None
+    return (axis, end) if math.prod(before[axis:end]) == after[axis] else None
+
+
+def _concatenate_of_merged_axes(m: _Match):
+    """A concatenation of reshapes that each merge the same trailing axes
+    into the concatenated one (attention's heads joined back, for the q, k
+    and v gradients) concatenates the unmerged values along the first merged
+    axis and reshapes that: each reshape of a strided value was a copy, and
+    the concatenation then copied again."""
+    axis = m.eqn.params["axis"]
+    sources = [m.producer_of(v, P.reshape) for v in m.ins]
+    if axis < 0 or None in sources or any(m.uses[v] > 1 for v in m.ins):
+        return None
+    shapes = [tuple(r.inputs[0].shape) for r in sources]
+    if is_symbolic(shapes) or is_symbolic(m.out.shape):
+        return None
+    spans = {_merged_axes(before, tuple(v.shape), axis) for before, v in zip(shapes, m.ins)}
+    if len(spans) != 1 or None in spans:
+        return None
+    _, end = spans.pop()
+    if len({before[axis + 1 : end] for before in shapes}) != 1:
+        return None
+    joined_shape = list(shapes[0])
+    joined_shape[axis] = sum(before[axis] for before in shapes)
+    joined = Var(tuple(joined_shape), m.out.dtype)
+    return [
+        Eqn(P.concatenate, tuple(r.inputs[0] for r in sources), {"axis": axis}, joined),
+        Eqn(P.reshape, (joined,), {"shape": tuple(m.out.shape)}, m.out),
+    ]
+
+
 def _concatenate_of_concatenate(m: _Match):
     """Operands that are concatenations along the same axis are spliced in:
     one copy instead of one per level (the parts of a split's gradient)."""
@@ -308,6 +348,7 @@ RULES = [
     ((P.reshape,), _reshape_of_reshape),
     ((P.transpose,), _transpose_of_transpose),
     ((P.concatenate,), _concatenate_of_concatenate),
+    ((P.concatenate,), _concatenate_of_merged_axes),
     (None, _uniform_constants_as_numbers),  # any primitive
 ]
 
@@ -342,16 +383,25 @@ def algebraic(graph: Graph) -> Graph:
     def read(v):
         return renamed.get(v, v) if isinstance(v, Var) else v
 
-    for eqn in graph.eqns:
+    def add(eqn, depth):
         eqn = Eqn(eqn.prim, tuple(read(v) for v in eqn.inputs), eqn.params, eqn.out)
         found = _rewrite(eqn, producer, uses)
         if isinstance(found, (Var, Const)):
             renamed[eqn.out] = found
-            continue
-        for kept in found if isinstance(found, list) else [found or eqn]:
-            producer[kept.out] = kept
-            eqns.append(kept)
+        elif isinstance(found, list) and depth < NEW_EQUATION_DEPTH:
+            for new in found:  # the rules see the equations a rule made, too
+                add(new, depth + 1)
+        else:
+            for kept in found if isinstance(found, list) else [found or eqn]:
+                producer[kept.out] = kept
+                eqns.append(kept)
+
+    for eqn in graph.eqns:
+        add(eqn, 0)
     return Graph(graph.inputs, eqns, [read(v) for v in graph.outputs])
+
+
+NEW_EQUATION_DEPTH = 4  # rules rewriting what rules made: a bound, though each makes progress
 
 
 def without_stop_gradients(graph: Graph) -> Graph:
