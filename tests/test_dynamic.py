@@ -210,6 +210,25 @@ def test_a_backward_inside_computing_with_a_size_matches_eager_at_every_size():
         _close([compiled(x), x.grad], [step(twin), twin.grad])
 
 
+def test_a_row_equation_reading_a_constant_array_compiles():
+    """The gradient of rows picked by a constant index, added to a broadcast
+    maximum's: a folded constant of the rows' counts reaches a kernel's row
+    equation, which read only variables per row (the fuzzer's find: a
+    ValueError while generating the kernel)."""
+
+    def gradient(x):
+        flat = x.reshape(-1)
+        picked = x[fg.tensor([1, 0, 1])]
+        widest = fg.maximum(x, flat)
+        return fg.autograd.grad(picked.sum() + (widest * 2).sum(), [x])[0]
+
+    compiled = fg.jit(gradient, dynamic=True)
+    for n in (2, 3, 2):
+        data = np.random.default_rng(n).standard_normal((n, 1))
+        x, twin = fg.tensor(data, requires_grad=True), fg.tensor(data, requires_grad=True)
+        _close([compiled(x)], [gradient(twin)])
+
+
 def test_dynamic_true_traces_once_and_dynamic_false_per_shape():
     def fn(x):
         return (x * 2).sum(0)

@@ -101,7 +101,7 @@ class KernelCode:
         self.rows = [r for r in self.reducers if not r.column and not (r.whole and partial)]
         self.last_phase = kernel.last_phase
         self.ordered = kernel.ordered()
-        outside = {v for e in kernel.row_eqns for v in e.inputs if isinstance(v, Var)}
+        outside = {v for e in kernel.row_eqns for v in e.inputs if not _is_scalar_constant(v)}
         self.read_per_row = [
             k
             for k, v in enumerate(self.args)
