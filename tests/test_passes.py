@@ -325,3 +325,83 @@ def test_a_concatenation_of_strided_values_is_c_contiguous():
     joined = P.concatenate.impl(x, x, axis=1)
     assert joined.flags.c_contiguous
     np.testing.assert_array_equal(joined, np.concatenate([x, x], axis=1))
+
+
+@pytest.mark.parametrize(
+    "tile, order, scatters",
+    [
+        (2, "in order", 0),
+        (2, "engine's order", 0),
+        (3, "in order", 0),  # three interleaved slices per axis
+        (2, "first row of tiles", 1),  # the tiles' first rows only: scattered once
+    ],
+)
+def test_a_sum_of_scatters_into_interleaved_slices_is_their_interleaving(tile, order, scatters):
+    """Max pooling's gradient with windows that tile the input: each strided
+    view's gradient scattered into zeros, then the scatters added. The sum
+    becomes the views interleaved (joined along new axes, merged), one copy
+    rather than a pass over the whole input per view."""
+    shape = (2, 3, 2 * tile, 2 * tile)
+    offsets = [(a, b) for a in range(tile) for b in range(tile)]
+    if order == "engine's order":
+        offsets.reverse()
+    if order == "first row of tiles":
+        offsets = [(0, b) for b in range(tile)]
+    parts = [Var((2, 3, 2, 2), fg.float32) for _ in offsets]
+    builder = GraphBuilder()
+    with building(builder):
+        total = None
+        for v, (a, b) in zip(parts, offsets):
+            spec = (("ellipsis",), ("slice", a, None, tile), ("slice", b, None, tile))
+            part = P.scatter_add(v, spec=spec, shape=shape)
+            total = part if total is None else total + part
+    graph = Graph(parts, builder.eqns, [total])
+    simplified = dce(algebraic(graph))
+    assert [e.prim for e in simplified.eqns].count(P.scatter_add) == scatters
+    rng = np.random.default_rng(tile)
+    values = [rng.standard_normal(v.shape).astype(np.float32) for v in parts]
+    values[0][0, 0, 0, 0] = -0.0
+    _assert_same(graph, simplified, values)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_sums_of_scatters_into_random_slices_keep_their_values(seed):
+    """Pieces of a random tiling (per axis: whole, adjacent blocks or
+    interleaved steps), sometimes with a piece missing or repeated, scattered
+    and added in a random order: whatever the rules make of the sum, it has
+    the same bits."""
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(n) for n in rng.choice([2, 4, 6], size=rng.integers(1, 4)))
+    per_axis = []
+    for n in shape:
+        kind = rng.choice(["whole", "blocks", "steps"])
+        if kind == "blocks":
+            cut = int(rng.integers(1, n))
+            per_axis.append([(0, cut, 1), (cut, n, 1)])
+        elif kind == "steps":
+            per_axis.append([(k, n, 2) for k in range(2)])
+        else:
+            per_axis.append([(0, n, 1)])
+    pieces = [list(p) for p in np.ndindex(*[len(a) for a in per_axis])]
+    pieces = [[per_axis[a][k] for a, k in enumerate(p)] for p in pieces]
+    if len(pieces) > 1 and rng.random() < 0.3:
+        pieces.pop(int(rng.integers(len(pieces))))
+    if rng.random() < 0.2:
+        pieces.append(pieces[0])
+    rng.shuffle(pieces)
+    parts, total = [], None
+    builder = GraphBuilder()
+    with building(builder):
+        for piece in pieces:
+            size = tuple(len(range(*s)) for s in piece)
+            v = Var(size, fg.float64)
+            parts.append(v)
+            spec = tuple(("slice", start, stop, step) for start, stop, step in piece)
+            part = P.scatter_add(v, spec=spec, shape=shape)
+            total = part if total is None else total + part
+    if len(pieces) < 2:
+        return
+    graph = Graph(parts, builder.eqns, [total])
+    values = [rng.standard_normal(v.shape) for v in parts]
+    values[0].flat[0] = -0.0
+    _assert_same(graph, dce(algebraic(graph)), values)

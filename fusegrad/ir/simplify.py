@@ -227,66 +227,123 @@ def _concatenate_of_concatenate(m: _Match):
     return Eqn(P.concatenate, tuple(spliced), m.eqn.params, m.out) if found else None
 
 
-def _slice_of_one_axis(spec, shape):
-    """(axis, start, stop) when a basic index ``spec`` takes a step-1 slice
-    of one axis of ``shape`` and all of the others; else None."""
-    if any(entry[0] not in ("slice", "ellipsis") for entry in spec):
+def _slice_ranges(spec, shape):
+    """(start, count, step) per axis of ``shape`` when a basic index ``spec``
+    takes a slice of every axis (step 1 where it takes one element); else None."""
+    if any(entry[0] not in ("slice", "ellipsis") for entry in spec) or is_symbolic(shape):
         return None
     entries = list(spec)
     if ("ellipsis",) in entries:
         at = entries.index(("ellipsis",))
-        filler = [("slice", None, None, None)] * (len(shape) - len(entries) + 1)
-        entries[at : at + 1] = filler
+        entries[at : at + 1] = [("slice", None, None, None)] * (len(shape) - len(entries) + 1)
     if len(entries) > len(shape):
         return None
-    ranges = [slice(*entry[1:]).indices(n) for entry, n in zip(entries, shape)]
-    partial = [a for a, (start, stop, step) in enumerate(ranges) if (start, stop) != (0, shape[a])]
-    if len(partial) != 1 or ranges[partial[0]][2] != 1:
-        return None
-    start, stop, _ = ranges[partial[0]]
-    return (partial[0], start, stop) if start < stop else None
+    entries += [("slice", None, None, None)] * (len(shape) - len(entries))
+    ranges = []
+    for entry, n in zip(entries, shape):
+        start, stop, step = slice(*entry[1:]).indices(n)
+        count = len(range(start, stop, step))
+        if step < 1 or count < 1:
+            return None
+        ranges.append((start, count, step if count > 1 else 1))
+    return tuple(ranges)
 
 
-def _scattered_slice(m: _Match, v):
-    """(values, axis, start, stop) when ``v`` is values scattered into zeros
-    at a slice of one axis, or that plus +0.0 (what this rule leaves)."""
+def _scattered_terms(m: _Match, v, terms: list) -> bool:
+    """Appends to ``terms`` the (values, ranges) that ``v`` adds up: values
+    scattered into zeros at basic slices, that plus +0.0 (what the rule
+    below leaves), or a sum of such used only there. False if ``v`` is
+    anything else."""
     padded = m.producer_of(v, P.add)
     if padded is not None and _all_equal_to(padded.inputs[1], 0.0):
         v = padded.inputs[0]
+    elif padded is not None:
+        return m.uses[v] == 1 and all(_scattered_terms(m, u, terms) for u in padded.inputs)
     scatter = m.producer_of(v, P.scatter_add)
-    if scatter is None or len(scatter.inputs) != 1:
-        return None
-    found = _slice_of_one_axis(scatter.params["spec"], scatter.params["shape"])
-    if found is None:
-        return None
-    values = scatter.inputs[0]
-    axis, start, stop = found
-    expected = list(v.shape)
-    expected[axis] = stop - start
-    return (values, axis, start, stop) if tuple(values.shape) == tuple(expected) else None
+    if scatter is None or len(scatter.inputs) != 1 or scatter.inputs[0].dtype is not v.dtype:
+        return False
+    ranges = _slice_ranges(scatter.params["spec"], scatter.params["shape"])
+    if ranges is None or tuple(scatter.inputs[0].shape) != tuple(c for _, c, _ in ranges):
+        return False
+    terms.append((scatter.inputs[0], ranges))
+    return True
 
 
-def _scatters_of_adjacent_slices(m: _Match):
-    """The sum of values scattered into adjacent slices of one axis (the
-    gradients of a split's parts: q, k and v) is their concatenation
-    scattered once, or the concatenation itself once it covers the axis.
+def _joined(terms: list):
+    """Two or more terms, equal on every axis but one, whose slices there
+    tile a slice: adjacent blocks (in order), or ``g`` slices of step
+    ``g * u`` starting ``u`` apart (interleaved). (indices, axis, ranges) or None."""
+    for axis in range(len(terms[0][1])):
+        groups: dict = {}
+        for k, (_, ranges) in enumerate(terms):
+            groups.setdefault(ranges[:axis] + ranges[axis + 1 :], []).append(k)
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            members.sort(key=lambda k: terms[k][1][axis][0])
+            (start, _, step), *_ = parts = [terms[k][1][axis] for k in members]
+            total = sum(count for _, count, _ in parts)
+            position, adjacent = start, True
+            for s, count, t in parts:
+                adjacent = adjacent and s == position and t == step
+                position = s + count * step
+            if adjacent:
+                return members, axis, (start, total, step), "adjacent"
+            g = len(parts)
+            u = step // g
+            if step % g == 0 and all(
+                (s, count, t) == (start + j * u, parts[0][1], step)
+                for j, (s, count, t) in enumerate(parts)
+            ):
+                return members, axis, (start, total, u), "interleaved"
+    return None
+
+
+def _scatters_of_tiling_slices(m: _Match):
+    """A sum of values scattered into zeros at slices that tile a slice (the
+    gradients of a split's parts, q, k and v: adjacent blocks; of a pooling's
+    strided views: interleaved) is their concatenation (interleaved: along a
+    new axis, then merged), scattered once unless it covers everything.
     Plus +0.0: the sum turned -0 into +0, and so does that."""
-    parts = [_scattered_slice(m, v) for v in m.ins]
-    if None in parts or m.out.dtype is not m.ins[0].dtype or m.ins[0].shape != m.ins[1].shape:
+    terms: list = []
+    if m.out.dtype is not m.ins[0].dtype or m.ins[0].shape != m.ins[1].shape:
         return None
-    (a, axis, start, middle), (b, other_axis, b_start, stop) = sorted(parts, key=lambda p: p[2])
-    if axis != other_axis or middle != b_start or a.dtype is not b.dtype:
+    if not all(_scattered_terms(m, v, terms) for v in m.ins):
         return None
-    joined_shape = list(m.out.shape)
-    joined_shape[axis] = stop - start
-    joined = Var(tuple(joined_shape), m.out.dtype)
-    spliced = []  # a part that is itself a concatenation on the axis: its parts
-    for part in (a, b):
-        inner = m.producer_of(part, P.concatenate)
-        spliced += inner.inputs if inner is not None and inner.params["axis"] == axis else [part]
-    eqns = [Eqn(P.concatenate, tuple(spliced), {"axis": axis}, joined)]
-    if stop - start < m.out.shape[axis]:
-        spec = (("slice", None, None, None),) * axis + (("slice", start, stop, None),)
+    eqns = []
+    while len(terms) > 1:
+        found = _joined(terms)
+        if found is None:
+            return None
+        members, axis, joined_range, kind = found
+        parts = [terms[k] for k in members]
+        shape = [c for _, c, _ in parts[0][1]]
+        shape[axis] = joined_range[1]
+        joined = Var(tuple(shape), m.out.dtype)
+        if kind == "adjacent":
+            eqns.append(Eqn(P.concatenate, tuple(v for v, _ in parts), {"axis": axis}, joined))
+        else:
+            units = []
+            for v, _ in parts:
+                unit = Var((*v.shape[: axis + 1], 1, *v.shape[axis + 1 :]), m.out.dtype)
+                eqns.append(Eqn(P.reshape, (v,), {"shape": unit.shape}, unit))
+                units.append(unit)
+            stacked = Var(
+                (*parts[0][0].shape[: axis + 1], len(parts), *parts[0][0].shape[axis + 1 :]),
+                m.out.dtype,
+            )
+            eqns.append(Eqn(P.concatenate, tuple(units), {"axis": axis + 1}, stacked))
+            eqns.append(Eqn(P.reshape, (stacked,), {"shape": joined.shape}, joined))
+        ranges = list(parts[0][1])
+        ranges[axis] = joined_range
+        terms = [t for k, t in enumerate(terms) if k not in members] + [(joined, tuple(ranges))]
+    ((joined, ranges),) = terms
+    if any(
+        (start, count, step) != (0, n, 1) for (start, count, step), n in zip(ranges, m.out.shape)
+    ):
+        spec = tuple(
+            ("slice", start, start + (count - 1) * step + 1, step) for start, count, step in ranges
+        )
         scattered = Var(m.out.shape, m.out.dtype)
         eqns.append(Eqn(P.scatter_add, (joined,), {"spec": spec, "shape": m.out.shape}, scattered))
         joined = scattered
@@ -331,7 +388,7 @@ RULES = [
     ((P.sub,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 0.0) else None),
     ((P.add,), lambda m: m.same(m.ins[0]) if m.is_identity(1, 0.0, negative_zero=True) else None),
     ((P.add,), lambda m: m.same(m.ins[1]) if m.is_identity(0, 0.0, negative_zero=True) else None),
-    ((P.add,), _scatters_of_adjacent_slices),
+    ((P.add,), _scatters_of_tiling_slices),
     ((P.neg,), _neg_of_neg),
     (
         (P.reshape, P.broadcast_to),
