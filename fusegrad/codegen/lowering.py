@@ -252,6 +252,16 @@ def _binary_cross_entropy_with_logits(b, args, eqn):
     return e.add(e.mul(e.sub(one, t), x), e.mul(log_weight, smooth))
 
 
+def _gelu(b, args, eqn):
+    """x * 0.5 * (1 + erf(x / sqrt(2))), in the numpy implementation's order:
+    its erf is the very code of the gradient's, which a kernel holding both
+    computes once."""
+    (x,) = args
+    e = mathfns.Emitter(b, x.type)
+    half_x = e.mul(x, e.c(0.5))
+    return e.mul(half_x, e.add(e.c(1.0), mathfns.erf(e, e.mul(x, e.c(P.SQRT_HALF)))))
+
+
 _APPROXIMATED = {
     P.exp: _math(mathfns.exp),
     P.log: _math(mathfns.log),
@@ -261,6 +271,7 @@ _APPROXIMATED = {
     P.sigmoid: _math(mathfns.sigmoid),
     P.softplus: _math(mathfns.softplus),
     P.erf: _math(mathfns.erf),
+    P.gelu: _gelu,
     P.log2: _libm("log2"),
     P.log10: _libm("log10"),
     P.exp2: _libm("exp2"),

@@ -392,7 +392,7 @@ def relu(input):
 def gelu(input, approximate: str = "none"):
     x = _to_float(as_tensor_arg(input))
     if approximate == "none":
-        return x * 0.5 * (1.0 + P.erf(x * (1.0 / math.sqrt(2.0))))
+        return P.gelu(x)
     if approximate == "tanh":
         inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
         return x * 0.5 * (1.0 + P.tanh(inner))
