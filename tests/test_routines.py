@@ -140,3 +140,17 @@ def test_embedding_gradient_is_the_same_eager_and_compiled():
     compiled = fg.jit(weight_gradient)
     for _ in range(3):
         np.testing.assert_array_equal(compiled(weight, tokens, y).numpy(), eager)
+
+
+@pytest.mark.parametrize(
+    "count, seed, offset",
+    [(10, 1234, 5), (4096, -(2**63), -3), (3, -5, -1), (0, 1, 1), (17, 0, 2**62)],
+    ids=["partial-block", "counter-wraps", "one-partial-block", "empty", "large-offset"],
+)
+def test_random_bits_routine_matches_numpy_bit_for_bit(count, seed, offset):
+    """Philox's words by the native routine are numpy's, whatever the seed and
+    counter (negative int64s are their bit patterns), including the last
+    block's first words."""
+    state = (np.array(seed, np.int64), np.array(offset, np.int64))
+    want = P.random_bits.impl(*state, shape=(count,))
+    np.testing.assert_array_equal(routines.random_bits(*state, shape=(count,)), want)

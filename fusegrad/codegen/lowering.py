@@ -307,7 +307,7 @@ IN_NUMPY = {
     P.scatter_add: "scatters",
     P.index_put: "scatters",
     P.concatenate: "a copy numpy makes at memory speed",
-    P.random_bits: "Philox rounds in uint64 arithmetic, not yet emitted as LLVM",
+    P.random_bits: "a routine (runtime/routines.py): Philox's rounds for each counter",
     P.cumsum: "a scan along an axis",
     P.cumprod: "a scan along an axis",
     P.argsort: "a sort",

@@ -9,7 +9,8 @@ the plane stays in cache, in numpy's order (so the sums are bit for bit the
 same). Copying the windows out (im2col, ``windows``) is the same nest the
 other way; numpy's strided copy pays its loop overhead per window row, a
 few elements long. Adding rows at row numbers (an embedding's gradient,
-``scatter_add`` with an index array) is a loop over the rows. Sizes are
+``scatter_add`` with an index array) is a loop over the rows, and Philox's
+random words (``random_bits``) a loop over the counters. Sizes are
 arguments, so each routine compiles once per dtype.
 """
 
@@ -19,6 +20,7 @@ import ctypes
 
 from llvmlite import ir
 
+from ..ir.primitives import PHILOX_KEY_STEPS, PHILOX_MULTIPLIERS, PHILOX_ROUNDS
 from .lowering import LLVM_TYPES
 from .target import compile_function
 
@@ -155,6 +157,65 @@ def _scatter_rows_ir(dtype_name: str, symbol: str) -> str:
         _loop(b, ir.Constant(I64, 0), length, add)
 
     _loop(b, ir.Constant(I64, 0), count, add_row)
+    b.ret_void()
+    return str(module)
+
+
+def random_bits():
+    """``random_bits(out, sizes)``: out[i] = word i % 4 of Philox-4x32-10 at
+    counter ``offset + i // 4`` under ``seed`` (``sizes``: count, seed,
+    offset as int64s), as ``P.random_bits`` computes it in numpy."""
+    prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+    return compile_function("routine random_bits", _random_bits_ir, prototype)
+
+
+def _random_bits_ir(symbol: str) -> str:
+    i32 = ir.IntType(32)
+    module = ir.Module(name="random_bits")
+    function = ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64.as_pointer()]), symbol
+    )
+    for argument in function.args:
+        argument.add_attribute("noalias")
+    out, size_array = function.args
+    b = ir.IRBuilder(function.append_basic_block("entry"))
+    count, seed, offset = (b.load(b.gep(size_array, [ir.Constant(I64, k)])) for k in range(3))
+    thirty_two = ir.Constant(I64, 32)
+
+    def words(block):
+        """The four words of counter block ``block``."""
+        counter = b.add(offset, block)
+        c = [b.trunc(counter, i32), b.trunc(b.lshr(counter, thirty_two), i32)]
+        c += [ir.Constant(i32, 0), ir.Constant(i32, 0)]
+        k = [b.trunc(seed, i32), b.trunc(b.lshr(seed, thirty_two), i32)]
+        for _ in range(PHILOX_ROUNDS):
+            p0 = b.mul(b.zext(c[0], I64), ir.Constant(I64, PHILOX_MULTIPLIERS[0]))
+            p1 = b.mul(b.zext(c[2], I64), ir.Constant(I64, PHILOX_MULTIPLIERS[1]))
+            high0, high1 = (b.trunc(b.lshr(p, thirty_two), i32) for p in (p0, p1))
+            c = [
+                b.xor(b.xor(high1, c[1]), k[0]),
+                b.trunc(p1, i32),
+                b.xor(b.xor(high0, c[3]), k[1]),
+                b.trunc(p0, i32),
+            ]
+            k = [b.add(key, ir.Constant(i32, step)) for key, step in zip(k, PHILOX_KEY_STEPS)]
+        return [b.zext(word, I64) for word in c]
+
+    def whole(block):
+        start = _mul(b, block, ir.Constant(I64, 4))
+        for w, value in enumerate(words(block)):
+            b.store(value, b.gep(out, [_add(b, start, ir.Constant(I64, w))]))
+
+    full = b.sdiv(count, ir.Constant(I64, 4))
+    _loop(b, ir.Constant(I64, 0), full, whole)
+    # the last, partial block: its first count % 4 words
+    start = _mul(b, full, ir.Constant(I64, 4))
+    with b.if_then(b.icmp_signed("<", start, count)):
+        values = words(full)
+        for w, value in enumerate(values):
+            position = _add(b, start, ir.Constant(I64, w))
+            with b.if_then(b.icmp_signed("<", position, count)):
+                b.store(value, b.gep(out, [position]))
     b.ret_void()
     return str(module)
 
