@@ -1038,3 +1038,21 @@ def test_kernels_differing_in_a_one_element_constant_do_not_share_machine_code()
         np.testing.assert_allclose(executor.run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-12)
         descriptions.add(executor.kernels[0].description())
     assert len(descriptions) == 2
+
+
+def test_a_sum_of_a_cancelling_difference_keeps_inf_and_nan():
+    """LLVM, allowed to reorder a kernel's sum and to ignore the sign of zero,
+    cancelled x - x inside it: the row sums of x - x over inf or NaN came out
+    0 (the fuzzer's find, through layer_norm of a NaN's std)."""
+
+    def centred(x):
+        d = x - x
+        total = d.sum(1, keepdim=True)
+        return total, d - total / 4
+
+    x = fg.tensor(np.array([[1.0, np.nan, 2.0, 3.0], [np.inf, 0.0, 1.0, 2.0], [1, 2, 3, 4.0]]))
+    want = [t.numpy() for t in centred(x)]
+    compiled = fg.jit(centred)
+    for _ in range(3):
+        for got, expected in zip(compiled(x), want):
+            np.testing.assert_array_equal(got.numpy(), expected)

@@ -632,9 +632,9 @@ class Reducer:
 
     def combine(self, b, acc, value):
         if self.kind == "sum":
-            return (
-                b.fadd(acc, value, flags=("reassoc", "nsz")) if self.floating else b.add(acc, value)
-            )
+            # reassoc lets LLVM vectorize the sum; with nsz too, it also
+            # cancelled x - x inside it, so a sum of x - x over inf or NaN gave 0
+            return b.fadd(acc, value, flags=("reassoc",)) if self.floating else b.add(acc, value)
         if self.floating:  # NaN wins, as in numpy
             # a compare and a select: llvm.maximum's lowering for x86 was ten
             # times slower where the operands held infinities
