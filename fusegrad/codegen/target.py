@@ -51,11 +51,12 @@ def _new_target_machine():
         # Kernels are long arithmetic loops, where full-width vectors pay off;
         # LLVM's tuning for recent Intel cores would stop at 256 bits.
         features += ",-prefer-256-bit"
-    # A loop reading with a constant stride of 2-4 (a pooling window's view)
-    # vectorized with gathers ran at half the speed of scalar loads inserted
-    # into vectors on the AMD cores measured; LLVM already avoids gathers on
-    # the Intel cores whose microcode made them slow.
-    features += ",+prefer-no-gather"
+    if "+avx2" in features:
+        # A loop reading with a constant stride of 2-4 (a pooling window's
+        # view) vectorized with gathers ran at half the speed of scalar loads
+        # inserted into vectors on the AMD cores measured; LLVM already avoids
+        # gathers on the Intel cores whose microcode made them slow.
+        features += ",+prefer-no-gather"
     return target.create_target_machine(
         cpu=llvm.get_host_cpu_name(),
         features=features,
