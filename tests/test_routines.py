@@ -154,3 +154,102 @@ def test_random_bits_routine_matches_numpy_bit_for_bit(count, seed, offset):
     state = (np.array(seed, np.int64), np.array(offset, np.int64))
     want = P.random_bits.impl(*state, shape=(count,))
     np.testing.assert_array_equal(routines.random_bits(*state, shape=(count,)), want)
+
+
+def _stack(rng, shape, np_dtype, order=None, step=1):
+    """A random array of ``shape``: stored with its axes in ``order`` (a
+    transposed view) and every ``step``-th element of its last axis."""
+    order = order or tuple(range(len(shape)))
+    stored = [shape[a] for a in order]
+    stored[-1] *= step
+    a = rng.standard_normal(stored).astype(np_dtype)[..., ::step]
+    return a.transpose(np.argsort(order))
+
+
+# (what it is, x's and y's shape, x's and y's storage order, the routine's form)
+PRODUCTS = [
+    ("LeNet conv2: filters times windows", (16, 150), (64, 150, 100), None, None, "rows"),
+    ("conv input gradient: filters transposed", (150, 16), (8, 16, 100), (1, 0), None, "rows"),
+    ("weight gradient: depth tail", (8, 16, 100), (8, 100, 150), None, (0, 2, 1), "dots"),
+    ("weight gradient: whole vectors", (4, 6, 784), (4, 784, 25), None, (0, 2, 1), "dots"),
+    ("attention heads", (3, 4, 17, 9), (3, 4, 9, 33), None, None, "rows"),
+    ("heads split from tokens", (2, 3, 10, 8), (2, 3, 8, 12), (0, 2, 1, 3), (0, 2, 1, 3), "rows"),
+    ("broadcast stacks", (5, 1, 7, 8), (1, 3, 8, 12), None, None, "rows"),
+    ("one deep", (6, 9, 1), (6, 1, 40), None, None, "rows"),
+    ("three stack axes", (2, 3, 2, 4, 5), (2, 3, 2, 5, 6), (1, 0, 2, 3, 4), (2, 1, 0, 3, 4), None),
+    ("columns strided, depth short", (4, 5, 6), (4, 6, 7), None, (0, 2, 1), None),
+    ("too few columns", (4, 5, 6), (4, 6, 3), None, None, None),
+    ("no stacks", (5, 6), (6, 7), None, None, None),
+    ("empty stack", (0, 5, 6), (0, 6, 7), None, None, None),
+]
+
+
+@pytest.mark.parametrize("case", PRODUCTS, ids=lambda case: case[0])
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_stacked_products_match_numpy(case, np_dtype):
+    """Products of stacked matrices run by the routine in the form their
+    layout allows (or by numpy) and match numpy's."""
+    _, x_shape, y_shape, x_order, y_order, form = case
+    rng = np.random.default_rng(10)
+    x = _stack(rng, x_shape, np_dtype, x_order)
+    y = _stack(rng, y_shape, np_dtype, y_order)
+    layout = routines._stacked_product(x, y)
+    assert (layout and layout[0]) == form
+    want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+    got = routines.matmul(x, y)
+    assert got.dtype == np_dtype and got.shape == want.shape
+    assert got.flags.c_contiguous or form is None
+    tolerance = 2e-5 if np_dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * x.shape[-1])
+
+
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_stacked_products_of_every_block_size_match_numpy(np_dtype):
+    """Every count of rows left after whole blocks, and every count of
+    columns left after whole vectors, in both forms; strided and reversed
+    stacks."""
+    rng = np.random.default_rng(11)
+    for rows in range(1, 26):
+        for columns in (4, 13, 16, 20, 33, 48, 50, 64, 100):
+            x = _stack(rng, (3, rows, 70), np_dtype, step=2)[::-1]
+            y = _stack(rng, (3, 70, columns), np_dtype)[::-1]
+            y_transposed = _stack(rng, (3, 70, columns), np_dtype, (0, 2, 1))
+            deep = np.ascontiguousarray(x)
+            tolerance = 2e-5 if np_dtype == np.float32 else 1e-12
+            for a, b, form in ((x, y, "rows"), (deep, y_transposed, "dots")):
+                assert routines._stacked_product(a, b)[0] == form
+                want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+                got = routines.matmul(a, b)
+                np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * 70)
+
+
+def test_stacked_products_carry_nan_and_inf_as_numpy():
+    x = np.ones((2, 3, 20), np.float32)
+    x[0, 1, 4], x[1, 2, 19] = np.inf, np.nan
+    y = np.ones((2, 20, 5), np.float32)
+    y[0, 4, 2] = 0.0  # inf * 0 is NaN
+    want = np.matmul(x, y)
+    np.testing.assert_array_equal(routines.matmul(x, y), want)
+    y_transposed = np.ascontiguousarray(np.ones((2, 5, 64), np.float32)).transpose(0, 2, 1)
+    x_deep = np.ones((2, 3, 64), np.float32)
+    x_deep[1, 0, 63] = -np.inf
+    want = np.matmul(x_deep, y_transposed)
+    np.testing.assert_array_equal(routines.matmul(x_deep, y_transposed), want)
+
+
+def test_convolution_is_the_same_eager_and_compiled():
+    """Eager mode and the compiled plan both multiply the windows by the
+    routine, forward and backward."""
+    rng = np.random.default_rng(12)
+    x = fg.tensor(rng.standard_normal((4, 3, 12, 12)).astype(np.float32), requires_grad=True)
+    w = fg.tensor(rng.standard_normal((8, 3, 5, 5)).astype(np.float32), requires_grad=True)
+
+    def step(x, w):
+        y = fg.nn.functional.conv2d(x, w)
+        return (y, *fg.autograd.grad((y * y).sum(), [x, w]))
+
+    eager = [t.detach().numpy() for t in step(x, w)]
+    compiled = fg.jit(step)
+    for _ in range(3):
+        for got, want in zip(compiled(x, w), eager):
+            np.testing.assert_array_equal(got.detach().numpy(), want)

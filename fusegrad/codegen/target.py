@@ -66,6 +66,19 @@ def _new_target_machine():
     )
 
 
+@functools.cache
+def vector_registers() -> tuple:
+    """The bytes in a vector register and how many there are (AVX-512: 64
+    and 32; AVX: 32 and 16; otherwise SSE's or NEON's 16 and 16)."""
+    _initialized()
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f"):
+        return 64, 32
+    if features.get("avx"):
+        return 32, 16
+    return 16, 16
+
+
 def optimize(module) -> None:
     tuning = llvm.create_pipeline_tuning_options(speed_level=3)
     tuning.loop_vectorization = True
