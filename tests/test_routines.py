@@ -173,12 +173,13 @@ PRODUCTS = [
     ("weight gradient: depth tail", (8, 16, 100), (8, 100, 150), None, (0, 2, 1), "dots"),
     ("weight gradient: whole vectors", (4, 6, 784), (4, 784, 25), None, (0, 2, 1), "dots"),
     ("attention heads", (3, 4, 17, 9), (3, 4, 9, 33), None, None, "rows"),
-    ("heads split from tokens", (2, 3, 10, 8), (2, 3, 8, 12), (0, 2, 1, 3), (0, 2, 1, 3), "rows"),
-    ("broadcast stacks", (5, 1, 7, 8), (1, 3, 8, 12), None, None, "rows"),
-    ("one deep", (6, 9, 1), (6, 1, 40), None, None, "rows"),
+    ("heads split from tokens", (2, 3, 40, 16), (2, 3, 16, 24), (0, 2, 1, 3), (0, 2, 1, 3), "rows"),
+    ("broadcast stacks", (5, 1, 20, 16), (1, 3, 16, 24), None, None, "rows"),
+    ("one deep", (60, 9, 1), (60, 1, 80), None, None, "rows"),
     ("three stack axes", (2, 3, 2, 4, 5), (2, 3, 2, 5, 6), (1, 0, 2, 3, 4), (2, 1, 0, 3, 4), None),
     ("columns strided, depth short", (4, 5, 6), (4, 6, 7), None, (0, 2, 1), None),
     ("too few columns", (4, 5, 6), (4, 6, 3), None, None, None),
+    ("too little work", (2, 4, 4), (2, 4, 4), None, None, None),
     ("no stacks", (5, 6), (6, 7), None, None, None),
     ("empty stack", (0, 5, 6), (0, 6, 7), None, None, None),
 ]
@@ -204,10 +205,12 @@ def test_stacked_products_match_numpy(case, np_dtype):
 
 
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_stacked_products_of_every_block_size_match_numpy(np_dtype):
+def test_stacked_products_of_every_block_size_match_numpy(np_dtype, monkeypatch):
     """Every count of rows left after whole blocks, and every count of
     columns left after whole vectors, in both forms; strided and reversed
     stacks."""
+    monkeypatch.setattr(routines, "MIN_WORK", 0)  # small products too
+    monkeypatch.setattr(routines, "_products", {})
     rng = np.random.default_rng(11)
     for rows in range(1, 26):
         for columns in (4, 13, 16, 20, 33, 48, 50, 64, 100):

@@ -22,32 +22,13 @@ import numpy as np
 
 from ..codegen.driver import Call, Fill, compile_driver, driver_sizes
 from ..ir.graph import Const, Var
+from .addresses import DATA_OFFSET, ITEMS_OFFSET
 from .launch import KernelBoundsError, Launcher, contiguous, layout_of
 from .routines import run_equation
 
 ALIGNMENT = 64  # bytes: a cache line, and a whole vector register
 WRITTEN = ("output", "row output", "reduction")  # roles whose arrays hold values
 SCRATCH = ("flag", "spill")  # roles whose arrays only the kernel itself reads
-
-
-def _offset_of(address: int, obj) -> int:
-    """Where in ``obj``'s memory (its fixed part and, for a tuple, its
-    items) ``address`` is stored."""
-    size = type(obj).__basicsize__ + type(obj).__itemsize__ * len(obj)
-    words = (ctypes.c_size_t * (size // ctypes.sizeof(ctypes.c_size_t))).from_address(id(obj))
-    for k, word in enumerate(words):
-        if word == address:
-            return k * ctypes.sizeof(ctypes.c_size_t)
-    raise RuntimeError("fusegrad: cannot find where this Python keeps tuple items or array data")
-
-
-# A driver reads array data pointers from the objects themselves: where
-# CPython keeps a tuple's items and numpy an array's data pointer is found by
-# looking for known addresses in a probe, not assumed.
-_PROBE = np.empty(3)
-DATA_OFFSET = _offset_of(_PROBE.ctypes.data, _PROBE)
-ITEMS_OFFSET = _offset_of(id(_PROBE), (_PROBE,))
-del _PROBE
 
 
 class PlanError(RuntimeError):

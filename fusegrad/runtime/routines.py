@@ -12,6 +12,7 @@ import numpy as np
 from ..codegen import gemm, routines
 from ..ir import graph
 from ..ir import primitives as P
+from .addresses import data_address
 
 _FLOATS = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
 
@@ -98,22 +99,37 @@ def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     (a single product of all their rows, see the primitive), goes to BLAS.
     The routine runs on this thread: split across two, LeNet's step took 10%
     longer (the other core holds BLAS's spinning thread)."""
-    layout = _stacked_product(x, y) if y.ndim > 2 and x.dtype == y.dtype else None
-    if layout is None:
+    if y.ndim < 3:
         return P.matmul.impl(x, y)
-    form, shape, sizes = layout
+    key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
+    call = _products.get(key, _UNSEEN)
+    if call is _UNSEEN:
+        call = _product_call(x, y)
+        if len(_products) >= PRODUCTS_KEPT:
+            _products.clear()
+        _products[key] = call
+    if call is None:
+        return P.matmul.impl(x, y)
+    native, shape, arguments = call
     out = np.empty(shape, x.dtype)
-    arguments = np.array(sizes, np.int64)
-    native = gemm.matmul(form, x.dtype.name)
-    native(x.ctypes.data, y.ctypes.data, out.ctypes.data, arguments.ctypes.data)
+    native(data_address(x), data_address(y), data_address(out), data_address(arguments))
     return out
+
+
+def _product_call(x: np.ndarray, y: np.ndarray):
+    """The routine, result shape and size arguments for x @ y, or None."""
+    layout = _stacked_product(x, y) if x.dtype == y.dtype else None
+    if layout is None:
+        return None
+    form, shape, sizes = layout
+    return gemm.matmul(form, x.dtype.name), shape, np.array(sizes, np.int64)
 
 
 def _stacked_product(x: np.ndarray, y: np.ndarray):
     """How the routine computes x @ y: its form, the result's shape and the
     routine's sizes (``gemm.SIZES``). None where numpy should: a shape numpy
     rejects, an empty or single product, columns too few for vectors, a
-    large product, stack axes that do not merge into two, or y's columns
+    small or large product, stack axes that do not merge into two, or y's columns
     strided when the depth is short (copying y so its columns were
     contiguous made attention's q @ k^T slower than numpy's product)."""
     (rows, depth), columns = x.shape[-2:], y.shape[-1]
@@ -127,7 +143,9 @@ def _stacked_product(x: np.ndarray, y: np.ndarray):
         return None
     count = math.prod(batch)
     x_strides, y_strides = _element_strides(x), _element_strides(y)
-    if count < 2 or x_strides is None or y_strides is None:
+    if count < 2 or count * rows * columns * depth < MIN_WORK:
+        return None
+    if x_strides is None or y_strides is None:
         return None
     if y_strides[-1] == 1:
         form = "rows"
@@ -191,6 +209,13 @@ def _fits(shape, size, kernel, stride, dilation) -> bool:
 
 
 MIN_COLUMNS = 4  # fewer: mostly masked-off lanes, where BLAS did better
+# Layouts of products seen -> how to run them: deciding took 10 us a call.
+PRODUCTS_KEPT = 1024
+_products: dict = {}
+_UNSEEN = object()
+# Multiply-adds in all products below which numpy's call costs less than
+# the routine's (at 8 x 16x16x16 they took the same 3.2 us).
+MIN_WORK = 1 << 15
 # Multiply-adds of one product beyond which BLAS's packing and cache
 # blocking pay off (2 x 1024^3 took 14% longer here, 4 x 64x16384x64 70%).
 MAX_PRODUCT = 1 << 22
