@@ -34,6 +34,7 @@ from llvmlite import ir
 from .lowering import LLVM_TYPES
 from .routines import I64, _add, _loop, _mul
 from .target import compile_function, vector_registers
+from .vectors import Vectors, lanes
 
 # The routine's size arguments (int64s), in this order. Strides are in
 # elements; C's columns are contiguous.
@@ -70,11 +71,6 @@ def blocks(form: str) -> tuple:
     return ((3, 8), (2, 12), (1, 16)) if registers >= 32 else ((2, 6), (1, 8))
 
 
-def lanes(dtype_name: str) -> int:
-    width, _ = vector_registers()
-    return width // (4 if dtype_name == "float32" else 8)
-
-
 def matmul(form: str, dtype_name: str):
     """``matmul(a, b, c, sizes)``: c[i] = a[i] @ b[i] for the matrices i in
     [items_begin, items_end) (``sizes`` as ``SIZES``)."""
@@ -84,75 +80,6 @@ def matmul(form: str, dtype_name: str):
     return compile_function(
         description, lambda symbol: _matmul_ir(form, dtype_name, symbol), prototype
     )
-
-
-class _Vectors:
-    """Vector instructions on one element type, for a builder."""
-
-    def __init__(self, b, element, width: int):
-        self.b, self.element, self.width = b, element, width
-        self.type = ir.VectorType(element, width)
-        self.bytes = 4 if isinstance(element, ir.FloatType) else 8
-        self.suffix = f"v{width}{'f32' if self.bytes == 4 else 'f64'}"
-        self.zero = ir.Constant(self.type, None)
-        i32 = ir.IntType(32)
-        self.alignment = ir.Constant(i32, self.bytes)
-        self.lane_numbers = ir.Constant(ir.VectorType(I64, width), list(range(width)))
-        self.splat_mask = ir.Constant(ir.VectorType(i32, width), [0] * width)
-
-    def _intrinsic(self, name, result, arguments):
-        module = self.b.module
-        function = module.globals.get(name)
-        if function is None:
-            function = ir.Function(module, ir.FunctionType(result, arguments), name)
-        return function
-
-    def pointer(self, address):
-        return self.b.bitcast(address, self.type.as_pointer())
-
-    def load(self, address, mask=None):
-        if mask is None:
-            return self.b.load(self.pointer(address), align=self.bytes)
-        masks = ir.VectorType(ir.IntType(1), self.width)
-        arguments = [self.type.as_pointer(), ir.IntType(32), masks, self.type]
-        load = self._intrinsic(f"llvm.masked.load.{self.suffix}.p0", self.type, arguments)
-        return self.b.call(load, [self.pointer(address), self.alignment, mask, self.zero])
-
-    def store(self, value, address, mask=None):
-        if mask is None:
-            self.b.store(value, self.pointer(address), align=self.bytes)
-            return
-        masks = ir.VectorType(ir.IntType(1), self.width)
-        arguments = [self.type, self.type.as_pointer(), ir.IntType(32), masks]
-        store = self._intrinsic(f"llvm.masked.store.{self.suffix}.p0", ir.VoidType(), arguments)
-        self.b.call(store, [value, self.pointer(address), self.alignment, mask])
-
-    def first(self, count):
-        """The mask of the first ``count`` lanes."""
-        lanes = self.b.insert_element(
-            ir.Constant(ir.VectorType(I64, self.width), ir.Undefined), count, _i32(0)
-        )
-        lanes = self.b.shuffle_vector(lanes, lanes, self.splat_mask)
-        return self.b.icmp_signed("<", self.lane_numbers, lanes)
-
-    def splat(self, x):
-        vector = self.b.insert_element(ir.Constant(self.type, ir.Undefined), x, _i32(0))
-        return self.b.shuffle_vector(vector, vector, self.splat_mask)
-
-    def fmuladd(self, x, y, z):
-        fmuladd = self._intrinsic(f"llvm.fmuladd.{self.suffix}", self.type, [self.type] * 3)
-        return self.b.call(fmuladd, [x, y, z])
-
-    def sum(self, vector):
-        """The sum of the lanes, in any order."""
-        add = self._intrinsic(
-            f"llvm.vector.reduce.fadd.{self.suffix}", self.element, [self.element, self.type]
-        )
-        return self.b.call(add, [ir.Constant(self.element, 0.0), vector], fastmath=("reassoc",))
-
-
-def _i32(n):
-    return ir.Constant(ir.IntType(32), n)
 
 
 def _constant(n):
@@ -170,7 +97,7 @@ def _matmul_ir(form: str, dtype_name: str, symbol: str) -> str:
     a_base, b_base, c_base, size_array = function.args
     b = ir.IRBuilder(function.append_basic_block("entry"))
     s = {name: b.load(b.gep(size_array, [_constant(k)]), name=name) for k, name in enumerate(SIZES)}
-    vectors = _Vectors(b, element, lanes(dtype_name))
+    vectors = Vectors(b, element, lanes(dtype_name))
 
     def at(base, index, stride):
         return b.gep(base, [_mul(b, index, stride)])
