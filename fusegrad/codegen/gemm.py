@@ -32,7 +32,7 @@ import ctypes
 from llvmlite import ir
 
 from .lowering import LLVM_TYPES
-from .routines import I64, _add, _loop, _mul
+from .routines import I64, _add, _carried, _loop, _mul
 from .target import compile_function, vector_registers
 from .vectors import Vectors, lanes
 
@@ -222,31 +222,3 @@ def _blocks(b, count, size, body):
     for height in range(1, size):
         with b.if_then(b.icmp_signed("==", rest, _constant(height))):
             body(start, height)
-
-
-def _carried(b, start, stop, step, initial, body):
-    """A loop over k in [start, stop) by ``step`` (whole steps only) carrying
-    values in registers: ``body(k, values)`` returns their next values.
-    Returns the first k not run and the final values."""
-    before = b.block
-    header = b.append_basic_block("depth")
-    inside = b.append_basic_block("step")
-    after = b.append_basic_block("done")
-    b.branch(header)
-    b.position_at_end(header)
-    k = b.phi(I64)
-    k.add_incoming(start, before)
-    values = []
-    for value in initial:
-        phi = b.phi(value.type)
-        phi.add_incoming(value, before)
-        values.append(phi)
-    following = _add(b, k, _constant(step))
-    b.cbranch(b.icmp_signed("<=", following, stop), inside, after)
-    b.position_at_end(inside)
-    for phi, value in zip(values, body(k, values)):
-        phi.add_incoming(value, b.block)
-    k.add_incoming(following, b.block)
-    b.branch(header)
-    b.position_at_end(after)
-    return k, values

@@ -273,17 +273,41 @@ def _nest(b, ends, body, index=()):
 
 def _loop(b, start, stop, body):
     """``body(index)`` for index in [start, stop)."""
+
+    def step(index, values):
+        body(index)
+        return values
+
+    _carried(b, start, stop, 1, [], step)
+
+
+def _carried(b, start, stop, step, initial, body):
+    """A loop over k in [start, stop) by ``step`` (whole steps only) carrying
+    values in registers: ``body(k, values)`` returns their next values.
+    Returns the first k not run and the final values."""
     before = b.block
     header = b.append_basic_block("loop")
     inside = b.append_basic_block("body")
     after = b.append_basic_block("after")
     b.branch(header)
     b.position_at_end(header)
-    index = b.phi(I64)
-    index.add_incoming(start, before)
-    b.cbranch(b.icmp_signed("<", index, stop), inside, after)
+    k = b.phi(I64)
+    k.add_incoming(start, before)
+    values = []
+    for value in initial:
+        phi = b.phi(value.type)
+        phi.add_incoming(value, before)
+        values.append(phi)
+    step_size = ir.Constant(I64, step)
+    if step == 1:
+        fits = b.icmp_signed("<", k, stop)
+    else:
+        fits = b.icmp_signed("<=", _add(b, k, step_size), stop)
+    b.cbranch(fits, inside, after)
     b.position_at_end(inside)
-    body(index)
-    index.add_incoming(_add(b, index, ir.Constant(I64, 1)), b.block)
+    for phi, value in zip(values, body(k, values)):
+        phi.add_incoming(value, b.block)
+    k.add_incoming(_add(b, k, step_size), b.block)
     b.branch(header)
     b.position_at_end(after)
+    return k, values
