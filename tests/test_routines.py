@@ -16,7 +16,26 @@ WINDOWS = [
     ((), (4, 4), (4, 4), (1, 1), (1, 1)),  # one window, no leading axes
     ((3, 1), (1, 8), (1, 3), (1, 1), (1, 1)),  # size-1 axes
     ((0, 2), (5, 5), (2, 2), (1, 1), (1, 1)),  # no planes
+    ((2, 3), (7, 37), (3, 4), (2, 1), (1, 3)),  # rows of several vectors, dilated along them
+    ((1, 2), (6, 33), (2, 5), (1, 1), (2, 1)),
+    ((2,), (3, 5, 17), (2, 1, 3), (2, 1, 1), (1, 2, 1)),
 ]
+
+
+@pytest.mark.parametrize("case", WINDOWS, ids=str)
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_fold_routine_keeps_signed_zeros_infinities_and_nans_as_numpy(case, np_dtype):
+    """Bit for bit, -0.0 and NaN included: the sums start and run as numpy's."""
+    lead, size, kernel, stride, dilation = case
+    counts = tuple(map(P.window_count, size, kernel, stride, dilation))
+    rng = np.random.default_rng(4)
+    specials = np.array([-0.0, 0.0, 1.5, -np.inf, np.inf, np.nan], np_dtype)
+    cols = rng.choice(specials, lead + kernel + counts, p=[0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
+    with np.errstate(invalid="ignore"):  # inf - inf
+        want = P.fold.impl(cols, size=size, kernel=kernel, stride=stride, dilation=dilation)
+    got = routines.fold(cols, size, kernel, stride, dilation)
+    bits = np.uint32 if np_dtype == np.float32 else np.uint64
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
 
 
 @pytest.mark.parametrize("case", WINDOWS, ids=str)
