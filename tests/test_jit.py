@@ -1370,3 +1370,32 @@ def test_a_tiny_kernel_approximating_after_its_reduction_runs_compiled():
     got = Executor(traced.backward).run(list(values[first_residual:]) + cotangent)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
     assert np.isfinite(got[0]).all()
+
+
+def test_a_trace_frees_the_values_the_function_drops():
+    """Tracing holds no intermediate the function let go of (holding them all
+    made every new array fresh memory: a GPT-mini step's trace took 3x its
+    eager run), and a dead value's id, given to a new tensor, is not read
+    as the old value's: the program equals eager mode on calls 1, 2 and 3."""
+    import weakref
+
+    freed = []
+
+    def step(x):
+        total = x.sum() * 0.0
+        for k in range(40):  # temporaries of changing shapes: ids are reused
+            temporary = x[: k % 7 + 1] * float(k) + 1.0
+            watched = weakref.ref(temporary)
+            total = total + temporary.tanh().sum()
+            del temporary
+            freed.append(watched() is None)
+        return total
+
+    x = fg.tensor(np.linspace(-1.0, 1.0, 24).reshape(8, 3))
+    want = step(x).item()
+    compiled = fg.jit(step)
+    freed.clear()
+    results = [compiled(x).item()]  # the trace runs the function
+    assert len(freed) == 40 and all(freed)
+    results += [compiled(x).item(), compiled(x).item()]
+    np.testing.assert_allclose(results, [want] * 3, rtol=1e-12)
