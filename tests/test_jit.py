@@ -1399,3 +1399,21 @@ def test_a_trace_frees_the_values_the_function_drops():
     assert len(freed) == 40 and all(freed)
     results += [compiled(x).item(), compiled(x).item()]
     np.testing.assert_allclose(results, [want] * 3, rtol=1e-12)
+
+
+def test_a_compile_phase_counts_its_own_time_only(monkeypatch):
+    """Machine code compiled inside the trace (eager operations run
+    natively) is the machine code's time, not also the trace's: the log's
+    phases add up to the call's time, none negative."""
+    from fusegrad import timing
+
+    clock = iter(range(100))
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr(timing, "seconds", timing.Counter())
+    with timing.phase("trace"):  # opens at 0
+        with timing.phase("machine code"):  # 1 to 2
+            pass
+        with timing.phase("machine code"):  # 3 to 4
+            pass
+    # closes at 5
+    assert timing.seconds == {"trace": 3.0, "machine code": 2.0}
