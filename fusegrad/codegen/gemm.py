@@ -116,7 +116,7 @@ def _matmul_ir(form: str, dtype_name: str, symbol: str) -> str:
     def rows(a, bm, c):
         width = vectors.width
 
-        def block(n0, count, tallest, mask=None):
+        def block(n0, count, tallest, mask=None, every_rest=False):
             """Columns [n0, n0 + count vectors) of every row, ``tallest`` rows
             at a time; ``mask``: the lanes of the last, partial vector."""
 
@@ -140,23 +140,25 @@ def _matmul_ir(form: str, dtype_name: str, symbol: str) -> str:
                         place = b.gep(c_row, [_constant(v * width)])
                         vectors.store(sums[i * count + v], place, mask)
 
-            _blocks(b, s["rows"], tallest, row_block)
+            _blocks(b, s["rows"], tallest, row_block, every_rest)
 
-        def phase(start, count, tallest):
+        def phase(start, count, tallest, every_rest):
             """Blocks of ``count`` vectors from column ``start``, while they fit;
             returns the column after them."""
             wide = _constant(count * width)
             whole = b.sdiv(b.sub(s["columns"], start), wide)
 
             def one(j):
-                block(_add(b, start, _mul(b, j, wide)), count, tallest)
+                block(_add(b, start, _mul(b, j, wide)), count, tallest, every_rest=every_rest)
 
             _loop(b, _constant(0), whole, one)
             return _add(b, start, _mul(b, whole, wide))
 
+        # most columns go through the first phase: there, rows left over
+        # (a filter bank of 6 rows by blocks of 8) make one block
         start = _constant(0)
-        for count, tallest in blocks(form):
-            start = phase(start, count, tallest)
+        for k, (count, tallest) in enumerate(blocks(form)):
+            start = phase(start, count, tallest, every_rest=k == 0)
         rest = b.sub(s["columns"], start)
         with b.if_then(b.icmp_signed(">", rest, _constant(0))):
             block(start, 1, tallest, vectors.first(rest))
@@ -193,7 +195,7 @@ def _matmul_ir(form: str, dtype_name: str, symbol: str) -> str:
             _blocks(b, s["columns"], breadth, column_block)
 
         height, breadth = blocks(form)
-        _blocks(b, s["rows"], height, row_block)
+        _blocks(b, s["rows"], height, row_block, every_rest=True)
 
     _loop(b, s["items_begin"], s["items_end"], matrix)
     b.ret_void()
@@ -212,13 +214,27 @@ def _merge(b, value, before, other, inside):
     return phi
 
 
-def _blocks(b, count, size, body):
+def _blocks(b, count, size, body, every_rest=False):
     """``body(start, size)`` over [0, count) in blocks of ``size``, then
-    ``body(start, rest)`` for the rest: each block size unrolled apart."""
+    ``body(start, rest)`` for the rest (``every_rest``) or the rest in
+    blocks of the powers of two it adds up to. A block of each size is code
+    of its own: a block for every rest in every phase took the routine
+    three times as long to compile."""
     whole = b.sdiv(count, _constant(size))
     _loop(b, _constant(0), whole, lambda i: body(_mul(b, i, _constant(size)), size))
     start = _mul(b, whole, _constant(size))
     rest = b.sub(count, start)
-    for height in range(1, size):
-        with b.if_then(b.icmp_signed("==", rest, _constant(height))):
+    if every_rest:
+        for height in range(1, size):
+            with b.if_then(b.icmp_signed("==", rest, _constant(height))):
+                body(start, height)
+        return
+    height = 1 << (size - 1).bit_length() - 1 if size > 1 else 0
+    while height:
+        before = b.block
+        with b.if_then(b.icmp_signed("!=", b.and_(rest, _constant(height)), _constant(0))):
             body(start, height)
+            later = _add(b, start, _constant(height))
+            inside = b.block
+        start = _merge(b, start, before, later, inside)
+        height //= 2
