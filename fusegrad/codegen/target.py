@@ -79,11 +79,11 @@ def vector_registers() -> tuple:
     return 16, 16
 
 
-def optimize(module, unroll: bool = True) -> None:
+def optimize(module) -> None:
     tuning = llvm.create_pipeline_tuning_options(speed_level=3)
     tuning.loop_vectorization = True
     tuning.slp_vectorization = True
-    tuning.loop_unrolling = unroll
+    tuning.loop_unrolling = True
     # Interleaving copies each vectorized loop body several times: on these
     # long arithmetic bodies it took a third of W3's compile time and measured
     # no faster (the bodies already have enough independent work).
@@ -98,20 +98,18 @@ class CompiledModule:
 
     ``source`` is the module's LLVM IR, or a function producing it: with a
     ``key`` that determines the IR (a description of what it computes), a
-    module found in the disk cache never needs its IR built. ``unroll``:
-    whether LLVM may unroll its loops (a ``key`` must say which)."""
+    module found in the disk cache never needs its IR built."""
 
-    def __init__(self, source, key: str | None = None, unroll: bool = True):
+    def __init__(self, source, key: str | None = None):
         _initialized()
         self._source = source
-        self._unroll = unroll
         key = _cache_key(key if key is not None else self.llvm_ir)
         with timing.phase("disk cache"):
             code = disk_cache.read(key)
         if code is None:
             module = self._parse()
             with timing.phase("LLVM optimization"):
-                optimize(module, unroll)
+                optimize(module)
             with timing.phase("machine code"):
                 code = target_machine().emit_object(module)
             with timing.phase("disk cache"):
@@ -141,7 +139,7 @@ class CompiledModule:
     @functools.cached_property
     def _optimized(self):
         module = self._parse()
-        optimize(module, self._unroll)
+        optimize(module)
         return module
 
     @property
@@ -168,20 +166,20 @@ _functions: dict = {}  # description -> ctypes function: identical code compiles
 _compile_lock = threading.RLock()
 
 
-def compile_function(description: str, build_ir, prototype, unroll: bool = True):
+def compile_function(description: str, build_ir, prototype):
     """The native function ``build_ir(symbol)`` defines (LLVM IR), as a
     ``prototype`` (a ctypes function type), compiled once per process.
     ``description`` determines that IR: the machine code is looked up by it
     in this process and on disk, and ``build_ir`` runs only when neither
-    has it. ``unroll``: whether LLVM may unroll its loops."""
-    key = f"{_GENERATOR}\n{description}\nunroll {unroll}"
+    has it."""
+    key = f"{_GENERATOR}\n{description}"
     function = _functions.get(key)
     if function is None:
         with _compile_lock:  # one symbol per engine: two threads must not both load it
             function = _functions.get(key)
             if function is None:
                 symbol = "fn_" + hashlib.sha256(key.encode()).hexdigest()[:32]
-                module = CompiledModule(lambda: build_ir(symbol), key, unroll)
+                module = CompiledModule(lambda: build_ir(symbol), key)
                 function = prototype(module.address(symbol))
                 function.module = module  # the machine code lives as long as the function
                 _functions[key] = function
