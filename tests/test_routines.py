@@ -24,31 +24,27 @@ WINDOWS = [
 
 @pytest.mark.parametrize("case", WINDOWS, ids=str)
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_fold_routine_keeps_signed_zeros_infinities_and_nans_as_numpy(case, np_dtype):
-    """Bit for bit, -0.0 and NaN included: the sums start and run as numpy's."""
-    lead, size, kernel, stride, dilation = case
-    counts = tuple(map(P.window_count, size, kernel, stride, dilation))
-    rng = np.random.default_rng(4)
-    specials = np.array([-0.0, 0.0, 1.5, -np.inf, np.inf, np.nan], np_dtype)
-    cols = rng.choice(specials, lead + kernel + counts, p=[0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
-    with np.errstate(invalid="ignore"):  # inf - inf
-        want = P.fold.impl(cols, size=size, kernel=kernel, stride=stride, dilation=dilation)
-    got = routines.fold(cols, size, kernel, stride, dilation)
-    bits = np.uint32 if np_dtype == np.float32 else np.uint64
-    np.testing.assert_array_equal(got.view(bits), want.view(bits))
-
-
-@pytest.mark.parametrize("case", WINDOWS, ids=str)
-@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_fold_routine_matches_numpy_bit_for_bit(case, np_dtype):
+@pytest.mark.parametrize("values", ["normal", "special"])
+def test_fold_routine_matches_numpy_bit_for_bit(case, np_dtype, values):
+    """The same taps in the same order: the same bits, -0.0 and infinities
+    included; NaN where numpy has NaN (whose sign the order of an addition's
+    operands picks, which LLVM may swap)."""
     lead, size, kernel, stride, dilation = case
     counts = tuple(map(P.window_count, size, kernel, stride, dilation))
     rng = np.random.default_rng(3)
-    cols = rng.standard_normal(lead + kernel + counts).astype(np_dtype)
-    want = P.fold.impl(cols, size=size, kernel=kernel, stride=stride, dilation=dilation)
+    if values == "normal":
+        cols = rng.standard_normal(lead + kernel + counts).astype(np_dtype)
+    else:
+        specials = np.array([-0.0, 0.0, 1.5, -np.inf, np.inf, np.nan], np_dtype)
+        cols = rng.choice(specials, lead + kernel + counts, p=[0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
+    with np.errstate(invalid="ignore"):  # inf - inf
+        want = P.fold.impl(cols, size=size, kernel=kernel, stride=stride, dilation=dilation)
     got = routines.fold(cols, size, kernel, stride, dilation)
     assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)  # same taps in the same order
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    bits = np.uint32 if np_dtype == np.float32 else np.uint64
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(got.view(bits)[numbers], want.view(bits)[numbers])
 
 
 @pytest.mark.parametrize("case", WINDOWS, ids=str)
