@@ -67,7 +67,7 @@ def blocks(form: str) -> tuple:
     columns left fill its width."""
     _, registers = vector_registers()
     if form == "dots":
-        return (6, 2) if registers >= 32 else (4, 2)
+        return (6, 4) if registers >= 32 else (4, 2)
     return ((3, 8), (2, 12), (1, 16)) if registers >= 32 else ((2, 6), (1, 8))
 
 
@@ -188,9 +188,9 @@ def _matmul_ir(form: str, dtype_name: str, symbol: str) -> str:
                 sums = [_merge(b, x, before, y, inside) for x, y in zip(sums, tail)]
                 for i in range(height):
                     c_row = at(c, _add(b, m0, _constant(i)), s["c_row"])
-                    for j in range(breadth):
-                        place = b.gep(c_row, [_add(b, n0, _constant(j))])
-                        b.store(vectors.sum(sums[i * breadth + j]), place)
+                    row = vectors.sums(sums[i * breadth : (i + 1) * breadth])
+                    place = b.bitcast(b.gep(c_row, [n0]), row.type.as_pointer())
+                    b.store(row, place, align=vectors.bytes)
 
             _blocks(b, s["columns"], breadth, column_block)
 
