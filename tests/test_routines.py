@@ -72,6 +72,73 @@ def test_windows_routine_leaves_windows_that_do_not_fit_to_numpy():
     np.testing.assert_array_equal(routines.windows(x, **counts_below_one), want)
 
 
+# (leading shape, tiles along each spatial axis, kernel)
+TILES = [
+    ((64, 6), (14, 14), (2, 2)),  # LeNet's first pooling: a partial vector per row
+    ((2, 3), (5, 40), (2, 2)),  # two whole vectors and a partial one
+    ((2, 3), (3, 16), (3, 3)),  # one whole vector, taps three apart
+    ((2,), (4, 7), (2, 1)),
+    ((3,), (2, 33), (1, 3)),
+    ((2, 3), (20,), (2,)),
+    ((1, 2), (2, 3, 18), (2, 2, 2)),  # the tile rows of a depth
+    ((), (1, 1), (4, 4)),  # one tile, no leading axes
+    ((0, 3), (2, 2), (2, 2)),  # no planes
+]
+
+
+def _tiled_input(rng, lead, counts, kernel, np_dtype):
+    """Values with ties (zeros, as after a ReLU), NaNs (two in some tiles)
+    and negative zeros."""
+    shape = lead + tuple(c * k for c, k in zip(counts, kernel))
+    x = rng.standard_normal(shape).astype(np_dtype)
+    x[x > 0.8] = 0.0
+    x.flat[::7] = np.nan
+    x.flat[1::11] = -0.0
+    return x
+
+
+@pytest.mark.parametrize("case", TILES, ids=str)
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_tile_max_routines_match_numpy_bit_for_bit(case, np_dtype):
+    """Max pooling's routines pick the tap numpy's implementation picks (the
+    first of equal values, the last NaN): the same bits, -0.0 and NaNs
+    included, taking from x itself or another array, and putting back."""
+    lead, counts, kernel = case
+    rng = np.random.default_rng(12)
+    x = _tiled_input(rng, lead, counts, kernel, np_dtype)
+    source = rng.standard_normal(x.shape).astype(np_dtype)
+    values = rng.standard_normal(lead + counts).astype(np_dtype)
+    bits = np.uint32 if np_dtype == np.float32 else np.uint64
+    for got, want in [
+        (routines.take_at_tile_max(x, x, kernel), P.take_at_tile_max.impl(x, x, kernel=kernel)),
+        (
+            routines.take_at_tile_max(x, source, kernel),
+            P.take_at_tile_max.impl(x, source, kernel=kernel),
+        ),
+        (
+            routines.put_at_tile_max(x, values, kernel),
+            P.put_at_tile_max.impl(x, values, kernel=kernel),
+        ),
+    ]:
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(bits), want.view(bits))
+
+
+def test_tile_max_routines_read_strided_arrays_and_leave_mismatches_to_numpy():
+    rng = np.random.default_rng(13)
+    stored = rng.standard_normal((3, 2, 8, 12)).astype(np.float32)
+    x = stored[..., ::2].transpose(1, 0, 2, 3)  # (2, 3, 8, 6), strided
+    want = P.take_at_tile_max.impl(x, x, kernel=(2, 3))
+    np.testing.assert_array_equal(routines.take_at_tile_max(x, x, (2, 3)), want)
+    values = rng.standard_normal((3, 2, 2, 6)).astype(np.float32)[..., ::2].transpose(1, 0, 2, 3)
+    want = P.put_at_tile_max.impl(x, np.ascontiguousarray(values), kernel=(4, 2))
+    np.testing.assert_array_equal(routines.put_at_tile_max(x, values, (4, 2)), want)
+    with pytest.raises(ValueError):  # not whole tiles: numpy's implementation raises
+        routines.take_at_tile_max(x, x, (3, 4))
+    with pytest.raises(ValueError):  # values of another shape
+        routines.put_at_tile_max(x, values[..., :2], (4, 2))
+
+
 def test_fold_routine_reads_strided_windows():
     rng = np.random.default_rng(4)
     stored = rng.standard_normal((5, 2, 3, 3, 3, 8)).astype(np.float32)

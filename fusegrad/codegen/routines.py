@@ -10,13 +10,18 @@ same). Copying the windows out (im2col, ``windows``) is the same nest the
 other way; numpy's strided copy pays its loop overhead per window row, a
 few elements long. Adding rows at row numbers (an embedding's gradient,
 ``scatter_add`` with an index array) is a loop over the rows, and Philox's
-random words (``random_bits``) a loop over the counters. Sizes are
-arguments, so each routine compiles once per dtype.
+random words (``random_bits``) a loop over the counters. Max pooling over
+tiles (``take_at_tile_max``, and ``put_at_tile_max`` for its gradient)
+compares each tile's taps in order, a vector of tiles at a time, where as
+strided views and concatenations it took several passes over memory. Sizes
+are arguments, so each routine compiles once per dtype (the pooling's once
+per kernel too).
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
 
 from llvmlite import ir
 
@@ -134,6 +139,147 @@ def _window_rows_ir(name: str, dtype_name: str, symbol: str) -> str:
                 _loop(b, ir.Constant(I64, 0), count[-1], move)
 
     _loop(b, sizes["planes_begin"], sizes["planes_end"], plane)
+    b.ret_void()
+    return str(module)
+
+
+def tile_max(name: str, dtype_name: str, kernel: tuple):
+    """``tile_max(x, operand, out, sizes)`` for tiles of ``kernel`` (SPATIAL
+    taps, leading ones 1) over C-contiguous planes of ``count * kernel``
+    elements per axis. ``sizes`` (int64s): the tile rows to do, [begin, end)
+    of planes x count0 x count1, then count1 and count2. With ``name``
+    "take", out (planes, *counts) = operand (x's shape) at each tile's
+    maximum of x; with "put", out (x's shape) = operand (planes, *counts)
+    there, zeros elsewhere. A tile's maximum is found as
+    ``P.take_at_tile_max`` finds it."""
+    prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)
+    return compile_function(
+        f"routine tile_max {name} {dtype_name} kernel {tuple(kernel)}",
+        lambda symbol: _tile_max_ir(name, dtype_name, tuple(kernel), symbol),
+        prototype,
+    )
+
+
+def _tile_max_ir(name: str, dtype_name: str, kernel: tuple, symbol: str) -> str:
+    """A loop over tile rows, each a vector of tiles at a time: each tap row
+    of the vector's tiles is loaded whole and split into one vector per tap
+    of the row, so the taps are compared in order lane by lane; a "put"
+    merges its tap vectors back the same way. The kernel is compiled in."""
+    element = LLVM_TYPES[dtype_name]
+    pointer = element.as_pointer()
+    module = ir.Module(name=f"tile_max_{name}")
+    arguments = [pointer, pointer, pointer, I64.as_pointer()]
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), arguments), symbol)
+    for argument in function.args:
+        argument.add_attribute("noalias")
+    x_base, operand_base, out_base, size_array = function.args
+    b = ir.IRBuilder(function.append_basic_block("entry"))
+    rows_begin, rows_end, count1, count2 = (
+        b.load(b.gep(size_array, [ir.Constant(I64, k)])) for k in range(4)
+    )
+    vectors = Vectors(b, element, lanes(dtype_name))
+    width, (depth_taps, row_taps, column_taps) = vectors.width, kernel
+
+    def constant(n):
+        return ir.Constant(I64, n)
+
+    x_row = _mul(b, count2, constant(column_taps))
+    zero = ir.Constant(vectors.type, None)
+    taps_type = ir.VectorType(ir.IntType(32), width)  # which tap holds the maximum, by lane
+    whole = b.sdiv(count2, constant(width))
+    done = _mul(b, whole, constant(width))
+    left = b.sub(count2, done)
+    # the last, partial vector's masks: for its tiles, and for each x vector of a tap row
+    tail_masks = (
+        vectors.first(left),
+        [
+            vectors.first(b.sub(_mul(b, left, constant(column_taps)), constant(v * width)))
+            for v in range(column_taps)
+        ],
+    )
+
+    def tile_row(r):
+        """Tile row r: x's rows for its taps (r * row_taps + t1 where the
+        depth has one tap, the leading axes' rows following each other)."""
+        if depth_taps == 1:
+            starts = [
+                _mul(b, _add(b, _mul(b, r, constant(row_taps)), constant(t)), x_row)
+                for t in range(row_taps)
+            ]
+        else:
+            depth, row = b.sdiv(r, count1), b.srem(r, count1)
+            starts = []
+            for t0, t1 in itertools.product(range(depth_taps), range(row_taps)):
+                layer = _add(b, _mul(b, depth, constant(depth_taps)), constant(t0))
+                at = _add(b, _mul(b, layer, count1), row)
+                starts.append(
+                    _mul(b, _add(b, _mul(b, at, constant(row_taps)), constant(t1)), x_row)
+                )
+        tiles = _mul(b, r, count2)
+        _loop(
+            b,
+            constant(0),
+            whole,
+            lambda i: tile_vector(starts, tiles, _mul(b, i, constant(width)), None),
+        )
+        with b.if_then(b.icmp_signed(">", left, constant(0))):
+            tile_vector(starts, tiles, done, tail_masks)
+
+    def tile_vector(starts, tiles, j, masks):
+        """Tiles [j, j + width) of a row (``masks``: for the row's last, partial vector)."""
+        tile_mask, x_masks = masks or (None, [None] * column_taps)
+        offset = _mul(b, j, constant(column_taps))
+
+        def tap_row(base, start):
+            row = [
+                vectors.load(
+                    b.gep(base, [_add(b, start, _add(b, offset, constant(v * width)))]), mask
+                )
+                for v, mask in enumerate(x_masks)
+            ]
+            return vectors.deinterleave(row, column_taps)
+
+        best = chosen = None
+        for k, start in enumerate(starts):
+            if name == "take":
+                candidates = tap_row(operand_base, start)
+            else:
+                candidates = [
+                    ir.Constant(taps_type, [k * column_taps + t] * width)
+                    for t in range(column_taps)
+                ]
+            for value, candidate in zip(tap_row(x_base, start), candidates):
+                if best is None:
+                    best, chosen = value, candidate
+                    continue
+                wins = b.or_(
+                    b.fcmp_ordered(">", value, best), b.fcmp_unordered("uno", value, value)
+                )
+                best, chosen = b.select(wins, value, best), b.select(wins, candidate, chosen)
+        here = b.gep(out_base if name == "take" else operand_base, [_add(b, tiles, j)])
+        if name == "take":
+            vectors.store(chosen, here, tile_mask)
+            return
+        values = vectors.load(here, tile_mask)
+        for k, start in enumerate(starts):
+            placed = [
+                b.select(
+                    b.icmp_signed(
+                        "==", chosen, ir.Constant(taps_type, [k * column_taps + t] * width)
+                    ),
+                    values,
+                    zero,
+                )
+                for t in range(column_taps)
+            ]
+            for v, (vector, mask) in enumerate(zip(vectors.interleave(placed), x_masks)):
+                vectors.store(
+                    vector,
+                    b.gep(out_base, [_add(b, start, _add(b, offset, constant(v * width)))]),
+                    mask,
+                )
+
+    _loop(b, rows_begin, rows_end, tile_row)
     b.ret_void()
     return str(module)
 
@@ -260,6 +406,13 @@ def _flat(b, index, shape):
     offset = index[0]
     for i, n in zip(index[1:], shape[1:]):
         offset = _add(b, _mul(b, offset, n), i)
+    return offset
+
+
+def _flat_constant(index, shape) -> int:
+    offset = 0
+    for i, n in zip(index, shape):
+        offset = offset * n + i
     return offset
 
 

@@ -1,7 +1,8 @@
 """Vector instructions in LLVM IR for hand-written routines: loads and
 stores of whole or partial vectors (masked: the lanes left out are not
 touched, so a partial vector at the end of a row reads and writes nothing
-past it), splats, fused multiply-adds and sums across lanes."""
+past it), splats, fused multiply-adds, sums across lanes, and the
+(de)interleaving of consecutive vectors."""
 
 from __future__ import annotations
 
@@ -106,9 +107,41 @@ class Vectors:
             step //= 2
         return _shuffle(b, vector, vector, [i * segment for i in range(count)])
 
+    def deinterleave(self, vectors: list, count: int) -> list:
+        """``count`` vectors from ``count`` consecutive ones: the k-th holds
+        every count-th element, from element k on."""
+        whole = _concatenated(self.b, vectors)
+        return [
+            _shuffle(self.b, whole, whole, list(range(k, count * self.width, count)))
+            for k in range(count)
+        ]
+
+    def interleave(self, vectors: list) -> list:
+        """The inverse of ``deinterleave``: consecutive vectors holding the
+        first element of each of ``vectors``, then the second of each, ..."""
+        count, width = len(vectors), self.width
+        whole = _concatenated(self.b, vectors)
+        lanes = [(q % count) * width + q // count for q in range(count * width)]
+        return [
+            _shuffle(self.b, whole, whole, lanes[v * width : (v + 1) * width]) for v in range(count)
+        ]
+
 
 def _shuffle(b, x, y, lanes: list):
     return b.shuffle_vector(x, y, ir.Constant(ir.VectorType(ir.IntType(32), len(lanes)), lanes))
+
+
+def _concatenated(b, vectors: list):
+    """One vector of all of ``vectors``' lanes in order (beyond them, zeros
+    up to a power of two of vectors)."""
+    while len(vectors) > 1:
+        if len(vectors) % 2:
+            vectors = vectors + [ir.Constant(vectors[0].type, None)]
+        width = vectors[0].type.count
+        vectors = [
+            _shuffle(b, x, y, list(range(2 * width))) for x, y in zip(vectors[::2], vectors[1::2])
+        ]
+    return vectors[0]
 
 
 def _i32(n):

@@ -1177,6 +1177,102 @@ fold.defvjp(
 )
 
 
+# Max pooling whose windows tile the input (stride = kernel, no padding):
+# each tile's maximum of x is found as PyTorch's max pooling finds it, taps
+# in order, a later tap winning when greater or NaN (so the first of equal
+# values, the last NaN). ``take_at_tile_max`` reads its source at each tile's
+# maximum; ``put_at_tile_max`` writes its values there, zeros elsewhere. In
+# source and values each is the other's transpose, hence its VJP; x only
+# chooses positions and gets no gradient. The pooling is take_at_tile_max(x, x).
+
+
+def _tiles(a, kernel):
+    """(*lead, *counts, taps): the tiles of a's trailing axes, each flattened."""
+    lead, spatial = a.shape[: a.ndim - len(kernel)], a.shape[a.ndim - len(kernel) :]
+    counts = tuple(n // k for n, k in zip(spatial, kernel))
+    split = a.reshape(lead + tuple(n for pair in zip(counts, kernel) for n in pair))
+    first = len(lead)
+    order = tuple(range(first)) + tuple(range(first, split.ndim, 2))
+    order += tuple(range(first + 1, split.ndim, 2))
+    return split.transpose(order).reshape(lead + counts + (math.prod(kernel),))
+
+
+def _untiles(tiles, shape, kernel):
+    """The array of ``shape`` whose ``_tiles`` are ``tiles``."""
+    d = len(kernel)
+    lead = shape[: len(shape) - d]
+    counts = tiles.shape[len(lead) : len(lead) + d]
+    split = tiles.reshape(lead + counts + tuple(kernel))
+    first = len(lead)
+    order = tuple(range(first)) + tuple(a for k in range(d) for a in (first + k, first + d + k))
+    return np.ascontiguousarray(split.transpose(order)).reshape(shape)
+
+
+def _tile_max_taps(x, kernel):
+    """Which tap of each tile holds its maximum, as ``_tiles`` numbers them."""
+    tiles = _tiles(x, kernel)
+    best, taps = tiles[..., 0], np.zeros(tiles.shape[:-1], np.int64)
+    for tap in range(1, tiles.shape[-1]):
+        value = tiles[..., tap]
+        wins = (value > best) | (value != value)
+        best, taps = np.where(wins, value, best), np.where(wins, tap, taps)
+    return taps[..., None]
+
+
+def _take_at_tile_max_impl(x, source, kernel):
+    taken = np.take_along_axis(_tiles(source, kernel), _tile_max_taps(x, kernel), -1)
+    return taken[..., 0]
+
+
+def _put_at_tile_max_impl(x, values, kernel):
+    tiles = np.zeros(_tiles(x, kernel).shape, values.dtype)
+    np.put_along_axis(tiles, _tile_max_taps(x, kernel), values[..., None], -1)
+    return _untiles(tiles, x.shape, kernel)
+
+
+def _tiled_shape(name, x, kernel) -> tuple:
+    """(*lead, *counts) of x's tiles; x's trailing axes must be whole tiles."""
+    spatial = x.shape[x.ndim - len(kernel) :]
+    if x.ndim < len(kernel) or any(k < 1 or n % k for n, k in zip(spatial, kernel)):
+        raise RuntimeError(f"{name}: tiles of {list(kernel)} do not cover {list(x.shape)}")
+    return x.shape[: x.ndim - len(kernel)] + tuple(n // k for n, k in zip(spatial, kernel))
+
+
+def _take_at_tile_max_rule(x, source, kernel):
+    if source.shape != x.shape:
+        raise RuntimeError(
+            f"take_at_tile_max: source of shape {list(source.shape)} for x of {list(x.shape)}"
+        )
+    return _tiled_shape("take_at_tile_max", x, kernel), source.dtype
+
+
+def _put_at_tile_max_rule(x, values, kernel):
+    tiled = _tiled_shape("put_at_tile_max", x, kernel)
+    if values.shape != tiled:
+        raise RuntimeError(
+            f"put_at_tile_max: values of shape {list(values.shape)} for tiles {list(tiled)}"
+        )
+    return x.shape, values.dtype
+
+
+take_at_tile_max = Primitive(
+    "take_at_tile_max",
+    _take_at_tile_max_impl,
+    _take_at_tile_max_rule,
+    inputs=("x", "source"),
+    backward_name="MaxPool2DWithIndicesBackward0",
+)
+put_at_tile_max = Primitive(
+    "put_at_tile_max",
+    _put_at_tile_max_impl,
+    _put_at_tile_max_rule,
+    inputs=("x", "values"),
+    backward_name="MaxPool2DWithIndicesBackwardBackward0",
+)
+take_at_tile_max.defvjp(source=lambda g, x, kernel: put_at_tile_max(x, g, kernel=kernel))
+put_at_tile_max.defvjp(values=lambda g, x, kernel: take_at_tile_max(x, g, kernel=kernel))
+
+
 def _pad_impl(x, widths, value):
     kept = tuple(slice(max(-lo, 0), size - max(-hi, 0)) for size, (lo, hi) in zip(x.shape, widths))
     grown = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]

@@ -4,7 +4,6 @@ and primitives. Convolution and pooling take the windows of their input
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 
@@ -527,21 +526,14 @@ class _Pooling:
 
 def _max_of_tiles(pooling) -> Tensor:
     """Max pooling whose windows tile the input (stride = kernel, no padding,
-    no dilation): the maximum taken across the windows' strided views in the
-    windows' order, keeping the first of equal values (and a NaN), so the
-    gradient goes to the first maximum, as PyTorch's; elementwise, so it
-    compiles to one kernel and its gradient to a few."""
-    best = None
-    for offsets in itertools.product(*(range(k) for k in pooling.kernel)):
-        view = pooling.x[
-            (slice(None), slice(None))
-            + tuple(
-                slice(o, o + count * k, k)
-                for o, count, k in zip(offsets, pooling.counts, pooling.kernel)
-            )
-        ]
-        best = view if best is None else ops.where((view > best) | (view != view), view, best)
-    return best
+    no dilation): each tile's maximum, where the gradient goes too (the first
+    of equal values, the last NaN, as PyTorch's), by two primitives that read
+    the input in place."""
+    x = pooling.x
+    whole = tuple(c * k for c, k in zip(pooling.counts, pooling.kernel))
+    if whole != pooling.sizes:  # the rows and columns no tile covers are left out
+        x = x[(slice(None), slice(None)) + tuple(slice(0, n) for n in whole)]
+    return P.take_at_tile_max(x, x, kernel=pooling.kernel)
 
 
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, dims):

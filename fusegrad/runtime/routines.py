@@ -46,6 +46,61 @@ def windows(x: np.ndarray, kernel, stride, dilation) -> np.ndarray:
     return cols
 
 
+def take_at_tile_max(x: np.ndarray, source: np.ndarray, kernel) -> np.ndarray:
+    """``P.take_at_tile_max`` (max pooling's values) by the native routine:
+    LeNet's pooling ran as four strided views compared in a kernel, its
+    gradient as three concatenations (0.4 ms of a 2.3 ms step)."""
+    if not _tiles_fit(x, source, x.shape, kernel):
+        return P.take_at_tile_max.impl(x, source, kernel=kernel)
+    lead, counts = _tile_counts(x.shape, kernel)
+    out = np.empty(lead + counts, source.dtype)
+    _run_tiles("take", x, source, out, kernel, counts)
+    return out
+
+
+def put_at_tile_max(x: np.ndarray, values: np.ndarray, kernel) -> np.ndarray:
+    """``P.put_at_tile_max`` (max pooling's gradient) by the native routine."""
+    if not _tiles_fit(x, values, _tiled_shape(x.shape, kernel), kernel):
+        return P.put_at_tile_max.impl(x, values, kernel=kernel)
+    out = np.empty(x.shape, values.dtype)
+    _run_tiles("put", x, values, out, kernel, _tile_counts(x.shape, kernel)[1])
+    return out
+
+
+def _tile_counts(shape, kernel) -> tuple:
+    """(leading axes, tiles along each spatial axis)."""
+    lead = tuple(shape[: len(shape) - len(kernel)])
+    return lead, tuple(n // k for n, k in zip(shape[len(lead) :], kernel))
+
+
+def _tiled_shape(shape, kernel) -> tuple | None:
+    if len(shape) < len(kernel) or any(k < 1 or n % k for n, k in zip(shape[::-1], kernel[::-1])):
+        return None
+    return sum(_tile_counts(shape, kernel), ())
+
+
+def _tiles_fit(x: np.ndarray, operand: np.ndarray, operand_shape, kernel) -> bool:
+    """Whether the routine covers these arrays exactly (otherwise numpy's
+    implementation raises or computes): x's trailing axes whole tiles, the
+    operand of x's dtype and of the shape the primitive expects."""
+    return (
+        0 < len(kernel) <= routines.SPATIAL
+        and _tiled_shape(x.shape, kernel) is not None
+        and operand.dtype == x.dtype
+        and operand.shape == operand_shape
+    )
+
+
+def _run_tiles(name, x, operand, out, kernel, counts) -> None:
+    ones = (1,) * (routines.SPATIAL - len(kernel))
+    counts = ones + tuple(counts)
+    x, operand = np.ascontiguousarray(x), np.ascontiguousarray(operand)
+    rows = math.prod(x.shape[: x.ndim - len(kernel)]) * counts[0] * counts[1]
+    sizes = np.array([0, rows, counts[1], counts[2]], np.int64)
+    native = routines.tile_max(name, x.dtype.name, ones + tuple(kernel))
+    native(x.ctypes.data, operand.ctypes.data, out.ctypes.data, sizes.ctypes.data)
+
+
 def scatter_add(v: np.ndarray, *indices, spec, shape) -> np.ndarray:
     """``P.scatter_add`` by the native routine when it adds whole rows at an
     index array's row numbers (an embedding's gradient): numpy's bincount
@@ -225,6 +280,8 @@ ROUTINES = {
     P.fold: fold,
     P.windows: windows,
     P.scatter_add: scatter_add,
+    P.take_at_tile_max: take_at_tile_max,
+    P.put_at_tile_max: put_at_tile_max,
     P.random_bits: random_bits,
 }
 
