@@ -72,6 +72,61 @@ def test_windows_routine_leaves_windows_that_do_not_fit_to_numpy():
     np.testing.assert_array_equal(routines.windows(x, **counts_below_one), want)
 
 
+# (images, channels, image size, filters, kernel)
+UNIT_WINDOWS = [
+    (64, 1, (32, 32), 6, (5, 5)),  # LeNet's first layer: a whole and a partial vector per row
+    (8, 6, (14, 14), 16, (5, 5)),  # its second: one partial vector per row
+    (2, 3, (9, 40), 5, (3, 3)),  # filters and rows left over after whole blocks
+    (3, 2, (7, 20), 9, (2, 5)),
+    (2, 3, (30,), 4, (3,)),  # 1-D
+    (1, 1, (5, 5), 1, (5, 5)),  # one window
+    (2, 2, (4, 17), 7, (1, 1)),
+    (2, 3, (6, 33), 3, (4, 2)),
+    (3, 2, (5, 16), 2, (1, 12)),  # a kernel row of more taps than a block's
+]
+
+
+@pytest.mark.parametrize("case", UNIT_WINDOWS, ids=str)
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_windows_products_match_numpy(case, np_dtype):
+    """A convolution of stride 1 and its filters' gradient, read from the
+    image in place, against the products of numpy's copied windows."""
+    images, channels, size, filters, kernel = case
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((images, channels) + size).astype(np_dtype)
+    w = rng.standard_normal((filters, channels * int(np.prod(kernel)))).astype(np_dtype)
+    counts = tuple(n - k + 1 for n, k in zip(size, kernel))
+    dy = rng.standard_normal((images, filters) + counts).astype(np_dtype)
+    tolerance = 2e-5 if np_dtype == np.float32 else 1e-12
+    for got, want, depth in [
+        (routines.windows_matmul(w, x, kernel), P.windows_matmul.impl, w.shape[1]),
+        (routines.windows_dots(dy, x, kernel), P.windows_dots.impl, images * np.prod(counts)),
+    ]:
+        operand = w if want is P.windows_matmul.impl else dy
+        expected = want(operand.astype(np.float64), x.astype(np.float64), kernel=kernel)
+        assert got.dtype == np_dtype and got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * depth**0.5)
+
+
+def test_windows_products_carry_nan_and_inf_and_leave_mismatches_to_numpy():
+    x = np.ones((2, 1, 6, 20), np.float32)
+    x[0, 0, 2, 19], x[1, 0, 5, 0] = np.inf, np.nan
+    w = np.ones((3, 9), np.float32)
+    w[1, 4] = 0.0  # inf * 0 is NaN
+    want = P.windows_matmul.impl(w, x, kernel=(3, 3))
+    np.testing.assert_array_equal(routines.windows_matmul(w, x, (3, 3)), want)
+    dy = np.ones((2, 3, 4, 18), np.float32)
+    want = P.windows_dots.impl(dy, x, kernel=(3, 3))
+    np.testing.assert_array_equal(routines.windows_dots(dy, x, (3, 3)), want)
+    strided = np.ones((2, 1, 6, 40), np.float32)[..., ::2]
+    np.testing.assert_array_equal(
+        routines.windows_matmul(w, strided, (3, 3)),
+        P.windows_matmul.impl(w, strided, kernel=(3, 3)),
+    )
+    with pytest.raises(ValueError):  # filters of another width: numpy's product raises
+        routines.windows_matmul(w[:, :8], x, (3, 3))
+
+
 # (leading shape, tiles along each spatial axis, kernel)
 TILES = [
     ((64, 6), (14, 14), (2, 2)),  # LeNet's first pooling: a partial vector per row
@@ -322,15 +377,17 @@ def test_stacked_products_carry_nan_and_inf_as_numpy():
     np.testing.assert_array_equal(routines.matmul(x_deep, y_transposed), want)
 
 
-def test_convolution_is_the_same_eager_and_compiled():
-    """Eager mode and the compiled plan both multiply the windows by the
-    routine, forward and backward."""
+@pytest.mark.parametrize("stride", [1, 2], ids=["windows-in-place", "windows-copied"])
+def test_convolution_is_the_same_eager_and_compiled(stride):
+    """Eager mode and the compiled plan both run the same routines, forward
+    and backward: products with the windows read in place (stride 1), or
+    with the windows copied out."""
     rng = np.random.default_rng(12)
     x = fg.tensor(rng.standard_normal((4, 3, 12, 12)).astype(np.float32), requires_grad=True)
     w = fg.tensor(rng.standard_normal((8, 3, 5, 5)).astype(np.float32), requires_grad=True)
 
     def step(x, w):
-        y = fg.nn.functional.conv2d(x, w)
+        y = fg.nn.functional.conv2d(x, w, stride=stride)
         return (y, *fg.autograd.grad((y * y).sum(), [x, w]))
 
     eager = [t.detach().numpy() for t in step(x, w)]

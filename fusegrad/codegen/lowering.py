@@ -315,6 +315,8 @@ IN_NUMPY = {
     P.windows: "a routine (runtime/routines.py): a strided copy (im2col), feeding a matrix product",
     P.fold: "a routine (runtime/routines.py): overlapping windows added back (col2im)",
     P.pad: "a copy into a larger buffer",
+    P.windows_matmul: "a routine (runtime/routines.py): a convolution reading its windows in place",
+    P.windows_dots: "a routine (runtime/routines.py): a convolution's filter gradient, in place",
     P.take_at_tile_max: "a routine (runtime/routines.py): max pooling, taps compared in order",
     P.put_at_tile_max: "a routine (runtime/routines.py): max pooling's gradient",
     P.all_reduce: "a collective: MPI communicates, as a step of the plan between kernels",

@@ -1177,6 +1177,98 @@ fold.defvjp(
 )
 
 
+# A convolution of stride 1 without dilation multiplies a filter bank by
+# every window of each image: ``windows_matmul`` is that product without the
+# windows copied out (native routines read each window's rows from the image
+# in place). ``windows_dots`` is the filter bank's gradient: each image's
+# output gradient times its windows, transposed, summed over the images.
+# Each is the other's VJP in its matrix operand; the image's gradient is the
+# windows of the product folded back.
+
+
+def _unit_windows(x, kernel):
+    """(images, channels x taps, positions): the windows of stride 1 and no dilation, as a view."""
+    ones = (1,) * len(kernel)
+    counts = _window_counts(x.shape[2:], kernel, ones, ones)
+    view = _window_view(x, kernel, ones, ones, counts)
+    return view.reshape(x.shape[0], -1, math.prod(counts)), counts
+
+
+def _windows_matmul_impl(w, x, kernel):
+    cols, counts = _unit_windows(x, kernel)
+    return np.matmul(w, cols).reshape((x.shape[0], w.shape[0]) + counts)
+
+
+def _windows_dots_impl(dy, x, kernel):
+    cols, _ = _unit_windows(x, kernel)
+    flat = dy.reshape(dy.shape[0], dy.shape[1], -1)
+    return np.tensordot(flat, cols, axes=([0, 2], [0, 2]))
+
+
+def _unit_counts(name, x, kernel) -> tuple:
+    if x.ndim != 2 + len(kernel):
+        raise RuntimeError(f"{name}: {len(kernel)}-d windows of a {x.ndim}-d input")
+    counts = tuple(n - k + 1 for n, k in zip(x.shape[2:], kernel))
+    if min(counts, default=1) < 1:
+        raise RuntimeError(f"{name}: a window of {list(kernel)} does not fit in {list(x.shape)}")
+    return counts
+
+
+def _windows_matmul_rule(w, x, kernel):
+    dtype = _same_dtype("windows_matmul", w, x)
+    counts = _unit_counts("windows_matmul", x, kernel)
+    if w.ndim != 2 or w.shape[1] != x.shape[1] * math.prod(kernel):
+        raise RuntimeError(
+            f"windows_matmul: filters {list(w.shape)} for windows of {x.shape[1]} channels "
+            f"of {list(kernel)}"
+        )
+    return (x.shape[0], w.shape[0]) + counts, dtype
+
+
+def _windows_dots_rule(dy, x, kernel):
+    dtype = _same_dtype("windows_dots", dy, x)
+    counts = _unit_counts("windows_dots", x, kernel)
+    if dy.ndim != 2 + len(kernel) or dy.shape[0] != x.shape[0] or tuple(dy.shape[2:]) != counts:
+        raise RuntimeError(
+            f"windows_dots: gradient {list(dy.shape)} for windows of {list(kernel)} of "
+            f"{list(x.shape)}"
+        )
+    return (dy.shape[1], x.shape[1] * math.prod(kernel)), dtype
+
+
+def _image_gradient(g, w, x_shape, kernel):
+    """The gradient of an image whose windows were multiplied by ``w``."""
+    counts = tuple(g.shape[2:])
+    products = matmul(swap_last(w), reshape(g, shape=(g.shape[0], g.shape[1], math.prod(counts))))
+    cols = reshape(products, shape=(g.shape[0], x_shape[1]) + tuple(kernel) + counts)
+    ones = (1,) * len(kernel)
+    return fold(cols, size=tuple(x_shape[2:]), kernel=tuple(kernel), stride=ones, dilation=ones)
+
+
+windows_matmul = Primitive(
+    "windows_matmul",
+    _windows_matmul_impl,
+    _windows_matmul_rule,
+    inputs=("w", "x"),
+    backward_name="ConvolutionBackward0",
+)
+windows_dots = Primitive(
+    "windows_dots",
+    _windows_dots_impl,
+    _windows_dots_rule,
+    inputs=("dy", "x"),
+    backward_name="ConvolutionBackwardBackward0",
+)
+windows_matmul.defvjp(
+    w=lambda g, x, kernel: windows_dots(g, x, kernel=kernel),
+    x=lambda g, w, x_shape, kernel: _image_gradient(g, w, x_shape, kernel),
+)
+windows_dots.defvjp(
+    dy=lambda g, x, kernel: windows_matmul(g, x, kernel=kernel),
+    x=lambda g, dy, x_shape, kernel: _image_gradient(dy, g, x_shape, kernel),
+)
+
+
 # Max pooling whose windows tile the input (stride = kernel, no padding):
 # each tile's maximum of x is found as PyTorch's max pooling finds it, taps
 # in order, a later tap winning when greater or NaN (so the first of equal

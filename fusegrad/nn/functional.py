@@ -389,9 +389,15 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, dims, name):
         )
     if any(lo or hi for lo, hi in pads):
         x = P.pad(x, widths=((0, 0), (0, 0)) + pads, value=0)
+    taps = weight.shape[1] * math.prod(kernel)
+    if groups == 1 and set(stride) == set(dilation) == {1}:
+        # (O, C*k) times each image's windows, read in place
+        out = P.windows_matmul(P.reshape(weight, shape=(out_channels, taps)), x, kernel=kernel)
+        if bias is not None:
+            out = out + P.reshape(bias, shape=(out_channels,) + (1,) * dims)
+        return out if batched else P.reshape(out, shape=out.shape[1:])
     cols = P.windows(x, kernel=kernel, stride=stride, dilation=dilation)  # (N, C, *k, *out)
     batch, positions = x.shape[0], cols.shape[2 + dims :]
-    taps = weight.shape[1] * math.prod(kernel)
     if groups == 1:  # (O, C*k) @ (N, C*k, out): one matrix product per image
         out = P.matmul(
             P.reshape(weight, shape=(out_channels, taps)),

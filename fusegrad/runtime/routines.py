@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..codegen import gemm, routines
+from ..codegen import convolution, gemm, routines
 from ..ir import graph
 from ..ir import primitives as P
 from .addresses import data_address
@@ -44,6 +44,53 @@ def windows(x: np.ndarray, kernel, stride, dilation) -> np.ndarray:
     cols = np.empty(x.shape[: x.ndim - spatial] + tuple(kernel) + counts, x.dtype)
     _run(routines.windows, cols, image, kernel, stride, dilation)
     return cols
+
+
+def windows_matmul(w: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
+    """``P.windows_matmul`` (a convolution of stride 1) by the native routine,
+    which reads each window from the image in place (codegen/convolution.py)."""
+    layout = _unit_windows_layout(w, x, kernel, (w.shape[0], x.shape[1] * math.prod(kernel)))
+    if layout is None:
+        return P.windows_matmul.impl(w, x, kernel=kernel)
+    out = np.empty((x.shape[0], w.shape[0]) + _unit_counts(x, kernel), x.dtype)
+    _run_unit_windows("windows_matmul", w, out, *layout)
+    return out
+
+
+def windows_dots(dy: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
+    """``P.windows_dots`` (a convolution's filter gradient) by the native routine."""
+    dy_shape = (x.shape[0], dy.shape[1]) + _unit_counts(x, kernel) if dy.ndim > 1 else None
+    layout = _unit_windows_layout(dy, x, kernel, dy_shape)
+    if layout is None:
+        return P.windows_dots.impl(dy, x, kernel=kernel)
+    out = np.empty((dy.shape[1], x.shape[1] * math.prod(kernel)), x.dtype)
+    _run_unit_windows("windows_dots", dy, out, *layout)
+    return out
+
+
+def _unit_counts(x, kernel) -> tuple:
+    return tuple(n - k + 1 for n, k in zip(x.shape[2:], kernel))
+
+
+def _unit_windows_layout(a, x, kernel, a_shape):
+    """(images as 2-D planes, the routine's sizes, the 2-D kernel) where the
+    routine covers ``a`` (of ``a_shape``) and x's windows exactly; None where
+    numpy's implementation should run (and raise for what does not fit)."""
+    if not 1 <= len(kernel) <= 2 or x.ndim != 2 + len(kernel) or a.dtype != x.dtype:
+        return None
+    if x.dtype not in _FLOATS or min(_unit_counts(x, kernel)) < 1 or a.shape != a_shape:
+        return None
+    images = x if len(kernel) == 2 else x[:, :, None, :]  # a row of one-row windows
+    kernel2 = tuple(kernel) if len(kernel) == 2 else (1, kernel[0])
+    filters = a_shape[0] if a.ndim == 2 else a_shape[1]
+    sizes = np.array([0, x.shape[0], filters, *images.shape[1:]], np.int64)
+    return images, sizes, kernel2
+
+
+def _run_unit_windows(name, a, out, images, sizes, kernel2) -> None:
+    a, images = np.ascontiguousarray(a), np.ascontiguousarray(images)
+    native = convolution.routine(name, images.dtype.name, kernel2)
+    native(a.ctypes.data, images.ctypes.data, out.ctypes.data, sizes.ctypes.data)
 
 
 def take_at_tile_max(x: np.ndarray, source: np.ndarray, kernel) -> np.ndarray:
@@ -280,6 +327,8 @@ ROUTINES = {
     P.fold: fold,
     P.windows: windows,
     P.scatter_add: scatter_add,
+    P.windows_matmul: windows_matmul,
+    P.windows_dots: windows_dots,
     P.take_at_tile_max: take_at_tile_max,
     P.put_at_tile_max: put_at_tile_max,
     P.random_bits: random_bits,
