@@ -836,6 +836,8 @@ NN_OPS = [
             S(r(1, 2, 8, 7), r(3, 2, 2, 3), r(3), stride=(2, 1), dilation=(2, 1)),
             S(r(2, 4, 5, 5), r(6, 2, 3, 3), r(6), padding="same", groups=2),
             S(r(3, 5, 6), r(2, 3, 2, 2)),
+            S(r(2, 2, 6, 5), r(3, 2, 3, 3), r(3), padding=2),  # windows read in place, padded
+            S(r(1, 2, 5, 6), r(2, 2, 2, 4), padding="same"),  # padding before and after differ
         ],
         rtol32=1e-4,
     ),
@@ -846,6 +848,7 @@ NN_OPS = [
         [
             S(r(2, 3, 9), r(4, 3, 3), r(4), padding="same", dilation=2),
             S(r(2, 2, 7), r(4, 1, 2), groups=2, stride=3),
+            S(r(2, 3, 8), r(2, 3, 3), r(2), padding=1),
         ],
         rtol32=1e-4,
     ),
