@@ -347,7 +347,7 @@ def test_stacked_products_of_every_block_size_match_numpy(np_dtype, monkeypatch)
     columns left after whole vectors, in both forms; strided and reversed
     stacks."""
     monkeypatch.setattr(routines, "MIN_WORK", 0)  # small products too
-    monkeypatch.setattr(routines, "_products", {})
+    monkeypatch.setattr(routines, "_calls", {})
     rng = np.random.default_rng(11)
     for rows in range(1, 26):
         for columns in (4, 13, 16, 20, 33, 48, 50, 64, 100):

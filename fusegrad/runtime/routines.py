@@ -22,130 +22,173 @@ def fold(cols: np.ndarray, size, kernel, stride, dilation) -> np.ndarray:
     convolution's input gradient, beside matrix products, whose OpenBLAS
     threads hold the other cores (on two threads LeNet's took 0.6 ms, on one
     0.27)."""
-    if not _fits(cols.shape, size, kernel, stride, dilation):  # the loops would stray
+    key = ("fold", cols.shape, cols.dtype, size, kernel, stride, dilation)
+    call = _prepared(key, lambda: _fold_call(cols, size, kernel, stride, dilation))
+    if call is None:
         return P.fold.impl(cols, size=size, kernel=kernel, stride=stride, dilation=dilation)
-    cols = np.ascontiguousarray(cols)
+    return _run(call, cols)
+
+
+def _fold_call(cols, size, kernel, stride, dilation):
+    if not _fits(cols.shape, size, kernel, stride, dilation) or cols.dtype not in _FLOATS:
+        return None  # the loops would stray
     lead = cols.shape[: cols.ndim - 2 * len(kernel)]
-    image = np.empty(lead + tuple(size), cols.dtype)
-    _run(routines.fold, cols, image, kernel, stride, dilation)
-    return image
+    sizes = _window_sizes(lead, size, kernel, stride, dilation)
+    return routines.fold(cols.dtype.name), lead + tuple(size), cols.dtype, sizes
 
 
 def windows(x: np.ndarray, kernel, stride, dilation) -> np.ndarray:
     """``P.windows`` (im2col) by the native routine, on this thread (as ``fold``)."""
-    spatial = len(kernel)
-    if x.ndim < spatial or min((*stride, *dilation), default=1) < 1:
+    call = _prepared(
+        ("windows", x.shape, x.dtype, kernel, stride, dilation),
+        lambda: _windows_call(x, kernel, stride, dilation),
+    )
+    if call is None:
         return P.windows.impl(x, kernel=kernel, stride=stride, dilation=dilation)
+    return _run(call, x)
+
+
+def _windows_call(x, kernel, stride, dilation):
+    spatial = len(kernel)
+    if x.ndim < spatial or min((*stride, *dilation), default=1) < 1 or x.dtype not in _FLOATS:
+        return None
     size = x.shape[x.ndim - spatial :]
     counts = tuple(map(P.window_count, size, kernel, stride, dilation))
     if min(counts, default=1) < 1:  # no window fits: numpy's implementation raises
-        return P.windows.impl(x, kernel=kernel, stride=stride, dilation=dilation)
-    image = np.ascontiguousarray(x)
-    cols = np.empty(x.shape[: x.ndim - spatial] + tuple(kernel) + counts, x.dtype)
-    _run(routines.windows, cols, image, kernel, stride, dilation)
-    return cols
+        return None
+    lead = x.shape[: x.ndim - spatial]
+    native = routines.windows(x.dtype.name)
+
+    def image_to_windows(image, cols, sizes):
+        native(cols, image, sizes)
+
+    sizes = _window_sizes(lead, size, kernel, stride, dilation)
+    return image_to_windows, lead + tuple(kernel) + counts, x.dtype, sizes
 
 
 def windows_matmul(w: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
     """``P.windows_matmul`` (a convolution of stride 1) by the native routine,
     which reads each window from the image in place (codegen/convolution.py)."""
-    layout = _unit_windows_layout(w, x, kernel, (w.shape[0], x.shape[1] * math.prod(kernel)))
-    if layout is None:
+    call = _prepared(
+        ("windows_matmul", w.shape, w.dtype, x.shape, x.dtype, kernel),
+        lambda: _unit_windows_call("windows_matmul", w, x, kernel),
+    )
+    if call is None:
         return P.windows_matmul.impl(w, x, kernel=kernel)
-    out = np.empty((x.shape[0], w.shape[0]) + _unit_counts(x, kernel), x.dtype)
-    _run_unit_windows("windows_matmul", w, out, *layout)
-    return out
+    return _run(call, w, x)
 
 
 def windows_dots(dy: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
     """``P.windows_dots`` (a convolution's filter gradient) by the native routine."""
-    dy_shape = (x.shape[0], dy.shape[1]) + _unit_counts(x, kernel) if dy.ndim > 1 else None
-    layout = _unit_windows_layout(dy, x, kernel, dy_shape)
-    if layout is None:
+    call = _prepared(
+        ("windows_dots", dy.shape, dy.dtype, x.shape, x.dtype, kernel),
+        lambda: _unit_windows_call("windows_dots", dy, x, kernel),
+    )
+    if call is None:
         return P.windows_dots.impl(dy, x, kernel=kernel)
-    out = np.empty((dy.shape[1], x.shape[1] * math.prod(kernel)), x.dtype)
-    _run_unit_windows("windows_dots", dy, out, *layout)
-    return out
+    return _run(call, dy, x)
 
 
-def _unit_counts(x, kernel) -> tuple:
-    return tuple(n - k + 1 for n, k in zip(x.shape[2:], kernel))
-
-
-def _unit_windows_layout(a, x, kernel, a_shape):
-    """(images as 2-D planes, the routine's sizes, the 2-D kernel) where the
-    routine covers ``a`` (of ``a_shape``) and x's windows exactly; None where
-    numpy's implementation should run (and raise for what does not fit)."""
+def _unit_windows_call(name, a, x, kernel):
+    """The routine for ``a`` (filters or dy) and x's windows, where it covers
+    them exactly; None where numpy's implementation should run (and raise for
+    what does not fit)."""
     if not 1 <= len(kernel) <= 2 or x.ndim != 2 + len(kernel) or a.dtype != x.dtype:
         return None
-    if x.dtype not in _FLOATS or min(_unit_counts(x, kernel)) < 1 or a.shape != a_shape:
+    counts = tuple(n - k + 1 for n, k in zip(x.shape[2:], kernel))
+    if x.dtype not in _FLOATS or min(counts) < 1 or a.ndim < 2:
         return None
-    images = x if len(kernel) == 2 else x[:, :, None, :]  # a row of one-row windows
-    kernel2 = tuple(kernel) if len(kernel) == 2 else (1, kernel[0])
-    filters = a_shape[0] if a.ndim == 2 else a_shape[1]
-    sizes = np.array([0, x.shape[0], filters, *images.shape[1:]], np.int64)
-    return images, sizes, kernel2
-
-
-def _run_unit_windows(name, a, out, images, sizes, kernel2) -> None:
-    a, images = np.ascontiguousarray(a), np.ascontiguousarray(images)
-    native = convolution.routine(name, images.dtype.name, kernel2)
-    native(a.ctypes.data, images.ctypes.data, out.ctypes.data, sizes.ctypes.data)
+    taps = x.shape[1] * math.prod(kernel)
+    if name == "windows_matmul":
+        a_shape, out_shape = (a.shape[0], taps), (x.shape[0], a.shape[0]) + counts
+    else:
+        a_shape, out_shape = (x.shape[0], a.shape[1]) + counts, (a.shape[1], taps)
+    if a.shape != a_shape:
+        return None
+    planes = x.shape[2:] if len(kernel) == 2 else (1, *x.shape[2:])  # a row of one-row windows
+    kernel = tuple(kernel) if len(kernel) == 2 else (1, *kernel)
+    filters = out_shape[1] if name == "windows_matmul" else out_shape[0]
+    sizes = np.array([0, x.shape[0], filters, x.shape[1], *planes], np.int64)
+    return convolution.routine(name, x.dtype.name, kernel), out_shape, x.dtype, sizes
 
 
 def take_at_tile_max(x: np.ndarray, source: np.ndarray, kernel) -> np.ndarray:
     """``P.take_at_tile_max`` (max pooling's values) by the native routine:
     LeNet's pooling ran as four strided views compared in a kernel, its
     gradient as three concatenations (0.4 ms of a 2.3 ms step)."""
-    if not _tiles_fit(x, source, x.shape, kernel):
+    call = _prepared(
+        ("take", x.shape, x.dtype, source.shape, source.dtype, kernel),
+        lambda: _tiles_call("take", x, source, x.shape, kernel),
+    )
+    if call is None:
         return P.take_at_tile_max.impl(x, source, kernel=kernel)
-    lead, counts = _tile_counts(x.shape, kernel)
-    out = np.empty(lead + counts, source.dtype)
-    _run_tiles("take", x, source, out, kernel, counts)
-    return out
+    return _run(call, x, source)
 
 
 def put_at_tile_max(x: np.ndarray, values: np.ndarray, kernel) -> np.ndarray:
     """``P.put_at_tile_max`` (max pooling's gradient) by the native routine."""
-    if not _tiles_fit(x, values, _tiled_shape(x.shape, kernel), kernel):
+    call = _prepared(
+        ("put", x.shape, x.dtype, values.shape, values.dtype, kernel),
+        lambda: _tiles_call("put", x, values, _tiled_shape(x.shape, kernel), kernel),
+    )
+    if call is None:
         return P.put_at_tile_max.impl(x, values, kernel=kernel)
-    out = np.empty(x.shape, values.dtype)
-    _run_tiles("put", x, values, out, kernel, _tile_counts(x.shape, kernel)[1])
-    return out
-
-
-def _tile_counts(shape, kernel) -> tuple:
-    """(leading axes, tiles along each spatial axis)."""
-    lead = tuple(shape[: len(shape) - len(kernel)])
-    return lead, tuple(n // k for n, k in zip(shape[len(lead) :], kernel))
+    return _run(call, x, values)
 
 
 def _tiled_shape(shape, kernel) -> tuple | None:
+    """(*lead, *counts): the tiles of the trailing axes; None unless whole."""
     if len(shape) < len(kernel) or any(k < 1 or n % k for n, k in zip(shape[::-1], kernel[::-1])):
         return None
-    return sum(_tile_counts(shape, kernel), ())
+    lead = tuple(shape[: len(shape) - len(kernel)])
+    return lead + tuple(n // k for n, k in zip(shape[len(lead) :], kernel))
 
 
-def _tiles_fit(x: np.ndarray, operand: np.ndarray, operand_shape, kernel) -> bool:
-    """Whether the routine covers these arrays exactly (otherwise numpy's
+def _tiles_call(name, x, operand, operand_shape, kernel):
+    """The routine where it covers these arrays exactly (otherwise numpy's
     implementation raises or computes): x's trailing axes whole tiles, the
     operand of x's dtype and of the shape the primitive expects."""
-    return (
-        0 < len(kernel) <= routines.SPATIAL
-        and _tiled_shape(x.shape, kernel) is not None
-        and operand.dtype == x.dtype
-        and operand.shape == operand_shape
-    )
-
-
-def _run_tiles(name, x, operand, out, kernel, counts) -> None:
+    tiled = _tiled_shape(x.shape, kernel)
+    if not 0 < len(kernel) <= routines.SPATIAL or tiled is None or x.dtype not in _FLOATS:
+        return None
+    if operand.dtype != x.dtype or operand.shape != operand_shape:
+        return None
     ones = (1,) * (routines.SPATIAL - len(kernel))
-    counts = ones + tuple(counts)
-    x, operand = np.ascontiguousarray(x), np.ascontiguousarray(operand)
-    rows = math.prod(x.shape[: x.ndim - len(kernel)]) * counts[0] * counts[1]
+    counts = ones + tiled[len(tiled) - len(kernel) :]
+    rows = math.prod(tiled[: len(tiled) - len(kernel)]) * counts[0] * counts[1]
     sizes = np.array([0, rows, counts[1], counts[2]], np.int64)
-    native = routines.tile_max(name, x.dtype.name, ones + tuple(kernel))
-    native(x.ctypes.data, operand.ctypes.data, out.ctypes.data, sizes.ctypes.data)
+    out_shape = tiled if name == "take" else x.shape
+    return routines.tile_max(name, x.dtype.name, ones + tuple(kernel)), out_shape, x.dtype, sizes
+
+
+# Layouts of a routine's operands -> how to run it (see ``_prepared``).
+CALLS_KEPT = 4096
+_calls: dict = {}
+_UNSEEN = object()
+
+
+def _prepared(key, prepare):
+    """How to run a routine on operands of these shapes and dtypes, decided
+    once (``prepare()``: the native function, the result's shape and dtype,
+    the int64 sizes; None for numpy's implementation): checking them and
+    looking the routine up took 10 us a call."""
+    call = _calls.get(key, _UNSEEN)
+    if call is _UNSEEN:
+        call = prepare()
+        if len(_calls) >= CALLS_KEPT:
+            _calls.clear()
+        _calls[key] = call
+    return call
+
+
+def _run(call, *operands) -> np.ndarray:
+    """A prepared routine on C-contiguous copies of ``operands`` (where they
+    are not), into a new result."""
+    native, shape, dtype, sizes = call
+    arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in operands]
+    out = np.empty(shape, dtype)
+    native(*map(data_address, arrays), data_address(out), data_address(sizes))
+    return out
 
 
 def scatter_add(v: np.ndarray, *indices, spec, shape) -> np.ndarray:
@@ -203,13 +246,8 @@ def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     longer (the other core holds BLAS's spinning thread)."""
     if y.ndim < 3:
         return P.matmul.impl(x, y)
-    key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
-    call = _products.get(key, _UNSEEN)
-    if call is _UNSEEN:
-        call = _product_call(x, y)
-        if len(_products) >= PRODUCTS_KEPT:
-            _products.clear()
-        _products[key] = call
+    key = ("matmul", x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
+    call = _prepared(key, lambda: _product_call(x, y))  # any strides: no copies
     if call is None:
         return P.matmul.impl(x, y)
     native, shape, arguments = call
@@ -288,16 +326,12 @@ def _element_strides(a: np.ndarray):
     return [s // a.itemsize for s in a.strides]
 
 
-def _run(routine, cols: np.ndarray, image: np.ndarray, kernel, stride, dilation) -> None:
-    """``routine`` over every plane of C-contiguous ``cols`` and ``image``."""
-    spatial = len(kernel)
-    lead = image.shape[: image.ndim - spatial]
-    size = image.shape[image.ndim - spatial :]
-    counts = cols.shape[cols.ndim - spatial :]
-    ones = [1] * (routines.SPATIAL - spatial)
+def _window_sizes(lead, size, kernel, stride, dilation) -> np.ndarray:
+    """``fold``'s and ``windows``' sizes (``routines.WINDOW_SIZES``) over every plane."""
+    counts = tuple(map(P.window_count, size, kernel, stride, dilation))
+    ones = [1] * (routines.SPATIAL - len(kernel))
     settings = [n for sizes in (kernel, counts, size, stride, dilation) for n in (*ones, *sizes)]
-    arguments = np.array([0, math.prod(lead), *settings], np.int64)
-    routine(cols.dtype.name)(cols.ctypes.data, image.ctypes.data, arguments.ctypes.data)
+    return np.array([0, math.prod(lead), *settings], np.int64)
 
 
 def _fits(shape, size, kernel, stride, dilation) -> bool:
@@ -311,10 +345,6 @@ def _fits(shape, size, kernel, stride, dilation) -> bool:
 
 
 MIN_COLUMNS = 4  # fewer: mostly masked-off lanes, where BLAS did better
-# Layouts of products seen -> how to run them: deciding took 10 us a call.
-PRODUCTS_KEPT = 1024
-_products: dict = {}
-_UNSEEN = object()
 # Multiply-adds in all products below which numpy's call costs less than
 # the routine's (at 8 x 16x16x16 they took the same 3.2 us).
 MIN_WORK = 1 << 15
