@@ -271,6 +271,36 @@ def test_column_totals_are_never_read_inside_their_kernel():
     np.testing.assert_allclose(Executor(graph).run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-6)
 
 
+def test_a_derivative_of_values_in_memory_is_computed_by_the_kernel_that_reads_it():
+    """tanh's derivative 1 - h*h would join h's kernel and be written for the
+    backward's kernel alone; h is written anyway (a matrix product reads it),
+    so the backward's kernel computes the derivative from h instead. A value
+    whose inputs would have to be written in its place stays where it is."""
+    x, w = Var((32, 24), fg.float32), Var((24, 8), fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        e = P.exp(x)
+        h = P.tanh(x + e)
+        product = P.matmul(h, w)  # reads h: it is written anyway
+        back = P.matmul(product, P.transpose(w, perm=(1, 0)))
+        derivative = 1.0 - h * h
+        kept = e * 2.0  # e lives only in the first kernel
+        h_grad = back * derivative * kept
+        column_sums = P.reduce_sum(h_grad, axes=(0,))
+    graph = Graph([x, w], builder.eqns, [product, column_sums])
+    kernels_ = [s for s in partition(graph, can_lower) if isinstance(s, Kernel)]
+    first, second = kernels_
+    assert [eqn.prim for eqn in first.eqns] == [P.exp, P.add, P.tanh, P.mul]  # e * 2.0 stays
+    assert derivative in {eqn.out for eqn in second.eqns} and h in second.inputs
+    assert first.outputs == [h, kept]
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal(v.shape).astype(np.float32) for v in (x, w)]
+    executor = Executor(graph)
+    for _ in range(3):  # step by step, then by the plan
+        for got, want in zip(executor.run(values), evaluate(graph, values)):
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4)
+
+
 def _layer_norm_graph(shape, dtype):
     """layer_norm with its mean and rstd saved (row outputs), a softmax of
     the result (the row max read through stop_gradient, as autograd traces

@@ -235,6 +235,7 @@ def partition(
     grouping = _Grouping(fusible, reducible, fusible if per_row is None else per_row)
     for eqn in graph.eqns:
         grouping.place(eqn)
+    _recompute_in_readers(graph, grouping)
     _fill_boundaries(graph, grouping.groups, grouping.group_of)
     return [grouping.groups[g] for g in _topological(grouping.uses)]
 
@@ -390,6 +391,86 @@ class _Grouping:
                 seen.add(g)
                 stack.extend(self.uses[g])
         return False
+
+
+def _recompute_in_readers(graph: Graph, grouping: _Grouping) -> None:
+    """Equations are placed before their readers are known: an elementwise
+    value joins its operands' kernel, which then writes it for the one later
+    kernel that reads it (a tanh's derivative 1 - h*h, computed where h is
+    and read by the backward's kernel). Where the value comes from values in
+    memory anyway, it is computed in that reader instead, from them: the
+    write and its read are saved, for at most as many arrays read instead."""
+    groups = grouping.groups
+    outputs = {v for v in graph.outputs if isinstance(v, Var)}
+    readers: dict = {}  # Var -> {id(eqn): (group index, eqn)} of the equations reading it
+    for index, group in enumerate(groups):
+        for eqn in group.ordered() if isinstance(group, Kernel) else [group.eqn]:
+            for v in eqn.inputs:
+                if isinstance(v, Var):
+                    readers.setdefault(v, {})[id(eqn)] = (index, eqn)
+    for k, kernel in enumerate(groups):
+        if not isinstance(kernel, Kernel):
+            continue
+        for eqn in reversed(list(kernel.eqns)):
+            if eqn in kernel.eqns and eqn.out not in outputs:
+                _move_to_reader(eqn, k, grouping, readers, outputs)
+
+
+def _move_to_reader(end: Eqn, k: int, grouping: _Grouping, readers: dict, outputs: set) -> None:
+    """Moves ``end``, with the equations of kernel ``k`` only it needs, into
+    the one kernel that reads it, where that saves memory traffic."""
+    groups, group_of = grouping.groups, grouping.group_of
+    kernel = groups[k]
+    outside = {g for g, _ in readers.get(end.out, {}).values()}
+    if len(outside) != 1 or k in outside or kernel.phase[end.out] != 0:
+        return
+    (target,) = outside
+    reader = groups[target]
+    if not isinstance(reader, Kernel) or reader.shape != end.out.shape:
+        return
+    if any(e in reader.row_eqns for _, e in readers[end.out].values()):
+        return  # read in row coordinates
+    moving, frontier = [end], [end]
+    while frontier:
+        eqn = frontier.pop()
+        for u in eqn.inputs:
+            if not isinstance(u, Var) or group_of.get(u) != k or u in outputs:
+                continue
+            if any(g != k for g, _ in readers[u].values()):
+                continue  # in memory anyway: read it there
+            producer = next((e for e in kernel.eqns if e.out is u), None)
+            if producer is None or kernel.phase[u] != 0:
+                return  # a row value or a total: not to be computed again
+            if not all(any(e is m for m in moving) for _, e in readers[u].values()):
+                return  # the kernel needs it too: it would be written instead
+            if all(producer is not m for m in moving):
+                moving.append(producer)
+                frontier.append(producer)
+    if len(moving) == len(kernel.eqns) and not kernel.reductions and not kernel.row_eqns:
+        return  # nothing would be left
+    made = {e.out for e in moving}
+    read = {v for e in moving for v in e.inputs if isinstance(v, Var) and v not in made}
+    new_reads = [
+        v
+        for v in read
+        if prod(v.shape) == prod(end.out.shape)
+        and all(g != target for g, _ in readers.get(v, {}).values())
+    ]
+    if len(new_reads) > 1:
+        return  # more arrays to read than the one no longer written
+    order = {id(e): i for i, e in enumerate(kernel.eqns)}
+    moving.sort(key=lambda e: order[id(e)])
+    for eqn in moving:
+        kernel.eqns.remove(eqn)
+        del kernel.phase[eqn.out]
+        group_of[eqn.out] = target
+        for v in eqn.inputs:
+            if isinstance(v, Var):
+                readers[v][id(eqn)] = (target, eqn)
+    reader.eqns[:0] = moving
+    for eqn in moving:
+        reader.phase[eqn.out] = 0
+    grouping.uses[target] |= {group_of[v] for v in read if v in group_of} - {target}
 
 
 def _fill_boundaries(graph: Graph, groups: list, group_of: dict) -> None:
