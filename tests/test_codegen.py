@@ -759,6 +759,53 @@ def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
         threads.count()
 
 
+_OPENBLAS_THREADS = """
+import ctypes
+import sys
+import numpy
+if sys.argv[1] == "with fusegrad":
+    import fusegrad
+paths = {line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()}
+for path in sorted(paths):
+    library = ctypes.CDLL(path)
+    for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                 "scipy_openblas_get_num_threads", "openblas_get_num_threads"):
+        if hasattr(library, name):
+            print(getattr(library, name)())
+            raise SystemExit
+print("no openblas")
+"""
+
+
+@pytest.mark.parametrize("setting", ["1", None], ids=["budget-of-1", "unset"])
+def test_fusegrad_num_threads_is_numpys_openblas_budget_too(setting):
+    """One budget for kernels and matrix products: set, it is OpenBLAS's
+    thread count; unset, OpenBLAS keeps its own."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FUSEGRAD_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    }
+    if setting:
+        env["FUSEGRAD_NUM_THREADS"] = setting
+    found = [
+        subprocess.run(
+            [sys.executable, "-c", _OPENBLAS_THREADS, importing],
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        for importing in ("with fusegrad", "numpy alone")
+    ]
+    if found[0] == "no openblas":
+        pytest.skip("numpy uses another BLAS here")
+    assert found[0] == (setting or found[1])
+
+
 def test_array_constants_are_operands_each_pass_loads():
     """A constant array is read like an input, in every pass that needs it
     (a regression: passes once loaded only what came from outside as Vars)."""
