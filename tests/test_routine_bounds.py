@@ -1,0 +1,120 @@
+"""Native routines never reach outside their operands: every operand and
+result is placed against an inaccessible page (just after its last byte, or
+just before its first), so a read or write one element too far faults. The
+routines run in a child process, which a fault kills, naming the case."""
+
+import ctypes
+import mmap
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fusegrad.runtime import routines
+from fusegrad.runtime.addresses import data_address
+
+_kept = []  # the child's mappings live as long as it does
+
+
+def _guarded(shape, dtype, side):
+    """An uninitialized C-contiguous array whose bytes end where an
+    inaccessible page starts (``side`` "after") or start where one ends."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    nbytes = count * dtype.itemsize
+    pages = -(-max(nbytes, 1) // mmap.PAGESIZE)
+    region = mmap.mmap(-1, (pages + 1) * mmap.PAGESIZE)
+    _kept.append(region)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    if side == "after":
+        guard, offset = base + pages * mmap.PAGESIZE, pages * mmap.PAGESIZE - nbytes
+    else:
+        guard, offset = base, mmap.PAGESIZE
+    libc = ctypes.CDLL(None)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    if libc.mprotect(guard, mmap.PAGESIZE, 0) != 0:
+        raise OSError("mprotect failed")
+    return np.frombuffer(region, dtype, count, offset).reshape(shape)
+
+
+def _filled(shape, dtype, side, rng):
+    a = _guarded(shape, dtype, side)
+    a[...] = rng.standard_normal(shape).astype(dtype)
+    return a
+
+
+def _cases(dtype, side, rng):
+    """(name, routine, arguments) over shapes that exercise every part of
+    each routine: whole and partial vectors, blocks and what is left."""
+    for images, channels, size, filters, kernel in [
+        (3, 1, (9, 21), 5, (5, 5)),
+        (2, 3, (6, 6), 7, (3, 3)),
+        (2, 2, (17,), 3, (4,)),
+        (1, 1, (5, 5), 1, (5, 5)),
+        (2, 2, (4, 40), 2, (1, 12)),
+    ]:
+        x = _filled((images, channels) + size, dtype, side, rng)
+        counts = tuple(n - k + 1 for n, k in zip(size, kernel))
+        w = _filled((filters, channels * int(np.prod(kernel))), dtype, side, rng)
+        dy = _filled((images, filters) + counts, dtype, side, rng)
+        yield f"windows_matmul {x.shape} {kernel}", routines.windows_matmul, (w, x, kernel)
+        yield f"windows_dots {x.shape} {kernel}", routines.windows_dots, (dy, x, kernel)
+    for lead, counts, kernel in [
+        ((2, 3), (7, 5), (2, 2)),
+        ((2,), (3, 17), (3, 3)),
+        ((1, 2), (2, 3, 4), (2, 2, 2)),
+        ((3,), (19,), (2,)),
+    ]:
+        x = _filled(lead + tuple(c * k for c, k in zip(counts, kernel)), dtype, side, rng)
+        values = _filled(lead + counts, dtype, side, rng)
+        yield f"take {x.shape} {kernel}", routines.take_at_tile_max, (x, x, kernel)
+        yield f"put {x.shape} {kernel}", routines.put_at_tile_max, (x, values, kernel)
+    for lead, size, kernel, stride, dilation in [
+        ((2, 3), (9, 11), (3, 2), (2, 3), (2, 1)),
+        ((2,), (14, 14), (5, 5), (1, 1), (1, 1)),
+    ]:
+        image = _filled(lead + size, dtype, side, rng)
+        yield f"windows {image.shape}", routines.windows, (image, kernel, stride, dilation)
+        cols = _filled(routines.windows(image, kernel, stride, dilation).shape, dtype, side, rng)
+        yield f"fold {cols.shape}", routines.fold, (cols, size, kernel, stride, dilation)
+    for batch, rows, depth, columns in [(4, 13, 70, 33), (8, 16, 100, 150), (3, 6, 784, 25)]:
+        x = _filled((batch, rows, depth), dtype, side, rng)
+        y = _filled((batch, depth, columns), dtype, side, rng)
+        transposed = _filled((batch, columns, depth), dtype, side, rng).transpose(0, 2, 1)
+        # the matrix routine's result is its own: its operands are guarded
+        yield f"matmul rows {x.shape} {y.shape}", routines.matmul, (x, y)
+        yield f"matmul dots {x.shape} {y.shape}", routines.matmul, (x, transposed)
+
+
+def _child() -> None:
+    """Every case with its operands and its result against a guard page."""
+    rng = np.random.default_rng(0)
+    for side in ("after", "before"):
+
+        def run(call, *operands, side=side):
+            native, shape, dtype, sizes = call
+            out = _guarded(shape, dtype, side)
+            native(*map(data_address, operands), data_address(out), data_address(sizes))
+            return out
+
+        routines._run = run
+        for dtype in (np.float32, np.float64):
+            for name, routine, arguments in _cases(dtype, side, rng):
+                print(side, np.dtype(dtype).name, name, flush=True)
+                routine(*arguments)
+    print("done", flush=True)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect guard pages")
+def test_routines_stay_inside_their_operands():
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = (
+        f"import sys; sys.path.insert(0, {here!r}); import test_routine_bounds as t; t._child()"
+    )
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    lines = child.stdout.strip().splitlines()
+    if child.returncode != 0 or not lines or lines[-1] != "done":
+        last = lines[-1] if lines else "(before the first case)"
+        pytest.fail(f"a routine faulted (exit {child.returncode}) in: {last}\n{child.stderr}")
