@@ -61,6 +61,7 @@ def _cases(dtype, side, rng):
         dy = _filled((images, filters) + counts, dtype, side, rng)
         yield f"windows_matmul {x.shape} {kernel}", routines.windows_matmul, (w, x, kernel)
         yield f"windows_dots {x.shape} {kernel}", routines.windows_dots, (dy, x, kernel)
+        yield f"fold_matmul {x.shape} {kernel}", routines.fold_matmul, (w, dy, size, kernel)
     for lead, counts, kernel in [
         ((2, 3), (7, 5), (2, 2)),
         ((2,), (3, 17), (3, 3)),

@@ -89,8 +89,9 @@ UNIT_WINDOWS = [
 @pytest.mark.parametrize("case", UNIT_WINDOWS, ids=str)
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
 def test_windows_products_match_numpy(case, np_dtype):
-    """A convolution of stride 1 and its filters' gradient, read from the
-    image in place, against the products of numpy's copied windows."""
+    """A convolution of stride 1, its filters' gradient and its image's,
+    read from the image (or the output gradient) in place, against the
+    products of numpy's copied windows."""
     images, channels, size, filters, kernel = case
     rng = np.random.default_rng(14)
     x = rng.standard_normal((images, channels) + size).astype(np_dtype)
@@ -98,12 +99,25 @@ def test_windows_products_match_numpy(case, np_dtype):
     counts = tuple(n - k + 1 for n, k in zip(size, kernel))
     dy = rng.standard_normal((images, filters) + counts).astype(np_dtype)
     tolerance = 2e-5 if np_dtype == np.float32 else 1e-12
-    for got, want, depth in [
-        (routines.windows_matmul(w, x, kernel), P.windows_matmul.impl, w.shape[1]),
-        (routines.windows_dots(dy, x, kernel), P.windows_dots.impl, images * np.prod(counts)),
+    wide = {"kernel": kernel}
+    w64, x64, dy64 = w.astype(np.float64), x.astype(np.float64), dy.astype(np.float64)
+    for got, expected, depth in [
+        (
+            routines.windows_matmul(w, x, kernel),
+            P.windows_matmul.impl(w64, x64, **wide),
+            w.shape[1],
+        ),
+        (
+            routines.windows_dots(dy, x, kernel),
+            P.windows_dots.impl(dy64, x64, **wide),
+            images * np.prod(counts),
+        ),
+        (
+            routines.fold_matmul(w, dy, size, kernel),
+            P.fold_matmul.impl(w64, dy64, size=size, **wide),
+            w.shape[0] * np.prod(kernel),
+        ),
     ]:
-        operand = w if want is P.windows_matmul.impl else dy
-        expected = want(operand.astype(np.float64), x.astype(np.float64), kernel=kernel)
         assert got.dtype == np_dtype and got.shape == expected.shape
         np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * depth**0.5)
 
@@ -118,6 +132,9 @@ def test_windows_products_carry_nan_and_inf_and_leave_mismatches_to_numpy():
     dy = np.ones((2, 3, 4, 18), np.float32)
     want = P.windows_dots.impl(dy, x, kernel=(3, 3))
     np.testing.assert_array_equal(routines.windows_dots(dy, x, (3, 3)), want)
+    dy[0, 2, 1, 17], dy[1, 0, 0, 0] = -np.inf, np.nan
+    want = P.fold_matmul.impl(w, dy, size=(6, 20), kernel=(3, 3))
+    np.testing.assert_array_equal(routines.fold_matmul(w, dy, (6, 20), (3, 3)), want)
     strided = np.ones((2, 1, 6, 40), np.float32)[..., ::2]
     np.testing.assert_array_equal(
         routines.windows_matmul(w, strided, (3, 3)),

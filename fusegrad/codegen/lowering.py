@@ -317,6 +317,7 @@ IN_NUMPY = {
     P.pad: "a copy into a larger buffer",
     P.windows_matmul: "a routine (runtime/routines.py): a convolution reading its windows in place",
     P.windows_dots: "a routine (runtime/routines.py): a convolution's filter gradient, in place",
+    P.fold_matmul: "a routine (runtime/routines.py): a convolution's image gradient",
     P.take_at_tile_max: "a routine (runtime/routines.py): max pooling, taps compared in order",
     P.put_at_tile_max: "a routine (runtime/routines.py): max pooling's gradient",
     P.all_reduce: "a collective: MPI communicates, as a step of the plan between kernels",

@@ -68,6 +68,13 @@ class Vectors:
         lanes = self.b.shuffle_vector(lanes, lanes, self.splat_mask)
         return self.b.icmp_signed("<", self.lane_numbers, lanes)
 
+    def splat_index(self, n):
+        """A vector of int64 ``n`` in every lane (to compare lane numbers with)."""
+        lanes = self.b.insert_element(
+            ir.Constant(ir.VectorType(I64, self.width), ir.Undefined), n, _i32(0)
+        )
+        return self.b.shuffle_vector(lanes, lanes, self.splat_mask)
+
     def splat(self, x):
         vector = self.b.insert_element(ir.Constant(self.type, ir.Undefined), x, _i32(0))
         return self.b.shuffle_vector(vector, vector, self.splat_mask)

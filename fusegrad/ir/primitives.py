@@ -1182,8 +1182,10 @@ fold.defvjp(
 # windows copied out (native routines read each window's rows from the image
 # in place). ``windows_dots`` is the filter bank's gradient: each image's
 # output gradient times its windows, transposed, summed over the images.
-# Each is the other's VJP in its matrix operand; the image's gradient is the
-# windows of the product folded back.
+# Each is the other's VJP in its matrix operand. The image's gradient is
+# ``fold_matmul``: the filters transposed times the output gradient, each
+# product's windows added back where they were read (col2im) without being
+# written out; its VJPs are the other two.
 
 
 def _unit_windows(x, kernel):
@@ -1236,13 +1238,32 @@ def _windows_dots_rule(dy, x, kernel):
     return (dy.shape[1], x.shape[1] * math.prod(kernel)), dtype
 
 
-def _image_gradient(g, w, x_shape, kernel):
-    """The gradient of an image whose windows were multiplied by ``w``."""
-    counts = tuple(g.shape[2:])
-    products = matmul(swap_last(w), reshape(g, shape=(g.shape[0], g.shape[1], math.prod(counts))))
-    cols = reshape(products, shape=(g.shape[0], x_shape[1]) + tuple(kernel) + counts)
+def _fold_matmul_impl(w, dy, size, kernel):
+    counts = dy.shape[2:]
+    products = np.matmul(np.swapaxes(w, 0, 1), dy.reshape(dy.shape[0], dy.shape[1], -1))
+    cols = products.reshape((dy.shape[0], -1) + tuple(kernel) + tuple(counts))
     ones = (1,) * len(kernel)
-    return fold(cols, size=tuple(x_shape[2:]), kernel=tuple(kernel), stride=ones, dilation=ones)
+    return _fold_impl(cols, size=size, kernel=kernel, stride=ones, dilation=ones)
+
+
+def _fold_matmul_rule(w, dy, size, kernel):
+    dtype = _same_dtype("fold_matmul", w, dy)
+    taps = math.prod(kernel)
+    counts = tuple(n - k + 1 for n, k in zip(size, kernel))
+    if (
+        w.ndim != 2
+        or dy.ndim != 2 + len(kernel)
+        or len(size) != len(kernel)
+        or min(counts, default=1) < 1
+        or w.shape[0] != dy.shape[1]
+        or w.shape[1] % taps
+        or tuple(dy.shape[2:]) != counts
+    ):
+        raise RuntimeError(
+            f"fold_matmul: filters {list(w.shape)} and gradient {list(dy.shape)} for images "
+            f"of {list(size)} and windows of {list(kernel)}"
+        )
+    return (dy.shape[0], w.shape[1] // taps) + tuple(size), dtype
 
 
 windows_matmul = Primitive(
@@ -1259,13 +1280,24 @@ windows_dots = Primitive(
     inputs=("dy", "x"),
     backward_name="ConvolutionBackwardBackward0",
 )
+fold_matmul = Primitive(
+    "fold_matmul",
+    _fold_matmul_impl,
+    _fold_matmul_rule,
+    inputs=("w", "dy"),
+    backward_name="ConvolutionBackwardBackward0",
+)
 windows_matmul.defvjp(
     w=lambda g, x, kernel: windows_dots(g, x, kernel=kernel),
-    x=lambda g, w, x_shape, kernel: _image_gradient(g, w, x_shape, kernel),
+    x=lambda g, w, x_shape, kernel: fold_matmul(w, g, size=tuple(x_shape[2:]), kernel=kernel),
 )
 windows_dots.defvjp(
     dy=lambda g, x, kernel: windows_matmul(g, x, kernel=kernel),
-    x=lambda g, dy, x_shape, kernel: _image_gradient(dy, g, x_shape, kernel),
+    x=lambda g, dy, x_shape, kernel: fold_matmul(g, dy, size=tuple(x_shape[2:]), kernel=kernel),
+)
+fold_matmul.defvjp(
+    w=lambda g, dy, kernel: windows_dots(dy, g, kernel=kernel),
+    dy=lambda g, w, kernel: windows_matmul(w, g, kernel=kernel),
 )
 
 

@@ -89,6 +89,36 @@ def windows_dots(dy: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
     return _run(call, dy, x)
 
 
+def fold_matmul(w: np.ndarray, dy: np.ndarray, size, kernel) -> np.ndarray:
+    """``P.fold_matmul`` (a convolution's image gradient) by the native
+    routine: each image row summed from dy's rows in registers, where the
+    products' windows were written out and added back."""
+    call = _prepared(
+        ("fold_matmul", w.shape, w.dtype, dy.shape, dy.dtype, size, kernel),
+        lambda: _fold_matmul_call(w, dy, size, kernel),
+    )
+    if call is None:
+        return P.fold_matmul.impl(w, dy, size=size, kernel=kernel)
+    return _run(call, w, dy)
+
+
+def _fold_matmul_call(w, dy, size, kernel):
+    if not 1 <= len(kernel) <= 2 or len(size) != len(kernel) or w.dtype != dy.dtype:
+        return None
+    counts = tuple(n - k + 1 for n, k in zip(size, kernel))
+    taps = math.prod(kernel)
+    if w.dtype not in _FLOATS or min(counts) < 1 or w.ndim != 2 or w.shape[1] % taps:
+        return None
+    if dy.ndim != 2 + len(kernel) or dy.shape[1] != w.shape[0] or tuple(dy.shape[2:]) != counts:
+        return None
+    channels = w.shape[1] // taps
+    planes = tuple(size) if len(kernel) == 2 else (1, *size)
+    kernel = tuple(kernel) if len(kernel) == 2 else (1, *kernel)
+    sizes = np.array([0, dy.shape[0], w.shape[0], channels, *planes], np.int64)
+    out_shape = (dy.shape[0], channels) + tuple(size)
+    return convolution.routine("fold_matmul", w.dtype.name, kernel), out_shape, w.dtype, sizes
+
+
 def _unit_windows_call(name, a, x, kernel):
     """The routine for ``a`` (filters or dy) and x's windows, where it covers
     them exactly; None where numpy's implementation should run (and raise for
@@ -359,6 +389,7 @@ ROUTINES = {
     P.scatter_add: scatter_add,
     P.windows_matmul: windows_matmul,
     P.windows_dots: windows_dots,
+    P.fold_matmul: fold_matmul,
     P.take_at_tile_max: take_at_tile_max,
     P.put_at_tile_max: put_at_tile_max,
     P.random_bits: random_bits,
