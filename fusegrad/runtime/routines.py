@@ -22,11 +22,9 @@ def fold(cols: np.ndarray, size, kernel, stride, dilation) -> np.ndarray:
     convolution's input gradient, beside matrix products, whose OpenBLAS
     threads hold the other cores (on two threads LeNet's took 0.6 ms, on one
     0.27)."""
-    key = ("fold", cols.shape, cols.dtype, size, kernel, stride, dilation)
-    call = _prepared(key, lambda: _fold_call(cols, size, kernel, stride, dilation))
-    if call is None:
-        return P.fold.impl(cols, size=size, kernel=kernel, stride=stride, dilation=dilation)
-    return _run(call, cols)
+    return _by_routine(
+        P.fold, _fold_call, cols, size=size, kernel=kernel, stride=stride, dilation=dilation
+    )
 
 
 def _fold_call(cols, size, kernel, stride, dilation):
@@ -39,13 +37,7 @@ def _fold_call(cols, size, kernel, stride, dilation):
 
 def windows(x: np.ndarray, kernel, stride, dilation) -> np.ndarray:
     """``P.windows`` (im2col) by the native routine, on this thread (as ``fold``)."""
-    call = _prepared(
-        ("windows", x.shape, x.dtype, kernel, stride, dilation),
-        lambda: _windows_call(x, kernel, stride, dilation),
-    )
-    if call is None:
-        return P.windows.impl(x, kernel=kernel, stride=stride, dilation=dilation)
-    return _run(call, x)
+    return _by_routine(P.windows, _windows_call, x, kernel=kernel, stride=stride, dilation=dilation)
 
 
 def _windows_call(x, kernel, stride, dilation):
@@ -69,37 +61,19 @@ def _windows_call(x, kernel, stride, dilation):
 def windows_matmul(w: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
     """``P.windows_matmul`` (a convolution of stride 1) by the native routine,
     which reads each window from the image in place (codegen/convolution.py)."""
-    call = _prepared(
-        ("windows_matmul", w.shape, w.dtype, x.shape, x.dtype, kernel),
-        lambda: _unit_windows_call("windows_matmul", w, x, kernel),
-    )
-    if call is None:
-        return P.windows_matmul.impl(w, x, kernel=kernel)
-    return _run(call, w, x)
+    return _by_routine(P.windows_matmul, _windows_matmul_call, w, x, kernel=kernel)
 
 
 def windows_dots(dy: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
     """``P.windows_dots`` (a convolution's filter gradient) by the native routine."""
-    call = _prepared(
-        ("windows_dots", dy.shape, dy.dtype, x.shape, x.dtype, kernel),
-        lambda: _unit_windows_call("windows_dots", dy, x, kernel),
-    )
-    if call is None:
-        return P.windows_dots.impl(dy, x, kernel=kernel)
-    return _run(call, dy, x)
+    return _by_routine(P.windows_dots, _windows_dots_call, dy, x, kernel=kernel)
 
 
 def fold_matmul(w: np.ndarray, dy: np.ndarray, size, kernel) -> np.ndarray:
     """``P.fold_matmul`` (a convolution's image gradient) by the native
     routine: each image row summed from dy's rows in registers, where the
     products' windows were written out and added back."""
-    call = _prepared(
-        ("fold_matmul", w.shape, w.dtype, dy.shape, dy.dtype, size, kernel),
-        lambda: _fold_matmul_call(w, dy, size, kernel),
-    )
-    if call is None:
-        return P.fold_matmul.impl(w, dy, size=size, kernel=kernel)
-    return _run(call, w, dy)
+    return _by_routine(P.fold_matmul, _fold_matmul_call, w, dy, size=size, kernel=kernel)
 
 
 def _fold_matmul_call(w, dy, size, kernel):
@@ -117,6 +91,14 @@ def _fold_matmul_call(w, dy, size, kernel):
     sizes = np.array([0, dy.shape[0], w.shape[0], channels, *planes], np.int64)
     out_shape = (dy.shape[0], channels) + tuple(size)
     return convolution.routine("fold_matmul", w.dtype.name, kernel), out_shape, w.dtype, sizes
+
+
+def _windows_matmul_call(w, x, kernel):
+    return _unit_windows_call("windows_matmul", w, x, kernel)
+
+
+def _windows_dots_call(dy, x, kernel):
+    return _unit_windows_call("windows_dots", dy, x, kernel)
 
 
 def _unit_windows_call(name, a, x, kernel):
@@ -146,24 +128,12 @@ def take_at_tile_max(x: np.ndarray, source: np.ndarray, kernel) -> np.ndarray:
     """``P.take_at_tile_max`` (max pooling's values) by the native routine:
     LeNet's pooling ran as four strided views compared in a kernel, its
     gradient as three concatenations (0.4 ms of a 2.3 ms step)."""
-    call = _prepared(
-        ("take", x.shape, x.dtype, source.shape, source.dtype, kernel),
-        lambda: _tiles_call("take", x, source, x.shape, kernel),
-    )
-    if call is None:
-        return P.take_at_tile_max.impl(x, source, kernel=kernel)
-    return _run(call, x, source)
+    return _by_routine(P.take_at_tile_max, _take_call, x, source, kernel=kernel)
 
 
 def put_at_tile_max(x: np.ndarray, values: np.ndarray, kernel) -> np.ndarray:
     """``P.put_at_tile_max`` (max pooling's gradient) by the native routine."""
-    call = _prepared(
-        ("put", x.shape, x.dtype, values.shape, values.dtype, kernel),
-        lambda: _tiles_call("put", x, values, _tiled_shape(x.shape, kernel), kernel),
-    )
-    if call is None:
-        return P.put_at_tile_max.impl(x, values, kernel=kernel)
-    return _run(call, x, values)
+    return _by_routine(P.put_at_tile_max, _put_call, x, values, kernel=kernel)
 
 
 def _tiled_shape(shape, kernel) -> tuple | None:
@@ -172,6 +142,14 @@ def _tiled_shape(shape, kernel) -> tuple | None:
         return None
     lead = tuple(shape[: len(shape) - len(kernel)])
     return lead + tuple(n // k for n, k in zip(shape[len(lead) :], kernel))
+
+
+def _take_call(x, source, kernel):
+    return _tiles_call("take", x, source, x.shape, kernel)
+
+
+def _put_call(x, values, kernel):
+    return _tiles_call("put", x, values, _tiled_shape(x.shape, kernel), kernel)
 
 
 def _tiles_call(name, x, operand, operand_shape, kernel):
@@ -198,10 +176,10 @@ _UNSEEN = object()
 
 
 def _prepared(key, prepare):
-    """How to run a routine on operands of these shapes and dtypes, decided
-    once (``prepare()``: the native function, the result's shape and dtype,
-    the int64 sizes; None for numpy's implementation): checking them and
-    looking the routine up took 10 us a call."""
+    """How to run a routine on operands of these layouts (``prepare()``: the
+    native function, the result's shape and dtype, the int64 sizes; None for
+    numpy's implementation), decided once: checking them and looking the
+    routine up took 10 us a call."""
     call = _calls.get(key, _UNSEEN)
     if call is _UNSEEN:
         call = prepare()
@@ -209,6 +187,16 @@ def _prepared(key, prepare):
             _calls.clear()
         _calls[key] = call
     return call
+
+
+def _by_routine(prim, prepare, *operands, **params) -> np.ndarray:
+    """``prim`` on ``operands`` by the routine ``prepare(*operands, **params)``
+    finds for their shapes and dtypes, else by its numpy implementation."""
+    key = (prim, *[(a.shape, a.dtype) for a in operands], *params.values())
+    call = _prepared(key, lambda: prepare(*operands, **params))
+    if call is None:
+        return prim.impl(*operands, **params)
+    return _run(call, *operands)
 
 
 def _run(call, *operands) -> np.ndarray:
@@ -276,7 +264,7 @@ def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     longer (the other core holds BLAS's spinning thread)."""
     if y.ndim < 3:
         return P.matmul.impl(x, y)
-    key = ("matmul", x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
+    key = (P.matmul, x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
     call = _prepared(key, lambda: _product_call(x, y))  # any strides: no copies
     if call is None:
         return P.matmul.impl(x, y)
