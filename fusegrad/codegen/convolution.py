@@ -1,5 +1,5 @@
 """Matrix products with the windows of images, read in place: convolutions
-of stride 1 without dilation, and their filters' gradients.
+of stride 1 without dilation, and their filters' and images' gradients.
 
 Copying every window out first (im2col) wrote LeNet's first layer's 5 MB of
 windows, 25 times its image, and its products and filter gradient then read
@@ -264,11 +264,9 @@ def _fold_matmul_ir(r: _Routine) -> str:
     ``image`` argument (``rows`` by ``columns``, r's sizes)."""
     b, s, vectors = r.b, r.s, r.vectors
     (kh, kw), width = r.kernel, vectors.width
-    lanes = ir.Constant(ir.VectorType(I64, width), [ir.Constant(I64, n) for n in range(width)])
+    lane_numbers, splat = vectors.lane_numbers, vectors.splat_index
     vector_count = b.sdiv(_add(b, s["width"], _constant(width - 1)), _constant(width))
-
-    def splat(n):
-        return vectors.splat_index(n)
+    channels_per_block = accumulators() // 3  # each one vector of an output row
 
     def one_image(n):
         dy = b.gep(r.image, [_mul(b, n, _mul(b, s["filters"], r.count))])
@@ -276,7 +274,7 @@ def _fold_matmul_ir(r: _Routine) -> str:
         _blocks(
             b,
             s["channels"],
-            accumulators() // 3,
+            channels_per_block,
             lambda c0, channels: channel_block(dy, image, c0, channels),
             every_rest=True,
         )
@@ -294,14 +292,14 @@ def _fold_matmul_ir(r: _Routine) -> str:
 
             def column_vector(v):
                 x0 = _mul(b, v, _constant(width))
-                inside = b.icmp_signed("<", lanes, splat(b.sub(s["width"], x0)))
+                inside = b.icmp_signed("<", lane_numbers, splat(b.sub(s["width"], x0)))
                 masks = []
                 for j in range(kw):  # lanes whose dy column x - j exists
                     low = b.sub(_constant(j), x0)
                     high = b.sub(_add(b, r.columns, _constant(j)), x0)
                     reach = b.and_(
-                        b.icmp_signed(">=", lanes, splat(low)),
-                        b.icmp_signed("<", lanes, splat(high)),
+                        b.icmp_signed(">=", lane_numbers, splat(low)),
+                        b.icmp_signed("<", lane_numbers, splat(high)),
                     )
                     masks.append(b.and_(reach, inside))
 
