@@ -1,6 +1,8 @@
 """``fusegrad.nn.functional``: neural-network functions, all compositions of ops
 and primitives. Convolution and pooling take the windows of their input
-(``windows``, im2col) and then multiply or reduce them; see primitives.py."""
+(``windows``, im2col) and then multiply or reduce them; a convolution of
+stride 1 multiplies them where they lie (``windows_matmul``) and max pooling
+over tiles has primitives of its own; see primitives.py."""
 
 from __future__ import annotations
 
@@ -393,22 +395,20 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, dims, name):
     if groups == 1 and set(stride) == set(dilation) == {1}:
         # (O, C*k) times each image's windows, read in place
         out = P.windows_matmul(P.reshape(weight, shape=(out_channels, taps)), x, kernel=kernel)
-        if bias is not None:
-            out = out + P.reshape(bias, shape=(out_channels,) + (1,) * dims)
-        return out if batched else P.reshape(out, shape=out.shape[1:])
-    cols = P.windows(x, kernel=kernel, stride=stride, dilation=dilation)  # (N, C, *k, *out)
-    batch, positions = x.shape[0], cols.shape[2 + dims :]
-    if groups == 1:  # (O, C*k) @ (N, C*k, out): one matrix product per image
-        out = P.matmul(
-            P.reshape(weight, shape=(out_channels, taps)),
-            P.reshape(cols, shape=(batch, taps, math.prod(positions))),
-        )
     else:
-        out = P.matmul(
-            P.reshape(weight, shape=(groups, out_channels // groups, taps)),
-            P.reshape(cols, shape=(batch, groups, taps, math.prod(positions))),
-        )
-    out = P.reshape(out, shape=(batch, out_channels, *positions))
+        cols = P.windows(x, kernel=kernel, stride=stride, dilation=dilation)  # (N, C, *k, *out)
+        batch, positions = x.shape[0], cols.shape[2 + dims :]
+        if groups == 1:  # (O, C*k) @ (N, C*k, out): one matrix product per image
+            out = P.matmul(
+                P.reshape(weight, shape=(out_channels, taps)),
+                P.reshape(cols, shape=(batch, taps, math.prod(positions))),
+            )
+        else:
+            out = P.matmul(
+                P.reshape(weight, shape=(groups, out_channels // groups, taps)),
+                P.reshape(cols, shape=(batch, groups, taps, math.prod(positions))),
+            )
+        out = P.reshape(out, shape=(batch, out_channels, *positions))
     if bias is not None:
         out = out + P.reshape(bias, shape=(out_channels,) + (1,) * dims)
     return out if batched else P.reshape(out, shape=out.shape[1:])
