@@ -62,11 +62,7 @@ class Vectors:
 
     def first(self, count):
         """The mask of the first ``count`` lanes."""
-        lanes = self.b.insert_element(
-            ir.Constant(ir.VectorType(I64, self.width), ir.Undefined), count, _i32(0)
-        )
-        lanes = self.b.shuffle_vector(lanes, lanes, self.splat_mask)
-        return self.b.icmp_signed("<", self.lane_numbers, lanes)
+        return self.b.icmp_signed("<", self.lane_numbers, self.splat_index(count))
 
     def splat_index(self, n):
         """A vector of int64 ``n`` in every lane (to compare lane numbers with)."""
