@@ -7,7 +7,7 @@ import pytest
 
 import fusegrad as fg
 from fusegrad.ir import primitives
-from fusegrad.tracer import tensor as tensor_module
+from fusegrad.tracer.plain import PlainValue
 
 from op_table import OPS, OPS_BY_NAME
 
@@ -90,6 +90,45 @@ def test_second_derivatives_match_finite_differences(op, sample):
     assert fg.autograd.gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
 
 
+def _gradients(op, sample, dtype):
+    args = _tensors(op, sample, dtype, requires_grad=True)
+    out = op.op(*args, **sample.kwargs)
+    seed = fg.tensor(np.linspace(-1, 1, out.numel()).reshape(out.shape), dtype=dtype)
+    leaves = [a for a in args if isinstance(a, fg.Tensor) and a.requires_grad]
+    return fg.autograd.grad(out, leaves, seed, allow_unused=True), out.grad_fn
+
+
+@pytest.mark.parametrize("op,sample", DIFF_CASES)
+def test_backward_on_plain_values_equals_backward_on_tensors(op, sample, monkeypatch):
+    """Without create_graph the rules run on plain values; with tensors they
+    must give the same bits."""
+    asked = []
+    monkeypatch.setattr(PlainValue, "usable", staticmethod(lambda: asked.append(1) or True))
+    on_plain, node = _gradients(op, sample, fg.float32)
+    assert asked or node is None  # an op that returns its input records nothing
+    monkeypatch.setattr(PlainValue, "usable", staticmethod(lambda: False))
+    on_tensors, _ = _gradients(op, sample, fg.float32)
+    for a, b in zip(on_plain, on_tensors):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.dtype is b.dtype
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16], ids=["f16", "bf16"])
+def test_reduced_float_backward_keeps_the_saved_output_dtype(dtype):
+    """A saved output was rebuilt from its float32 storage as float32, which
+    a rule on plain values (no promotion) cannot mix with a float16 cotangent."""
+    x = fg.tensor([-2.0, -0.5, 0.0, 0.75, 3.0], dtype=dtype, requires_grad=True)
+    (x.tanh() * x.sigmoid()).sum().backward()
+    assert x.grad.dtype is dtype
+    plain_grad = x.grad.float().numpy()
+    x.grad = None
+    with fg.enable_grad():
+        (grad,) = fg.autograd.grad((x.tanh() * x.sigmoid()).sum(), x, create_graph=True)
+    np.testing.assert_allclose(plain_grad, grad.float().detach().numpy(), rtol=1e-2)
+
+
 @pytest.mark.parametrize("op,sample", DIFF_CASES)
 def test_float32_gradients_agree_with_float64(op, sample):
     grads = {}
@@ -107,15 +146,14 @@ def test_float32_gradients_agree_with_float64(op, sample):
 
 def test_op_table_exercises_every_primitive_and_shape_rules_agree_with_numpy(monkeypatch):
     seen = set()
-    original = tensor_module.eager_bind
+    original = primitives.bind
 
     def recording_bind(prim, args, params):
         seen.add(prim.name)
         out = original(prim, args, params)
-        scalar_dtype = primitives.number_dtype([a.dtype for a in args if isinstance(a, fg.Tensor)])
-        tensors = [
-            a if isinstance(a, fg.Tensor) else fg.tensor(a, dtype=scalar_dtype) for a in args
-        ]
+        values = (fg.Tensor, PlainValue)  # a backward without create_graph runs on plain values
+        scalar_dtype = primitives.number_dtype([a.dtype for a in args if isinstance(a, values)])
+        tensors = [a if isinstance(a, values) else fg.tensor(a, dtype=scalar_dtype) for a in args]
         shape, dtype = prim.shape_rule(*tensors, **params)
         assert (tuple(shape), dtype) == (tuple(out.shape), out.dtype), prim.name
         return out

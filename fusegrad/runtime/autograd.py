@@ -29,12 +29,20 @@ from . import grad_mode
 
 _sequence = itertools.count()
 _tensor = None  # the eager Tensor class
+_plain = None  # what VJP rules run on when the backward pass records nothing
 
 
 def register_tensor_type(cls) -> None:
     """Makes ``cls`` the engine's tensor type (the eager Tensor registers itself)."""
     global _tensor
     _tensor = cls
+
+
+def register_plain_type(cls) -> None:
+    """Makes ``cls`` (``tracer/plain.py``) the type VJP rules run on outside
+    ``create_graph`` and traces."""
+    global _plain
+    _plain = cls
 
 
 def sequence_mark() -> int:
@@ -187,7 +195,7 @@ class PrimitiveBackward(Node):
         # The output is kept as its data and rebuilt on unpack, so the node
         # does not hold the tensor that holds the node.
         self.saved_out = (
-            (output._data, output._version_counter, output._version_counter[0])
+            (output._data, output._dtype, output._version_counter, output._version_counter[0])
             if plan.saves_output
             else None
         )
@@ -202,11 +210,11 @@ class PrimitiveBackward(Node):
         self.__class__ = backward_class(name)
 
     def unpack_output(self):
-        data, counter, version = self.saved_out
+        data, dtype, counter, version = self.saved_out
         if counter[0] != version:
-            type_name = _tensor._make(data).type()
+            type_name = _tensor._make(data, dtype).type()
             raise RuntimeError(modified_message(data.shape, type_name, self, counter[0], version))
-        return _tensor._from_saved_output(data, counter, self, 0)
+        return _tensor._from_saved_output(data, dtype, counter, self, 0)
 
     def release(self) -> None:
         if self.saved is not None or self.saved_out is not None:
@@ -217,6 +225,12 @@ class PrimitiveBackward(Node):
         g = grads[0]
         if self.freed:
             raise RuntimeError(FREED_MESSAGE)
+        plain = not grad_mode._state.enabled and _plain.usable()
+        if plain:
+            g = _plain(g._data, g._dtype)
+            out, value = self._plain_output, self._plain_saved_value
+        else:
+            out, value = self.unpack_output, self._saved_value
         result = []
         count = len(self.in_shapes)
         for i, (need, rule) in enumerate(zip(self.plan.needs_grad, self.plan.rules)):
@@ -224,23 +238,28 @@ class PrimitiveBackward(Node):
                 result.append(None)
                 continue
             kwargs = self.prim.vjp_arguments(
-                i,
-                count,
-                g,
-                self.unpack_output,
-                self._saved_value,
-                self.in_shapes,
-                self.in_dtypes,
-                self.params,
+                i, count, g, out, value, self.in_shapes, self.in_dtypes, self.params
             )
             grad = rule(**kwargs)
-            result.append(
-                None if grad is None else unbroadcast(grad, self.in_shapes[i], self.in_dtypes[i])
-            )
+            if grad is not None:
+                grad = unbroadcast(grad, self.in_shapes[i], self.in_dtypes[i])
+                if plain:
+                    grad = _tensor._make(grad._data, grad._dtype)
+            result.append(grad)
         return result
 
     def _saved_value(self, position: int):
         return unpack_saved(*self.saved[position])
+
+    def _plain_saved_value(self, position: int):
+        saved = unpack_saved(*self.saved[position])
+        return _plain(saved._data, saved._dtype)
+
+    def _plain_output(self):
+        data, dtype, counter, version = self.saved_out
+        if counter[0] != version:
+            self.unpack_output()  # raises
+        return _plain(data, dtype)
 
 
 _backward_classes: dict = {}  # node name -> its PrimitiveBackward subclass
@@ -478,7 +497,15 @@ def _add_to(buffers: dict, edge, grad) -> None:
     if slot is None:
         slot = buffers[node] = [None] * node.num_outputs
     if grad is not None:
-        slot[nr] = grad if slot[nr] is None else slot[nr] + grad
+        slot[nr] = grad if slot[nr] is None else _sum(slot[nr], grad)
+
+
+def _sum(a, b):
+    """Two cotangents of one value added, on plain values when nothing records."""
+    if a._dtype is b._dtype and not grad_mode._state.enabled and _plain.usable():
+        total = _plain(a._data, a._dtype) + _plain(b._data, b._dtype)
+        return _tensor._make(total._data, total._dtype)
+    return a + b
 
 
 def _run_tensor_hooks(node, grads) -> None:

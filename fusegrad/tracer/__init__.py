@@ -1,3 +1,3 @@
 """Eager tensors: the Tensor class, its ops, creation, indexing and random sampling."""
 
-from . import methods, random
+from . import methods, plain, random

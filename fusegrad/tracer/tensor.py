@@ -119,8 +119,8 @@ class Tensor:
         return t
 
     @classmethod
-    def _from_saved_output(cls, data, counter, node, output_nr) -> Tensor:
-        t = cls._make(data)
+    def _from_saved_output(cls, data, dtype, counter, node, output_nr) -> Tensor:
+        t = cls._make(data, dtype)
         t._version_counter = counter
         t.grad_fn = node
         t._output_nr = output_nr
@@ -628,48 +628,12 @@ def eager_bind(prim, args, params):
             args = tuple(a if isinstance(a, Tensor) else constant(a, dtype) for a in args)
             break
     first = args[0]
-    # Promotion made a reduced float operand the first or the last (where's
-    # condition comes first); a conversion may make one.
-    reduced = (
-        first._dtype.reduced
-        or args[-1]._dtype.reduced
-        or (prim is P.convert and params["dtype"].reduced)
-    )
     recorded = params
     if recording.trace is not None:
         recorded = params = recording.trace.settled(params)
         if recording.trace.symbol_hints:
             params = recording.trace.hinted(params)  # numpy runs with this call's sizes
-    # Values and dtypes come from numpy; the shape rule (which tests check
-    # against numpy over the op table) words the error when numpy refuses.
-    try:
-        if reduced:
-            data, dtype = _reduced_impl(prim, args, params)
-            pattern = tuple([t._requires_grad for t in args])
-        elif len(args) == 1:
-            if prim in _NATIVE and native_eager.runs_natively(prim, first._data):
-                data = native_eager.run(prim, first._data, params)
-            else:
-                data = prim.impl(first._data, **params)
-            pattern = (first._requires_grad,)
-        elif len(args) == 2:
-            if prim in _NATIVE and native_eager.runs_natively(prim, first._data):
-                data = native_eager.run(prim, first._data, params, args[1]._data)
-            else:
-                data = prim.impl(first._data, args[1]._data, **params)
-            pattern = (first._requires_grad, args[1]._requires_grad)
-        else:
-            data = prim.impl(*[t._data for t in args], **params)
-            pattern = tuple([t._requires_grad for t in args])
-    except (ValueError, IndexError, TypeError) as exc:
-        prim.shape_rule(*args, **params)  # raises with PyTorch's wording where it has one
-        # otherwise numpy's message, without numpy's frames, as PyTorch's exception types
-        message = str(exc).replace(" axis ", " dimension ")
-        raise (RuntimeError if isinstance(exc, ValueError) else type(exc))(message) from None
-    if data.__class__ is not np.ndarray:
-        data = np.asarray(data)
-    if not reduced:
-        dtype = _DTYPE_OF[data.dtype]
+    data, dtype = computed(prim, args, params)
     out = Tensor._make(data, dtype)
     if prim.view and np.may_share_memory(data, first._data):
         out._version_counter = first._version_counter
@@ -678,8 +642,14 @@ def eager_bind(prim, args, params):
         earlier = first._view_steps if first._base is not None else ()
         out._view_steps = (*earlier, (prim, recorded, args[1:]))
     volatile = _any_volatile(args)
-    if True in pattern and dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
-        if not volatile:
+    if dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
+        if len(args) == 1:
+            pattern = (first._requires_grad,)
+        elif len(args) == 2:
+            pattern = (first._requires_grad, args[1]._requires_grad)
+        else:
+            pattern = tuple([t._requires_grad for t in args])
+        if True in pattern and not volatile:
             autograd.record(prim, recorded, args, out, pattern)
             if recorded is not params and out.grad_fn is not None:  # sizes that vary
                 out.grad_fn.in_shapes = tuple(a.shape for a in args)
@@ -688,6 +658,45 @@ def eager_bind(prim, args, params):
     if recording.trace is not None:
         recording.trace.record(prim, args, recorded, out)
     return out
+
+
+def computed(prim, args, params) -> tuple:
+    """(data, dtype) of ``prim`` applied now to ``args`` (tensors or plain
+    values): numpy's implementation, or the kernel or routine eager mode runs
+    natively; float16 and bfloat16 computed in float32 and rounded once."""
+    first = args[0]
+    # Promotion made a reduced float operand the first or the last (where's
+    # condition comes first); a conversion may make one.
+    reduced = (
+        first._dtype.reduced
+        or args[-1]._dtype.reduced
+        or (prim is P.convert and params["dtype"].reduced)
+    )
+    # Values and dtypes come from numpy; the shape rule (which tests check
+    # against numpy over the op table) words the error when numpy refuses.
+    try:
+        if reduced:
+            return _reduced_impl(prim, args, params)
+        if len(args) == 1:
+            if prim in _NATIVE and native_eager.runs_natively(prim, first._data):
+                data = native_eager.run(prim, first._data, params)
+            else:
+                data = prim.impl(first._data, **params)
+        elif len(args) == 2:
+            if prim in _NATIVE and native_eager.runs_natively(prim, first._data):
+                data = native_eager.run(prim, first._data, params, args[1]._data)
+            else:
+                data = prim.impl(first._data, args[1]._data, **params)
+        else:
+            data = prim.impl(*[t._data for t in args], **params)
+    except (ValueError, IndexError, TypeError) as exc:
+        prim.shape_rule(*args, **params)  # raises with PyTorch's wording where it has one
+        # otherwise numpy's message, without numpy's frames, as PyTorch's exception types
+        message = str(exc).replace(" axis ", " dimension ")
+        raise (RuntimeError if isinstance(exc, ValueError) else type(exc))(message) from None
+    if data.__class__ is not np.ndarray:
+        data = np.asarray(data)
+    return data, _DTYPE_OF[data.dtype]
 
 
 _COMPARISONS = frozenset([P.eq, P.ne, P.lt, P.le, P.gt, P.ge])
