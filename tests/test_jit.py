@@ -792,6 +792,22 @@ def test_in_place_updates_are_written_back_in_any_order():
         assert (a.tolist(), b.tolist(), c.tolist()) == ([7.0, 8.0], [1.0, 2.0], [7.0, 8.0])
 
 
+def test_a_view_of_an_input_written_back_is_read_before_the_input_is_written():
+    def step(a, b, c):
+        with fg.no_grad():
+            b.copy_(a.t())
+            a.copy_(c)
+            c.add_(b)
+
+    compiled = fg.jit(step)
+    for _ in range(3):
+        values = [[[1.0, 2.0], [3.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]], [[5.0, 6.0], [7.0, 8.0]]]
+        eager, jitted = [fg.tensor(v) for v in values], [fg.tensor(v) for v in values]
+        step(*eager)
+        compiled(*jitted)
+        assert [t.tolist() for t in jitted] == [t.tolist() for t in eager]
+
+
 def test_assigning_data_inside_jit_is_a_clear_error():
     def swap_storage(x, y):
         x.data = y

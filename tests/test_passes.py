@@ -271,6 +271,28 @@ def test_a_concatenation_of_concatenations_on_its_axis_is_one():
     _assert_same(graph, simplified, values)
 
 
+def test_an_assignment_to_all_of_a_value_is_the_assigned_value():
+    """``x.copy_(v)`` records ``x[...] = v``: with v of x's shape that is v, so
+    the kernel computing v writes the result (an optimizer's state update
+    joins the parameter's update). A broadcast value or a slice stays."""
+    x, v, row = Var((3, 4), fg.float32), Var((3, 4), fg.float32), Var((4,), fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        whole = P.index_put(x, P.mul(v, 2.0), spec=(("ellipsis",),))
+        sliced = P.index_put(x, v, spec=(("slice", None, None, None), ("slice", None, None, None)))
+        broadcast = P.index_put(x, row, spec=(("ellipsis",),))
+        part = P.index_put(x, row, spec=(("slice", 1, 2, None),))
+    graph = Graph([x, v, row], builder.eqns, [whole, sliced, broadcast, part])
+    simplified = dce(algebraic(graph))
+    producer = {e.out: e for e in simplified.eqns}
+    assert producer[simplified.outputs[0]].prim is P.mul
+    assert simplified.outputs[1] is v
+    assert [producer[o].prim for o in simplified.outputs[2:]] == [P.index_put] * 2
+    rng = np.random.default_rng(4)
+    values = [rng.standard_normal(a.shape).astype(np.float32) for a in (x, v, row)]
+    _assert_same(graph, simplified, values)
+
+
 def test_a_reshape_of_a_shared_reshape_stays_a_reshape_of_it():
     """Attention's heads transposed back are reshaped (a copy) and used both
     as they are and flattened for a matrix product: the flattening reshapes

@@ -7,7 +7,8 @@ whose every value is bit-for-bit what the original computes.
   --x, with constants of any shape that leave x's shape alone; not x+0,
   which turns -0 into +0) and shape canonicalization
   (reshape/transpose/broadcast that change nothing, a copy of a copy,
-  reshape of reshape, transpose of transpose, a concatenation's operands
+  reshape of reshape, transpose of transpose, an assignment to all of a
+  value of one of its shape (``copy_``), which is that value, a concatenation's operands
   that are concatenations on its axis; a sum of values scattered into
   adjacent slices, which is their concatenation); an elementwise operand that
   is a constant array of one repeated value becomes that value when the
@@ -377,6 +378,15 @@ def _uniform_constants_as_numbers(m: _Match):
     return Eqn(m.eqn.prim, numbers, m.eqn.params, m.out)
 
 
+def _overwrite_of_everything(m: _Match):
+    """``x[...] = v`` (``x.copy_(v)``) with v of x's shape and dtype is v: an
+    assignment copies the bits. Then v's kernel writes the result itself."""
+    whole = ("ellipsis",), ("slice", None, None, None)
+    if len(m.ins) == 2 and all(part in whole for part in m.eqn.params["spec"]):
+        return m.same(m.ins[1])
+    return None
+
+
 # (primitives, rule): a rule returns a value to use instead of the output, an
 # equation to use instead of the equation (or equations, the last defining
 # the output), or None. Read top to bottom; the first rule that returns
@@ -390,6 +400,7 @@ RULES = [
     ((P.add,), lambda m: m.same(m.ins[1]) if m.is_identity(0, 0.0, negative_zero=True) else None),
     ((P.add,), _scatters_of_tiling_slices),
     ((P.neg,), _neg_of_neg),
+    ((P.index_put,), _overwrite_of_everything),
     (
         (P.reshape, P.broadcast_to),
         lambda m: m.same(m.ins[0]) if m.ins[0].shape == m.out.shape else None,

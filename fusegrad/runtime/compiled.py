@@ -224,7 +224,8 @@ class Program:
         if captured is None:
             self.failure = "a tensor the function reads changed shape, dtype or requires_grad"
             return None
-        values = self.forward_executor.run(self._arrays(args + captured))
+        arrays = self._arrays(args + captured)
+        values = self.forward_executor.run(arrays)
         n = self.num_outputs
         if self.num_extras:
             extras = values[n : n + self.num_extras]
@@ -237,7 +238,7 @@ class Program:
                         raise RuntimeError(_DIVERGED.format(self.failure))
                     return None
             if self.mutated or self.grad_targets:
-                self._write_back(args, located, extras[len(self.guards) :])
+                self._write_back(args, located, extras[len(self.guards) :], arrays)
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
         if self.makes_node:
             node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
@@ -259,12 +260,19 @@ class Program:
             for x, (_, dtype) in zip(inputs, self.input_meta)
         ]
 
-    def _write_back(self, args: list, located, updates: list) -> None:
-        """Applies the in-place changes and the new ``.grad`` of leaves."""
+    def _write_back(self, args: list, located, updates: list, given: list) -> None:
+        """Applies the in-place changes and the new ``.grad`` of leaves
+        (``given``: the arrays the program ran on)."""
         targets = [ref.resolve(args, located) for ref in self.mutated]
-        # a new value may still be the array of a tensor written before it
+        # A new value may still be the array of a tensor written before it:
+        # one the program was given, or a view. One it made owns memory no
+        # tensor holds, which saves comparing every pair.
+        given_ids = {id(a) for a in given}
         copies = [
-            np.array(u) if any(np.may_share_memory(u, t._data) for t in targets) else u
+            np.array(u)
+            if (not u.flags.owndata or id(u) in given_ids)
+            and any(np.may_share_memory(u, t._data) for t in targets)
+            else u
             for u in updates[: len(targets)]
         ]
         for tensor, update in zip(targets, copies):
