@@ -271,6 +271,38 @@ def test_column_totals_are_never_read_inside_their_kernel():
     np.testing.assert_allclose(Executor(graph).run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-6)
 
 
+def test_a_kernel_read_only_by_a_later_kernel_of_its_shape_joins_it():
+    """An optimizer step: the first moment m (an output) and the momentum
+    term b * momentum (not one) each start a kernel of their own, as neither
+    reads the other's operands; the parameter's update reads both, and both
+    kernels join it: one pass that still writes m. A kernel that a matrix
+    product also reads stays apart."""
+    g, m, p, b, w = (Var((16, 8), fg.float32) for _ in range(5))
+    lr = Var((), fg.float32)
+    builder = GraphBuilder()
+    with building(builder):
+        new_m = m + (g - m) * lr
+        momentum = b * 0.9
+        new_p = p - (new_m + momentum) * lr
+        shared = w * 2.0  # read by a matrix product and the kernel after it
+        product = P.matmul(P.matmul(shared, P.transpose(w, perm=(1, 0))), w)
+        other = product * shared
+    graph = Graph([g, m, p, b, w, lr], builder.eqns, [new_m, new_p, other])
+    kernels_ = [s for s in partition(graph, can_lower) if isinstance(s, Kernel)]
+    update = next(k for k in kernels_ if new_p in {e.out for e in k.eqns})
+    assert {new_m, momentum} <= {e.out for e in update.eqns}
+    assert all(any(v is u for u in among) for v, among in [
+        (new_m, update.outputs), (m, update.inputs), (b, update.inputs)
+    ])  # fmt: skip
+    assert [[e.out for e in k.eqns] for k in kernels_[1:]] == [[shared], [other]]
+    rng = np.random.default_rng(6)
+    values = [rng.standard_normal(v.shape).astype(np.float32) for v in graph.inputs]
+    executor = Executor(graph)
+    for _ in range(3):
+        for got, want in zip(executor.run(values), evaluate(graph, values)):
+            np.testing.assert_array_equal(got, want)
+
+
 def test_a_derivative_of_values_in_memory_is_computed_by_the_kernel_that_reads_it():
     """tanh's derivative 1 - h*h would join h's kernel and be written for the
     backward's kernel alone; h is written anyway (a matrix product reads it),

@@ -156,6 +156,66 @@ def test_optimizer_follows_its_update_rule(make, rule):
     np.testing.assert_allclose(w.detach().numpy(), rule(), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize(("make", "rule"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_fused_step_compiles_the_same_update(make, rule):
+    """fused=True (a group's option, as PyTorch keeps it): an eager step runs
+    the update as one compiled program, traced again only when a first
+    update makes state (SGD's momentum buffer)."""
+    w = fg.tensor(W0, requires_grad=True)
+    opt = make([{"params": [w], "fused": True}])
+    for _ in range(4):
+        opt.zero_grad()
+        loss_of(w).backward()
+        opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), rule(), rtol=1e-12, atol=1e-14)
+    info = opt._compiled_update.cache_info()
+    assert info.misses <= 2 and info.hits == 4 - info.misses
+
+
+def test_a_fused_step_reads_the_learning_rate_a_scheduler_sets():
+    runs = []
+    for fused in (False, True):
+        w = fg.tensor(W0, requires_grad=True)
+        opt = optim.Adam([w], lr=0.1, fused=fused)
+        scheduler = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        for _ in range(6):
+            opt.zero_grad()
+            loss_of(w).backward()
+            opt.step()
+            scheduler.step()
+        runs.append(w.detach().numpy())
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-12)
+    assert opt._compiled_update.cache_info().misses == 1
+
+
+def test_a_fused_optimizer_copies_without_its_compiled_update():
+    import copy
+    import pickle
+
+    w = fg.tensor(W0, requires_grad=True)
+    opt = optim.SGD([w], lr=0.1, momentum=0.9, fused=True)
+    loss_of(w).backward()
+    opt.step()
+    for copied in (copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))):
+        assert copied._compiled_update is None and len(copied.state) == 1
+        copied_w = copied.param_groups[0]["params"][0]
+        copied_w.grad = fg.ones(4, dtype=fg.float64)
+        copied.step()  # compiles its own update, for its own tensors
+        assert copied._compiled_update is not None
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: optim.Adam([fg.ones(2)], fused=True, foreach=True), "cannot be `True` together"),
+        (lambda: optim.SGD([fg.ones(2, dtype=fg.float16)], fused=True), "float32 or float64"),
+    ],
+)
+def test_fused_refuses_what_it_cannot_compile(make, message):
+    with pytest.raises(RuntimeError, match=message):
+        make()
+
+
 @pytest.mark.parametrize("make", [c[1] for c in CASES], ids=[c[0] for c in CASES])
 def test_a_compiled_training_step_matches_eager_on_every_call(make):
     def setup():

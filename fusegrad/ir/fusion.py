@@ -237,7 +237,8 @@ def partition(
         grouping.place(eqn)
     _recompute_in_readers(graph, grouping)
     _fill_boundaries(graph, grouping.groups, grouping.group_of)
-    return [grouping.groups[g] for g in _topological(grouping.uses)]
+    groups = [grouping.groups[g] for g in _topological(grouping.uses)]
+    return [g for g in groups if not isinstance(g, Kernel) or g.eqns or g.reductions]
 
 
 class _Grouping:
@@ -414,6 +415,43 @@ def _recompute_in_readers(graph: Graph, grouping: _Grouping) -> None:
         for eqn in reversed(list(kernel.eqns)):
             if eqn in kernel.eqns and eqn.out not in outputs:
                 _move_to_reader(eqn, k, grouping, readers, outputs)
+        _merge_into_reader(k, grouping, readers)
+
+
+def _merge_into_reader(k: int, grouping: _Grouping, readers: dict) -> None:
+    """An elementwise kernel whose values one later kernel of its shape reads
+    (besides the graph's outputs) joins that kernel, which then writes what
+    it wrote: the reader takes them from registers rather than memory. An
+    optimizer's first moment, an output, is read by the parameter's update,
+    made apart as it reads none of the moment's operands."""
+    groups, group_of = grouping.groups, grouping.group_of
+    kernel = groups[k]
+    if not kernel.eqns or kernel.reductions or kernel.row_eqns:
+        return
+    made = {e.out for e in kernel.eqns}
+    reading = [entry for v in made for entry in readers.get(v, {}).values()]
+    outside = {g for g, _ in reading} - {k}
+    if len(outside) != 1:
+        return
+    (target,) = outside
+    reader = groups[target]
+    if not isinstance(reader, Kernel) or reader.shape != kernel.shape:
+        return
+    if any(e in reader.row_eqns for g, e in reading if g == target):
+        return  # read in row coordinates
+    moving = list(kernel.eqns)
+    kernel.eqns.clear()
+    for eqn in moving:
+        del kernel.phase[eqn.out]
+        group_of[eqn.out] = target
+        reader.phase[eqn.out] = 0
+        for v in eqn.inputs:
+            if isinstance(v, Var):
+                readers[v][id(eqn)] = (target, eqn)
+    reader.eqns[:0] = moving
+    grouping.uses[target] |= grouping.uses[k] - {target}
+    grouping.uses[target].discard(k)
+    grouping.uses[k] = set()
 
 
 def _move_to_reader(end: Eqn, k: int, grouping: _Grouping, readers: dict, outputs: set) -> None:

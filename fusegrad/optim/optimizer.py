@@ -6,7 +6,10 @@ A training step that calls ``step()`` compiles under ``jit``: the update is
 tensor operations on the parameters and on state tensors updated in place, and
 what the trace read from Python (hyperparameters, which parameters and state
 tensors there are) is guarded, so a scheduler's new learning rate, a new
-parameter group or loaded state retraces rather than being ignored.
+parameter group or loaded state retraces rather than being ignored. With
+``fused=True`` an eager ``step()`` compiles that same update itself: one
+program for all parameters, its elementwise work fused into a kernel per
+parameter shape, in place of an eager operation per term.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
+from ..ir import dtypes
 from ..runtime.grad_mode import enable_grad, no_grad
+from ..runtime.jit import jit
 from ..tracer.tensor import Tensor, recording, tensor_type_name
 
 
@@ -39,7 +44,8 @@ def lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
 
 def check_flags(differentiable: bool = False, capturable: bool = False) -> None:
     """PyTorch's ``foreach`` and ``fused`` choose kernels for the same update
-    (accepted, as there is one way here); these two change what a step is."""
+    (``fused=True`` compiles it, see ``Optimizer.step``); these two change what
+    a step is."""
     if differentiable:
         raise RuntimeError(
             "differentiable=True is not supported by fusegrad's optimizers: their steps run "
@@ -68,6 +74,7 @@ class Optimizer:
                 "or dicts, but got " + typename(params)
             )
         self.defaults = defaults
+        self._compiled_update = None  # fused=True: the update compiled, made on the first step
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []
         groups = list(params)
@@ -117,6 +124,15 @@ class Optimizer:
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             param_group.setdefault(name, default)
+        if param_group.get("fused"):
+            if param_group.get("foreach"):
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+            for p in param_group["params"]:
+                if p.dtype not in (dtypes.float32, dtypes.float64):
+                    raise RuntimeError(
+                        "`fused=True` requires all the params to be float32 or float64 "
+                        f"Tensors, but one is {p.dtype}"
+                    )
         ids = [id(p) for p in param_group["params"]]
         if len(ids) != len(set(ids)):
             warnings.warn(
@@ -159,6 +175,13 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        if recording.trace is None and any(group.get("fused") for group in self.param_groups):
+            self._update_compiled()
+        else:
+            self._update_all()
+        return loss
+
+    def _update_all(self) -> None:
         groups = self.param_groups
         if recording.trace is not None:
             self._guard_trace()
@@ -174,7 +197,26 @@ class Optimizer:
                             if state:
                                 self._add_state(p, state)
                         self._update(group, p, grad if not group["maximize"] else -grad, state)
-        return loss
+
+    def _update_compiled(self) -> None:
+        """``_update_all`` as a compiled program. A parameter's first update
+        makes its state; made here first, so the program traced then is the
+        one later steps run (their state exists)."""
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None and self.state.get(p) is None:
+                        state = self._initial_state(group, p)
+                        if state:
+                            self._add_state(p, state)
+        if self._compiled_update is None:
+            self._compiled_update = jit(self._update_all)
+        self._compiled_update()
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_compiled_update"] = None  # compiled again by the copy, for its own tensors
+        return state
 
     def _add_state(self, p: Tensor, state: dict) -> None:
         self.state[p] = state

@@ -187,13 +187,18 @@ class JitFunction:
         tried = 0  # how many of the key's variants these arguments failed the guards of
         while True:
             variants = self._cache.get(key, ())
-            for program in variants[tried:]:
+            for index, program in enumerate(variants[tried:], tried):
                 outputs = program.run(tensors, draws)
                 if outputs is not None:
                     with self._lock:
                         self._hits += 1
                         if key in self._cache:
                             self._cache.move_to_end(key)
+                        # Tried first from now on: a loop's first call often
+                        # differs (an optimizer's first step makes its state),
+                        # and every later call would test that path's guards.
+                        if index and index < len(variants) and variants[index] is program:
+                            variants.insert(0, variants.pop(index))
                     return program.unflatten(outputs)
             tried = len(variants)
             turn = self._turn_to_trace(key, tried)
