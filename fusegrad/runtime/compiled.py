@@ -58,6 +58,13 @@ class Program:
             c.read is not None or c.draw is not None for c in self.captured
         )
         self.input_meta = [(v.shape, v.dtype) for v in graph.inputs]
+        self._captured_checks = list(
+            zip(
+                self.captured,
+                self.input_meta[self.num_args :],
+                self.input_requires_grad[self.num_args :],
+            )
+        )
         self.num_outputs = len(outputs)
         self.num_extras = len(extras)
         self.wrt = [i for i, r in enumerate(self.input_requires_grad) if r]
@@ -166,18 +173,15 @@ class Program:
         """The captured tensors and numbers as they are now, or None if one no
         longer fits the trace."""
         found = []
-        for c, (shape, dtype), requires in zip(
-            self.captured,
-            self.input_meta[self.num_args :],
-            self.input_requires_grad[self.num_args :],
-        ):
+        enabled = grad_mode.is_grad_enabled()
+        for c, (shape, dtype), requires in self._captured_checks:
             t = c.current(args, located, drawn)
             if t is None:
                 return None
             if c.read is None and c.draw is None:
                 if not isinstance(t, Tensor) or t._data.shape != shape or t._dtype is not dtype:
                     return None
-                if grad_mode.is_grad_enabled() and t.requires_grad != requires:
+                if enabled and t._requires_grad != requires:
                     return None
             found.append(t)
         for ref, was_none in self.grad_reads:
@@ -230,7 +234,7 @@ class Program:
         if self.num_extras:
             extras = values[n : n + self.num_extras]
             for guard, value in zip(self.guards, extras):
-                if not np.array_equal(value, guard.observed):
+                if not _same_value(value, guard.observed):
                     self.failure = (
                         f"{guard.how} at {guard.where}: {_shown(guard.observed)} -> {_shown(value)}"
                     )
@@ -402,6 +406,14 @@ _DIVERGED = (
     "traced again without the other processes. Make that decision outside the compiled "
     "function, or run it eagerly (jit(fn, eager=True))"
 )
+
+
+def _same_value(value: np.ndarray, observed: np.ndarray) -> bool:
+    """A guard's value as traced: most are one bool or number, compared
+    without numpy's array machinery (NaN differs from itself either way)."""
+    if value.ndim == 0 and observed.ndim == 0:
+        return value.item() == observed.item()
+    return np.array_equal(value, observed)
 
 
 def _shown(value: np.ndarray) -> str:
