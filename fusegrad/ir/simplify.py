@@ -7,12 +7,12 @@ whose every value is bit-for-bit what the original computes.
   --x, with constants of any shape that leave x's shape alone; not x+0,
   which turns -0 into +0) and shape canonicalization
   (reshape/transpose/broadcast that change nothing, a copy of a copy,
-  reshape of reshape, transpose of transpose, an assignment to all of a
-  value of one of its shape (``copy_``), which is that value, a concatenation's operands
-  that are concatenations on its axis; a sum of values scattered into
-  adjacent slices, which is their concatenation); an elementwise operand that
-  is a constant array of one repeated value becomes that value when the
-  other operands set the shape.
+  reshape of reshape, transpose of transpose, an assignment of a value to
+  all of one of its shape and dtype (``copy_``), which is that value, a
+  concatenation's operands that are concatenations on its axis; a sum of
+  values scattered into adjacent slices, which is their concatenation); an
+  elementwise operand that is a constant array of one repeated value becomes
+  that value when the other operands set the shape.
 - ``cse``: one equation per distinct (primitive, operands, parameters).
 - ``dce``: equations no output depends on are dropped.
 
