@@ -188,6 +188,23 @@ def test_a_fused_step_reads_the_learning_rate_a_scheduler_sets():
     assert opt._compiled_update.cache_info().misses == 1
 
 
+def test_a_copy_of_an_optimizer_with_a_scheduler_steps_its_own_parameters():
+    """A scheduler wraps ``step`` to note it ran; a copy that kept the wrapper
+    stepped the original optimizer (and pickling it failed)."""
+    import copy
+    import pickle
+
+    w = fg.tensor(W0, requires_grad=True)
+    opt = optim.SGD([w], lr=0.1)
+    optim.lr_scheduler.StepLR(opt, step_size=1)
+    for copied in (copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))):
+        copied_w = copied.param_groups[0]["params"][0]
+        copied_w.grad = fg.ones(4, dtype=fg.float64)
+        copied.step()
+        np.testing.assert_array_equal(copied_w.detach().numpy(), W0 - 0.1)
+        np.testing.assert_array_equal(w.detach().numpy(), W0)
+
+
 def test_a_fused_optimizer_copies_without_its_compiled_update():
     import copy
     import pickle

@@ -214,8 +214,12 @@ class Optimizer:
         self._compiled_update()
 
     def __getstate__(self) -> dict:
+        """What a copy or a pickle keeps: not the compiled update (the copy
+        compiles its own, for its own tensors), nor a scheduler's wrapper of
+        ``step``, which steps the optimizer it was made for."""
         state = self.__dict__.copy()
-        state["_compiled_update"] = None  # compiled again by the copy, for its own tensors
+        state["_compiled_update"] = None
+        state.pop("step", None)
         return state
 
     def _add_state(self, p: Tensor, state: dict) -> None:
