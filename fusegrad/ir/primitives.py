@@ -842,6 +842,11 @@ def spec_to_numpy(spec, indices):
     return tuple(out)
 
 
+def selects_everything(spec) -> bool:
+    """Whether an index spec is ``...`` or full slices: every element, in place."""
+    return all(entry in (("ellipsis",), ("slice", None, None, None)) for entry in spec)
+
+
 def _index_impl(x, *indices, spec):
     # A trailing Ellipsis makes numpy return a 0-d view, not a scalar copy,
     # when every dimension is indexed by an int: x[0] must alias x.
@@ -911,7 +916,7 @@ scatter_add.defvjp(v=lambda g, indices, spec: index(g, *indices, spec=spec))
 
 
 def _index_put_impl(x, v, *indices, spec):
-    out = x.copy()
+    out = np.empty_like(x) if selects_everything(spec) else x.copy()  # what v overwrites
     out[spec_to_numpy(spec, indices)] = v
     return out
 

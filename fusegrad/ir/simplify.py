@@ -381,8 +381,7 @@ def _uniform_constants_as_numbers(m: _Match):
 def _overwrite_of_everything(m: _Match):
     """``x[...] = v`` (``x.copy_(v)``) with v of x's shape and dtype is v: an
     assignment copies the bits. Then v's kernel writes the result itself."""
-    whole = ("ellipsis",), ("slice", None, None, None)
-    if len(m.ins) == 2 and all(part in whole for part in m.eqn.params["spec"]):
+    if len(m.ins) == 2 and P.selects_everything(m.eqn.params["spec"]):
         return m.same(m.ins[1])
     return None
 
