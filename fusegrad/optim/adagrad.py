@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..tracer.creation import full_like, tensor
 from ..tracer.tensor import Tensor
-from .optimizer import Optimizer, check_flags
+from .optimizer import Optimizer, check_flags, in_dtype, step_count
 
 
 class Adagrad(Optimizer):
@@ -68,7 +68,7 @@ class Adagrad(Optimizer):
         step.add_(1)
         if group["weight_decay"] != 0:
             grad = grad + group["weight_decay"] * p
-        clr = group["lr"] / (1 + (step.double() - 1) * group["lr_decay"])
+        clr = group["lr"] / (1 + (step_count(step) - 1) * group["lr_decay"])
         state_sum.add_(1 * grad * grad)
         std = state_sum.sqrt() + group["eps"]
-        p.add_((-clr).to(p.dtype) * grad / std)
+        p.add_(in_dtype(-clr, p.dtype) * grad / std)

@@ -3,10 +3,12 @@ directly rather than adding to the gradient."""
 
 from __future__ import annotations
 
+import math
+
 from ..tracer.creation import tensor, zeros_like
 from ..tracer.ops import maximum
 from ..tracer.tensor import Tensor
-from .optimizer import Optimizer, check_flags, lerp
+from .optimizer import Optimizer, check_flags, in_dtype, lerp, step_count
 
 
 class Adam(Optimizer):
@@ -84,11 +86,14 @@ class Adam(Optimizer):
         if group["amsgrad"]:
             second = state["max_exp_avg_sq"]
             second.copy_(maximum(second, exp_avg_sq))
-        count = step.double()
+        count = step_count(step)
         step_size = lr / (1 - beta1**count)
-        bias_correction2_sqrt = (1 - beta2**count).sqrt()
-        denom = second.sqrt() / bias_correction2_sqrt.to(p.dtype) + group["eps"]
-        p.add_((-step_size).to(p.dtype) * exp_avg / denom)
+        bias_correction2 = 1 - beta2**count
+        bias_correction2_sqrt = (
+            math.sqrt(bias_correction2) if isinstance(count, float) else bias_correction2.sqrt()
+        )
+        denom = second.sqrt() / in_dtype(bias_correction2_sqrt, p.dtype) + group["eps"]
+        p.add_(in_dtype(-step_size, p.dtype) * exp_avg / denom)
 
 
 class AdamW(Adam):

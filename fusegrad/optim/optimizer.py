@@ -42,6 +42,22 @@ def lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
     return end - (end - start) * (1 - weight)
 
 
+def step_count(step: Tensor):
+    """A parameter's step count, for the scalar factors of its update: a
+    Python float eagerly, where each operation on a 0-d tensor would cost an
+    eager op; the float64 tensor while a trace records, so that a compiled
+    step reads no Python number that changes every step. The factors are the
+    same float64 values either way, rounded to the parameter's dtype where
+    they meet it."""
+    return step.item() if recording.trace is None else step.double()
+
+
+def in_dtype(factor, dtype):
+    """A float64 factor (a float, or a 0-d tensor under a trace) in ``dtype``:
+    a float takes the tensor's dtype where it meets one."""
+    return factor if isinstance(factor, float) else factor.to(dtype)
+
+
 def check_flags(differentiable: bool = False, capturable: bool = False) -> None:
     """PyTorch's ``foreach`` and ``fused`` choose kernels for the same update
     (``fused=True`` compiles it, see ``Optimizer.step``); these two change what
