@@ -46,9 +46,9 @@ def step_count(step: Tensor):
     """A parameter's step count, for the scalar factors of its update: a
     Python float eagerly, where each operation on a 0-d tensor would cost an
     eager op; the float64 tensor while a trace records, so that a compiled
-    step reads no Python number that changes every step. The factors are the
-    same float64 values either way, rounded to the parameter's dtype where
-    they meet it."""
+    step reads no Python number that changes every step. The factors are
+    float64 either way (Python's pow and numpy's power may differ in the last
+    bit), rounded to the parameter's dtype where they meet it."""
     return step.item() if recording.trace is None else step.double()
 
 
