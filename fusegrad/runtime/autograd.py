@@ -45,6 +45,12 @@ def register_plain_type(cls) -> None:
     _plain = cls
 
 
+def _records_nothing() -> bool:
+    """Whether a backward's operations record nothing now (no create_graph,
+    no trace): its rules may then run on plain values."""
+    return not grad_mode._state.enabled and _plain.usable()
+
+
 def sequence_mark() -> int:
     """A number below the sequence number of every node recorded from now on."""
     return next(_sequence)
@@ -225,7 +231,7 @@ class PrimitiveBackward(Node):
         g = grads[0]
         if self.freed:
             raise RuntimeError(FREED_MESSAGE)
-        plain = not grad_mode._state.enabled and _plain.usable()
+        plain = _records_nothing()
         if plain:
             g = _plain(g._data, g._dtype)
             out, value = self._plain_output, self._plain_saved_value
@@ -502,7 +508,7 @@ def _add_to(buffers: dict, edge, grad) -> None:
 
 def _sum(a, b):
     """Two cotangents of one value added, on plain values when nothing records."""
-    if a._dtype is b._dtype and not grad_mode._state.enabled and _plain.usable():
+    if a._dtype is b._dtype and _records_nothing():
         total = _plain(a._data, a._dtype) + _plain(b._data, b._dtype)
         return _tensor._make(total._data, total._dtype)
     return a + b
