@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+from fusegrad.codegen import convolution
 from fusegrad.runtime import routines
 from fusegrad.runtime.addresses import data_address
 
@@ -101,10 +102,12 @@ def _child() -> None:
             return out
 
         routines._run = run
-        for dtype in (np.float32, np.float64):
-            for name, routine, arguments in _cases(dtype, side, rng):
-                print(side, np.dtype(dtype).name, name, flush=True)
-                routine(*arguments)
+        for in_place in (True, False):  # convolutions read windows in place, or copied
+            convolution.reads_windows_in_place = lambda in_place=in_place: in_place
+            for dtype in (np.float32, np.float64):
+                for name, routine, arguments in _cases(dtype, side, rng):
+                    print(side, np.dtype(dtype).name, name, f"in place: {in_place}", flush=True)
+                    routine(*arguments)
     print("done", flush=True)
 
 

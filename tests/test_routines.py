@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import fusegrad as fg
+from fusegrad.codegen import convolution
 from fusegrad.ir import primitives as P
 from fusegrad.runtime import routines
 
@@ -86,12 +87,20 @@ UNIT_WINDOWS = [
 ]
 
 
+@pytest.fixture(params=[True, False], ids=["in_place", "copied"])
+def windows_read(request, monkeypatch):
+    """Both ways the convolution routines run, on any machine: reading the
+    windows in place (chosen with AVX-512) or copying them out (otherwise)."""
+    monkeypatch.setattr(convolution, "reads_windows_in_place", lambda: request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("case", UNIT_WINDOWS, ids=str)
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_windows_products_match_numpy(case, np_dtype):
+def test_windows_products_match_numpy(case, np_dtype, windows_read):
     """A convolution of stride 1, its filters' gradient and its image's,
-    read from the image (or the output gradient) in place, against the
-    products of numpy's copied windows."""
+    read from the image (or the output gradient) in place or from copied
+    windows, against the products of numpy's copied windows."""
     images, channels, size, filters, kernel = case
     rng = np.random.default_rng(14)
     x = rng.standard_normal((images, channels) + size).astype(np_dtype)
@@ -122,7 +131,7 @@ def test_windows_products_match_numpy(case, np_dtype):
         np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * depth**0.5)
 
 
-def test_windows_products_carry_nan_and_inf_and_leave_mismatches_to_numpy():
+def test_windows_products_carry_nan_and_inf_and_leave_mismatches_to_numpy(windows_read):
     x = np.ones((2, 1, 6, 20), np.float32)
     x[0, 0, 2, 19], x[1, 0, 5, 0] = np.inf, np.nan
     w = np.ones((3, 9), np.float32)
@@ -142,6 +151,16 @@ def test_windows_products_carry_nan_and_inf_and_leave_mismatches_to_numpy():
     )
     with pytest.raises(ValueError):  # filters of another width: numpy's product raises
         routines.windows_matmul(w[:, :8], x, (3, 3))
+
+
+def test_filter_gradient_from_copied_windows_sums_the_images_a_group_at_a_time(monkeypatch):
+    monkeypatch.setattr(convolution, "reads_windows_in_place", lambda: False)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((7, 2, 9, 40))
+    dy = rng.standard_normal((7, 3, 7, 38))
+    want = P.windows_dots.impl(dy, x, kernel=(3, 3))
+    monkeypatch.setattr(routines, "PRODUCTS_HELD", 3 * 18 * 8 * 3)  # three images' products
+    np.testing.assert_allclose(routines.windows_dots(dy, x, (3, 3)), want, rtol=1e-12)
 
 
 # (leading shape, tiles along each spatial axis, kernel)

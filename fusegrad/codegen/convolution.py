@@ -59,6 +59,18 @@ def filter_rows_block() -> tuple:
     return (4, 4) if registers >= 32 else (2, 3)
 
 
+def reads_windows_in_place() -> bool:
+    """Whether convolutions should run by these routines rather than as the
+    matrix routine's products with copied windows (im2col). In place needs
+    AVX-512: masked loads and stores by mask register, and 32 vector
+    registers for the blocks. With AVX2 (16 registers, masked loads and stores
+    by vmaskmov) LeNet's products measured 2-6x slower in place than copied
+    (on an AMD EPYC of 2017, Zen 1): its second layer's 6.4 ms against 1.2,
+    that layer's filter gradient 7.9 against 1.9."""
+    _, registers = vector_registers()
+    return registers >= 32
+
+
 def routine(name: str, dtype_name: str, kernel: tuple):
     """``name(a, image, out, sizes)`` for a 2-D ``kernel``, the images in
     [images_begin, images_end): "windows_matmul" (a: filters [o, c*taps],

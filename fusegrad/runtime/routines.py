@@ -60,23 +60,82 @@ def _windows_call(x, kernel, stride, dilation):
 
 def windows_matmul(w: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
     """``P.windows_matmul`` (a convolution of stride 1) by the native routine,
-    which reads each window from the image in place (codegen/convolution.py)."""
-    return _by_routine(P.windows_matmul, _windows_matmul_call, w, x, kernel=kernel)
+    which reads each window from the image in place (codegen/convolution.py),
+    or where that is slower, by the matrix routine on copied windows."""
+    if convolution.reads_windows_in_place():
+        return _by_routine(P.windows_matmul, _windows_matmul_call, w, x, kernel=kernel)
+    if _unit_windows_layout("windows_matmul", w, x, kernel) is None:
+        return P.windows_matmul.impl(w, x, kernel=kernel)
+    cols, counts = _copied_windows(x, kernel)
+    images = x.shape[0]
+    products = matmul(np.broadcast_to(w, (images, *w.shape)), cols)
+    return products.reshape((images, w.shape[0]) + counts)
 
 
 def windows_dots(dy: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
-    """``P.windows_dots`` (a convolution's filter gradient) by the native routine."""
-    return _by_routine(P.windows_dots, _windows_dots_call, dy, x, kernel=kernel)
+    """``P.windows_dots`` (a convolution's filter gradient) by the native
+    routine, or by the matrix routine on copied windows (as ``windows_matmul``):
+    each image's product, summed over the images a group at a time, so the
+    products held at once stay within ``PRODUCTS_HELD`` bytes."""
+    if convolution.reads_windows_in_place():
+        return _by_routine(P.windows_dots, _windows_dots_call, dy, x, kernel=kernel)
+    if _unit_windows_layout("windows_dots", dy, x, kernel) is None:
+        return P.windows_dots.impl(dy, x, kernel=kernel)
+    cols, _ = _copied_windows(x, kernel)
+    images, filters = dy.shape[:2]
+    gradient = dy.reshape(images, filters, -1)
+    group = max(1, PRODUCTS_HELD // (filters * cols.shape[1] * dy.itemsize))
+    total = None
+    for start in range(0, images, group):
+        part = slice(start, start + group)
+        products = matmul(gradient[part], cols[part].transpose(0, 2, 1)).sum(0)
+        total = products if total is None else np.add(total, products, out=total)
+    return total
 
 
 def fold_matmul(w: np.ndarray, dy: np.ndarray, size, kernel) -> np.ndarray:
     """``P.fold_matmul`` (a convolution's image gradient) by the native
     routine: each image row summed from dy's rows in registers, where the
-    products' windows were written out and added back."""
-    return _by_routine(P.fold_matmul, _fold_matmul_call, w, dy, size=size, kernel=kernel)
+    products' windows were written out and added back; or where that is
+    slower, by the matrix routine and then ``fold``."""
+    if convolution.reads_windows_in_place():
+        return _by_routine(P.fold_matmul, _fold_matmul_call, w, dy, size=size, kernel=kernel)
+    if _fold_matmul_layout(w, dy, size, kernel) is None:
+        return P.fold_matmul.impl(w, dy, size=size, kernel=kernel)
+    images, filters = dy.shape[:2]
+    products = matmul(
+        np.broadcast_to(w.T, (images, w.shape[1], filters)), dy.reshape(images, filters, -1)
+    )
+    cols = products.reshape((images, -1) + tuple(kernel) + tuple(dy.shape[2:]))
+    ones = (1,) * len(kernel)
+    return fold(cols, tuple(size), tuple(kernel), ones, ones)
+
+
+def _copied_windows(x: np.ndarray, kernel) -> tuple:
+    """(images, channels x taps, positions): x's windows of stride 1, copied
+    out (im2col); and the positions' counts."""
+    ones = (1,) * len(kernel)
+    cols = windows(x, tuple(kernel), ones, ones)
+    counts = cols.shape[cols.ndim - len(kernel) :]
+    return cols.reshape(x.shape[0], -1, math.prod(counts)), counts
+
+
+# Bytes of per-image products ``windows_dots`` holds before summing them.
+PRODUCTS_HELD = 1 << 23
 
 
 def _fold_matmul_call(w, dy, size, kernel):
+    layout = _fold_matmul_layout(w, dy, size, kernel)
+    if layout is None:
+        return None
+    kernel, out_shape, sizes = layout
+    return convolution.routine("fold_matmul", w.dtype.name, kernel), out_shape, w.dtype, sizes
+
+
+def _fold_matmul_layout(w, dy, size, kernel):
+    """The routine's 2-D kernel, the result's shape and the routine's sizes
+    where it covers these arrays exactly; None where numpy's implementation
+    should run (and raise for what does not fit)."""
     if not 1 <= len(kernel) <= 2 or len(size) != len(kernel) or w.dtype != dy.dtype:
         return None
     counts = tuple(n - k + 1 for n, k in zip(size, kernel))
@@ -89,8 +148,7 @@ def _fold_matmul_call(w, dy, size, kernel):
     planes = tuple(size) if len(kernel) == 2 else (1, *size)
     kernel = tuple(kernel) if len(kernel) == 2 else (1, *kernel)
     sizes = np.array([0, dy.shape[0], w.shape[0], channels, *planes], np.int64)
-    out_shape = (dy.shape[0], channels) + tuple(size)
-    return convolution.routine("fold_matmul", w.dtype.name, kernel), out_shape, w.dtype, sizes
+    return kernel, (dy.shape[0], channels) + tuple(size), sizes
 
 
 def _windows_matmul_call(w, x, kernel):
@@ -102,9 +160,18 @@ def _windows_dots_call(dy, x, kernel):
 
 
 def _unit_windows_call(name, a, x, kernel):
-    """The routine for ``a`` (filters or dy) and x's windows, where it covers
-    them exactly; None where numpy's implementation should run (and raise for
-    what does not fit)."""
+    layout = _unit_windows_layout(name, a, x, kernel)
+    if layout is None:
+        return None
+    kernel, out_shape, sizes = layout
+    return convolution.routine(name, x.dtype.name, kernel), out_shape, x.dtype, sizes
+
+
+def _unit_windows_layout(name, a, x, kernel):
+    """For ``a`` (filters or dy) and x's windows: the routine's 2-D kernel,
+    the result's shape and the routine's sizes where it covers them exactly;
+    None where numpy's implementation should run (and raise for what does
+    not fit)."""
     if not 1 <= len(kernel) <= 2 or x.ndim != 2 + len(kernel) or a.dtype != x.dtype:
         return None
     counts = tuple(n - k + 1 for n, k in zip(x.shape[2:], kernel))
@@ -121,7 +188,7 @@ def _unit_windows_call(name, a, x, kernel):
     kernel = tuple(kernel) if len(kernel) == 2 else (1, *kernel)
     filters = out_shape[1] if name == "windows_matmul" else out_shape[0]
     sizes = np.array([0, x.shape[0], filters, x.shape[1], *planes], np.int64)
-    return convolution.routine(name, x.dtype.name, kernel), out_shape, x.dtype, sizes
+    return kernel, out_shape, sizes
 
 
 def take_at_tile_max(x: np.ndarray, source: np.ndarray, kernel) -> np.ndarray:
