@@ -793,6 +793,39 @@ def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
         threads.count()
 
 
+_SPLIT_KERNEL_IN_A_FORK = """
+import os
+import numpy as np
+import fusegrad as fg
+from fusegrad.runtime import launch
+launch.PARALLEL_WORK = 1
+f = fg.jit(lambda x: (fg.exp(x) * 2.0).sum())
+x = fg.ones(100000, dtype=fg.float64)
+f(x)
+child = os.fork()
+if child == 0:
+    print(float(f(x)), flush=True)
+    os._exit(0)
+os.waitpid(child, 0)
+"""
+
+
+def test_a_kernel_split_across_threads_runs_in_a_forked_child():
+    """A fork copies the thread pools' records but none of their threads: the
+    child's kernel waited forever for its other chunks."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FUSEGRAD_NUM_THREADS": "2"}
+    child = subprocess.run(
+        [sys.executable, "-c", _SPLIT_KERNEL_IN_A_FORK],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    assert float(child.stdout) == pytest.approx(2 * np.e * 100000)
+
+
 _OPENBLAS_THREADS = """
 import ctypes
 import sys

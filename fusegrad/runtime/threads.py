@@ -13,6 +13,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 _pools: dict = {}  # worker count -> pool
+if hasattr(os, "register_at_fork"):
+    # a forked child has none of the pools' threads, only their records: a
+    # kernel split across them waited forever for work no thread would run
+    os.register_at_fork(after_in_child=_pools.clear)
 
 
 def count() -> int:
