@@ -493,6 +493,32 @@ def test_conv_modules_initialize_as_pytorch_and_call_conv():
     assert same(signal).shape == (1, 3, 9)
 
 
+@pytest.mark.parametrize("batch", [0, 1, 3])
+def test_convolutions_of_any_batch_agree_eager_and_compiled(batch):
+    """An empty batch gives an empty output and zero filter gradients, as in
+    PyTorch: the windows' products reshaped with -1, which an empty array
+    cannot, and raised."""
+
+    def net(x, w, w2):
+        y = F.max_pool2d(F.relu(F.conv2d(x, w, padding=1)), 2)
+        return (F.conv2d(y, w2, stride=2) ** 2).sum() + F.conv1d(x[:, :, 0], w[:, :, 0]).sum()
+
+    fg.manual_seed(batch)
+    args = fg.randn(batch, 2, 8, 8, dtype=fg.float64), fg.randn(4, 2, 3, 3, dtype=fg.float64)
+    args += (fg.randn(5, 4, 2, 2, dtype=fg.float64),)
+    step = fg.value_and_grad(net, argnums=(0, 1, 2))
+    value, grads = step(*args)
+    assert grads[0].shape == (batch, 2, 8, 8)
+    if batch == 0:
+        assert float(value) == 0 and not grads[1].numpy().any() and not grads[2].numpy().any()
+    compiled = fg.jit(step)
+    for _ in range(3):  # calls 1, 2 and 3 take different paths
+        got_value, got_grads = compiled(*args)
+        np.testing.assert_allclose(got_value.numpy(), value.numpy(), rtol=1e-12)
+        for got, want in zip(got_grads, grads):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize(
     "thunk,error,message",
     [

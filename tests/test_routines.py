@@ -84,6 +84,7 @@ UNIT_WINDOWS = [
     (2, 2, (4, 17), 7, (1, 1)),
     (2, 3, (6, 33), 3, (4, 2)),
     (3, 2, (5, 16), 2, (1, 12)),  # a kernel row of more taps than a block's
+    (0, 2, (6, 6), 3, (3, 3)),  # no images: the filters' gradient is zeros
 ]
 
 

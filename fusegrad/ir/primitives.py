@@ -1198,7 +1198,7 @@ def _unit_windows(x, kernel):
     ones = (1,) * len(kernel)
     counts = _window_counts(x.shape[2:], kernel, ones, ones)
     view = _window_view(x, kernel, ones, ones, counts)
-    return view.reshape(x.shape[0], -1, math.prod(counts)), counts
+    return view.reshape(x.shape[0], x.shape[1] * math.prod(kernel), math.prod(counts)), counts
 
 
 def _windows_matmul_impl(w, x, kernel):
@@ -1208,7 +1208,7 @@ def _windows_matmul_impl(w, x, kernel):
 
 def _windows_dots_impl(dy, x, kernel):
     cols, _ = _unit_windows(x, kernel)
-    flat = dy.reshape(dy.shape[0], dy.shape[1], -1)
+    flat = dy.reshape(dy.shape[0], dy.shape[1], math.prod(dy.shape[2:]))
     return np.tensordot(flat, cols, axes=([0, 2], [0, 2]))
 
 
@@ -1245,8 +1245,10 @@ def _windows_dots_rule(dy, x, kernel):
 
 def _fold_matmul_impl(w, dy, size, kernel):
     counts = dy.shape[2:]
-    products = np.matmul(np.swapaxes(w, 0, 1), dy.reshape(dy.shape[0], dy.shape[1], -1))
-    cols = products.reshape((dy.shape[0], -1) + tuple(kernel) + tuple(counts))
+    flat = dy.reshape(dy.shape[0], dy.shape[1], math.prod(counts))
+    products = np.matmul(np.swapaxes(w, 0, 1), flat)
+    channels = w.shape[1] // math.prod(kernel)
+    cols = products.reshape((dy.shape[0], channels) + tuple(kernel) + tuple(counts))
     ones = (1,) * len(kernel)
     return _fold_impl(cols, size=size, kernel=kernel, stride=ones, dilation=ones)
 

@@ -83,13 +83,12 @@ def windows_dots(dy: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
         return P.windows_dots.impl(dy, x, kernel=kernel)
     cols, _ = _copied_windows(x, kernel)
     images, filters = dy.shape[:2]
-    gradient = dy.reshape(images, filters, -1)
+    gradient = dy.reshape(images, filters, cols.shape[2])
     group = max(1, PRODUCTS_HELD // (filters * cols.shape[1] * dy.itemsize))
-    total = None
+    total = np.zeros((filters, cols.shape[1]), dy.dtype)
     for start in range(0, images, group):
         part = slice(start, start + group)
-        products = matmul(gradient[part], cols[part].transpose(0, 2, 1)).sum(0)
-        total = products if total is None else np.add(total, products, out=total)
+        total += matmul(gradient[part], cols[part].transpose(0, 2, 1)).sum(0)
     return total
 
 
@@ -103,10 +102,11 @@ def fold_matmul(w: np.ndarray, dy: np.ndarray, size, kernel) -> np.ndarray:
     if _fold_matmul_layout(w, dy, size, kernel) is None:
         return P.fold_matmul.impl(w, dy, size=size, kernel=kernel)
     images, filters = dy.shape[:2]
-    products = matmul(
-        np.broadcast_to(w.T, (images, w.shape[1], filters)), dy.reshape(images, filters, -1)
-    )
-    cols = products.reshape((images, -1) + tuple(kernel) + tuple(dy.shape[2:]))
+    counts = tuple(dy.shape[2:])
+    gradient = dy.reshape(images, filters, math.prod(counts))
+    products = matmul(np.broadcast_to(w.T, (images, w.shape[1], filters)), gradient)
+    channels = w.shape[1] // math.prod(kernel)
+    cols = products.reshape((images, channels) + tuple(kernel) + counts)
     ones = (1,) * len(kernel)
     return fold(cols, tuple(size), tuple(kernel), ones, ones)
 
@@ -117,7 +117,7 @@ def _copied_windows(x: np.ndarray, kernel) -> tuple:
     ones = (1,) * len(kernel)
     cols = windows(x, tuple(kernel), ones, ones)
     counts = cols.shape[cols.ndim - len(kernel) :]
-    return cols.reshape(x.shape[0], -1, math.prod(counts)), counts
+    return cols.reshape(x.shape[0], x.shape[1] * math.prod(kernel), math.prod(counts)), counts
 
 
 # Bytes of per-image products ``windows_dots`` holds before summing them.
