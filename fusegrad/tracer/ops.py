@@ -974,7 +974,7 @@ def dot(input, other):
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
             f"src [{other.shape[0]}] to have the same number of elements, but "
-            "got 1 and 1 elements respectively"
+            f"got {input.shape[0]} and {other.shape[0]} elements respectively"
         )
     _check_same_dtype(input, other, "dot")
     return P.reduce_sum(P.mul(input, other), axes=(0,))
