@@ -826,6 +826,107 @@ def test_a_kernel_split_across_threads_runs_in_a_forked_child():
     assert float(child.stdout) == pytest.approx(2 * np.e * 100000)
 
 
+# What a forked child computes, while a thread the child does not have holds
+# what it needs; the parent gives the child a minute, then kills it.
+_FORK_WHILE_HELD = """
+import os
+import sys
+import threading
+import time
+import numpy as np
+import fusegrad as fg
+from fusegrad.runtime import native_eager
+{setup}
+child = os.fork()
+if child == 0:
+    print({child_computes}, flush=True)
+    os._exit(0)
+{after_fork}
+for _ in range(600):
+    if os.waitpid(child, os.WNOHANG)[0]:
+        break
+    time.sleep(0.1)
+else:
+    os.kill(child, 9)
+    sys.exit("the forked child hung")
+"""
+
+_HOLD_RUNTIME_LOCKS = """
+scaled = fg.jit(lambda x: (x * 2.0).sum(), dynamic=True)
+scaled(fg.ones(5)), scaled(fg.ones(7))
+shifted = fg.jit(lambda x: (x + 1.0).sum())
+(dynamic,) = [p for variants in scaled._cache.values() for p in variants]
+locks = [native_eager._lock, scaled._lock, shifted._lock, dynamic._lock]
+held, release = threading.Event(), threading.Event()
+
+def hold():
+    for lock in locks:
+        lock.acquire()
+    held.set()
+    release.wait()
+    for lock in locks:
+        lock.release()
+
+threading.Thread(target=hold).start()
+held.wait()
+"""
+
+_COMPILE_IN_ANOTHER_THREAD = """
+from fusegrad.codegen import target
+compiling = threading.Event()
+optimize = target.optimize
+
+def slow_optimize(module):
+    compiling.set()
+    time.sleep(0.5)  # the fork comes meanwhile
+    optimize(module)
+
+target.optimize = slow_optimize
+x = fg.ones(1000)
+compiler = threading.Thread(target=lambda: fg.jit(lambda x: fg.tanh(x).sum())(x))
+compiler.start()
+compiling.wait()
+"""
+
+
+@pytest.mark.parametrize(
+    "setup, child_computes, after_fork",
+    [
+        (
+            _HOLD_RUNTIME_LOCKS,
+            "float(scaled(fg.ones(9))), float(shifted(fg.ones(3))), "
+            "float(fg.erf(fg.ones(10000, dtype=fg.float64)).sum())",
+            "release.set()",
+        ),
+        (
+            _COMPILE_IN_ANOTHER_THREAD,
+            "float(fg.jit(lambda x: fg.exp(x).sum())(x))",
+            "compiler.join()",
+        ),
+    ],
+    ids=["runtime locks held", "compiling"],
+)
+def test_a_forked_child_compiles_and_runs_whatever_other_threads_were_doing(
+    setup, child_computes, after_fork
+):
+    """A child has no thread but the forking one: a lock another thread held
+    at the fork (a compile's, LLVM's, a jit function's or eager mode's) stayed
+    held in the child, whose first use of it hung forever."""
+    import os
+    import subprocess
+    import sys
+
+    script = _FORK_WHILE_HELD.format(
+        setup=setup, child_computes=child_computes, after_fork=after_fork
+    )
+    env = {**os.environ, "FUSEGRAD_CACHE_DIR": ""}  # the child compiles
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip()
+
+
 _OPENBLAS_THREADS = """
 import ctypes
 import sys

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import threading
 from pathlib import Path
 
@@ -30,17 +31,43 @@ class CompileError(RuntimeError):
     """LLVM rejected a kernel; the message carries the kernel's IR."""
 
 
+# Every call into LLVM holds _compile_lock, or _engine_lock to load into or
+# look up the engine. A fork waits for both: a child copies no thread but the
+# forking one, so it must not copy LLVM mid-call, holding llvmlite's lock
+# (and ours) for a thread it does not have; its first compile hung forever.
+_compile_lock = threading.RLock()
+_engine_lock = threading.Lock()
+
+
+def _hold_llvm() -> None:
+    _compile_lock.acquire()
+    _engine_lock.acquire()
+
+
+def _release_llvm() -> None:
+    _engine_lock.release()
+    _compile_lock.release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_hold_llvm, after_in_parent=_release_llvm, after_in_child=_release_llvm
+    )
+
+
 @functools.cache
 def _initialized() -> bool:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
+    with _compile_lock:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
     return True
 
 
 @functools.cache
 def target_machine():
     """The host's target machine, shared for optimizing and code generation."""
-    return _new_target_machine()
+    with _compile_lock:
+        return _new_target_machine()
 
 
 def _new_target_machine():
@@ -71,7 +98,8 @@ def vector_registers() -> tuple:
     """The bytes in a vector register and how many there are (AVX-512: 64
     and 32; AVX: 32 and 16; otherwise SSE's or NEON's 16 and 16)."""
     _initialized()
-    features = llvm.get_host_cpu_features()
+    with _compile_lock:
+        features = llvm.get_host_cpu_features()
     if features.get("avx512f"):
         return 64, 32
     if features.get("avx"):
@@ -80,16 +108,20 @@ def vector_registers() -> tuple:
 
 
 def optimize(module) -> None:
-    tuning = llvm.create_pipeline_tuning_options(speed_level=3)
-    tuning.loop_vectorization = True
-    tuning.slp_vectorization = True
-    tuning.loop_unrolling = True
-    # Interleaving copies each vectorized loop body several times: on these
-    # long arithmetic bodies it took a third of W3's compile time and measured
-    # no faster (the bodies already have enough independent work).
-    tuning.loop_interleaving = False
-    builder = llvm.create_pass_builder(target_machine(), tuning)
-    builder.getModulePassManager().run(module, builder)
+    with _compile_lock:  # closing the pipeline's objects too, not whenever they are collected
+        tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+        tuning.loop_vectorization = True
+        tuning.slp_vectorization = True
+        tuning.loop_unrolling = True
+        # Interleaving copies each vectorized loop body several times: on these
+        # long arithmetic bodies it took a third of W3's compile time and measured
+        # no faster (the bodies already have enough independent work).
+        tuning.loop_interleaving = False
+        builder = llvm.create_pass_builder(target_machine(), tuning)
+        passes = builder.getModulePassManager()
+        passes.run(module, builder)
+        for llvm_object in (passes, builder, tuning):
+            llvm_object.close()
 
 
 class CompiledModule:
@@ -110,8 +142,9 @@ class CompiledModule:
             module = self._parse()
             with timing.phase("LLVM optimization"):
                 optimize(module)
-            with timing.phase("machine code"):
+            with timing.phase("machine code"), _compile_lock:
                 code = target_machine().emit_object(module)
+                module.close()
             with timing.phase("disk cache"):
                 disk_cache.write(key, code)
             timing.counts["modules compiled"] += 1
@@ -127,13 +160,15 @@ class CompiledModule:
         return self._source() if callable(self._source) else self._source
 
     def _parse(self):
-        try:
-            module = llvm.parse_assembly(self.llvm_ir)
-            module.verify()
-        except RuntimeError as exc:
-            raise CompileError(f"LLVM rejected a kernel: {exc}\n{self.llvm_ir}") from None
-        module.triple = target_machine().triple
-        module.data_layout = str(target_machine().target_data)
+        source = self.llvm_ir
+        with _compile_lock:
+            try:
+                module = llvm.parse_assembly(source)
+                module.verify()
+            except RuntimeError as exc:
+                raise CompileError(f"LLVM rejected a kernel: {exc}\n{source}") from None
+            module.triple = target_machine().triple
+            module.data_layout = str(target_machine().target_data)
         return module
 
     @functools.cached_property
@@ -144,18 +179,17 @@ class CompiledModule:
 
     @property
     def optimized_ir(self) -> str:
-        return str(self._optimized)
+        with _compile_lock:
+            return str(self._optimized)
 
     @property
     def asm(self) -> str:
-        return target_machine().emit_assembly(self._optimized)
+        with _compile_lock:
+            return target_machine().emit_assembly(self._optimized)
 
     def address(self, name: str) -> int:
         with _engine_lock:
             return _engine().get_function_address(name)
-
-
-_engine_lock = threading.Lock()  # threads compiling at once load one at a time
 
 
 # What machine code depends on beside its description: the code generator.
@@ -163,7 +197,6 @@ _GENERATOR = hashlib.sha256(
     b"".join(path.read_bytes() for path in sorted(Path(__file__).parent.glob("*.py")))
 ).hexdigest()
 _functions: dict = {}  # description -> ctypes function: identical code compiles once
-_compile_lock = threading.RLock()
 
 
 def compile_function(description: str, build_ir, prototype):
@@ -200,14 +233,15 @@ def _engine():
 
 @functools.cache
 def _target_identity() -> bytes:
-    parts = [
-        llvm.get_host_cpu_name(),
-        llvm.get_host_cpu_features().flatten(),
-        llvm.get_process_triple(),
-        __version__,
-        llvmlite.__version__,
-        ".".join(map(str, llvm.llvm_version_info)),
-    ]
+    with _compile_lock:
+        parts = [
+            llvm.get_host_cpu_name(),
+            llvm.get_host_cpu_features().flatten(),
+            llvm.get_process_triple(),
+            __version__,
+            llvmlite.__version__,
+            ".".join(map(str, llvm.llvm_version_info)),
+        ]
     return "\n".join(parts).encode() + Path(__file__).read_bytes()
 
 

@@ -17,6 +17,7 @@ from collections import OrderedDict
 
 from ..ir.graph import Eqn, format_graph
 from ..tracer.symbolic import SymInt, evaluate_poly, format_poly, map_sizes
+from . import threads
 from .compiled import Program
 
 SIZES_KEPT = 16  # programs, one per binding of the symbols; the least recently used go first
@@ -44,6 +45,7 @@ class DynamicProgram:
         self.failure = None
         self._programs: OrderedDict = OrderedDict()  # binding -> Program
         self._lock = threading.Lock()
+        threads.renew_in_forked_child(self)
         trace.written_grads()  # now, while the leaves hold what the trace wrote
         self.traced = self.program_for(tuple(trace.symbol_hints))
         self.draw_specs = self.traced.draw_specs
@@ -88,6 +90,9 @@ class DynamicProgram:
                 self.failure = f"{guard.where}: {_shown(guard)} is no longer {guard.outcome}"
                 return None
         return tuple(values)
+
+    def forked_in_child(self) -> None:
+        self._lock = threading.Lock()
 
     def program_for(self, binding: tuple) -> Program:
         with self._lock:

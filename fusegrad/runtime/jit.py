@@ -29,7 +29,7 @@ from ..tracer.numbers import TracedFloat, TracedNumber, number_input, traced
 from ..tracer.pyrandom import Draws, drawing, generator_states, replayed_states, same_states
 from ..tracer.tensor import Tensor, recording
 from ..tracer.trace import Trace, TracingError, active
-from . import grad_mode
+from . import grad_mode, threads
 from .compiled import Program
 from .dynamic import DynamicProgram
 
@@ -146,6 +146,7 @@ class JitFunction:
         self._eager_keys: set = set()
         self._tracing: dict = {}  # key -> Event set when the thread tracing it ends
         self._lock = threading.Lock()  # for the above and the counters, never held in user code
+        threads.renew_in_forked_child(self)
         self._hits = self._misses = 0
         self._compile_seconds = 0.0
         self._compilations = 0
@@ -270,6 +271,10 @@ class JitFunction:
                 return None
             self._misses += 1
             return self._start_trace(key, self._cache.setdefault(key, []))
+
+    def forked_in_child(self) -> None:
+        self._lock = threading.Lock()
+        self._tracing.clear()  # those threads' traces: the child traces the keys itself
 
     def _evict(self, kept) -> None:
         """Drops the least recently used keys' programs beyond ``cache_size``

@@ -12,6 +12,7 @@ routine (runtime/routines.py) run by it, as compiled programs do.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 
@@ -30,6 +31,15 @@ _DTYPES = {np.dtype(np.float32): float32, np.dtype(np.float64): float64}
 
 _programs: OrderedDict = OrderedDict()
 _lock = threading.Lock()
+
+
+def _renew_lock() -> None:
+    global _lock
+    _lock = threading.Lock()  # another thread's run, which a forked child does not have
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_lock)
 
 
 def runs_natively(prim, x: np.ndarray) -> bool:

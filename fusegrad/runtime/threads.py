@@ -10,13 +10,28 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 _pools: dict = {}  # worker count -> pool
+_renewed_in_child: weakref.WeakSet = weakref.WeakSet()
+
+
+def renew_in_forked_child(owner) -> None:
+    """Has a forked child call ``owner.forked_in_child()``. A child has no
+    thread but the forking one: a lock another thread held stays held, an
+    event it would have set is never set, and its first use hung forever."""
+    _renewed_in_child.add(owner)
+
+
+def _forked_in_child() -> None:
+    _pools.clear()  # a kernel split across them waited for work no thread would run
+    for owner in list(_renewed_in_child):
+        owner.forked_in_child()
+
+
 if hasattr(os, "register_at_fork"):
-    # a forked child has none of the pools' threads, only their records: a
-    # kernel split across them waited forever for work no thread would run
-    os.register_at_fork(after_in_child=_pools.clear)
+    os.register_at_fork(after_in_child=_forked_in_child)
 
 
 def count() -> int:
