@@ -1,5 +1,6 @@
 """Bad input gets a clear exception, never a numpy traceback from deep inside or a wrong number."""
 
+import numpy as np
 import pytest
 
 import fusegrad as fg
@@ -34,6 +35,10 @@ CASES = [
     (lambda: fg.tensor([[1, 2], [3]]), ValueError, "expected sequence of length 2"),
     (lambda: fg.tensor("abc"), TypeError, "Could not infer dtype"),
     (lambda: fg.tensor([1.0], dtype="float99"), TypeError, "dtype"),
+    # PyTorch's error (a TypeError said float32 was not supported)
+    (lambda: fg.from_numpy(np.arange(3, dtype=">f4")), ValueError, "byte order"),
+    (lambda: fg.tensor(np.arange(3, dtype=">f8")), ValueError, "byte order"),
+    (lambda: fg.as_tensor(np.arange(3, dtype=">i4")), ValueError, "byte order"),
     (lambda: fg.ones(2).to("cuda"), RuntimeError, "CPU only"),
     (lambda: fg.ones(3).item(), RuntimeError, "cannot be converted to Scalar"),
     (lambda: bool(fg.ones(2)), RuntimeError, "ambiguous"),

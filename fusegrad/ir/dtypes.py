@@ -102,6 +102,11 @@ def by_name(name: str) -> DType:
 
 def from_numpy_dtype(np_dtype) -> DType:
     np_dtype = np.dtype(np_dtype)
+    if not np_dtype.isnative:  # kernels and BLAS read native byte order
+        raise ValueError(
+            "given numpy array has byte order different from the native byte order. "
+            "Conversion between byte orders is currently not supported."
+        )
     found = _BY_NUMPY.get(np_dtype) or _NUMPY_ALIASES.get(np_dtype)
     if found is None:
         raise TypeError(
@@ -123,7 +128,7 @@ def as_dtype(dtype) -> DType:
         return bool_
     try:
         return from_numpy_dtype(dtype)
-    except TypeError:
+    except (TypeError, ValueError):
         raise TypeError(f"dtype must be a fusegrad dtype, not {dtype!r}") from None
 
 
