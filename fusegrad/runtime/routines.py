@@ -12,6 +12,7 @@ import numpy as np
 from ..codegen import convolution, gemm, routines
 from ..ir import graph
 from ..ir import primitives as P
+from . import threads
 from .addresses import data_address
 
 _FLOATS = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
@@ -84,7 +85,8 @@ def windows_dots(dy: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
     cols, _ = _copied_windows(x, kernel)
     images, filters = dy.shape[:2]
     gradient = dy.reshape(images, filters, cols.shape[2])
-    group = max(1, PRODUCTS_HELD // (filters * cols.shape[1] * dy.itemsize))
+    image_products = filters * cols.shape[1] * dy.itemsize  # bytes; none without filters or taps
+    group = max(1, PRODUCTS_HELD // max(image_products, 1))
     total = np.zeros((filters, cols.shape[1]), dy.dtype)
     for start in range(0, images, group):
         part = slice(start, start + group)
@@ -329,6 +331,7 @@ def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     (a single product of all their rows, see the primitive), goes to BLAS.
     The routine runs on this thread: split across two, LeNet's step took 10%
     longer (the other core holds BLAS's spinning thread)."""
+    threads.adapt_blas_to_load()
     if y.ndim < 3:
         return P.matmul.impl(x, y)
     key = (P.matmul, x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
