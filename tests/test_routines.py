@@ -154,6 +154,22 @@ def test_windows_products_carry_nan_and_inf_and_leave_mismatches_to_numpy(window
         routines.windows_matmul(w[:, :8], x, (3, 3))
 
 
+def test_image_gradient_takes_a_filters_inf_or_nan_only_where_its_tap_reaches(windows_read):
+    """A filter's inf or NaN reaches the image's gradient only at the columns
+    its tap reaches from dy: read in place, the lanes before and after a
+    row's dy columns (masked off, loaded as 0) were multiplied by the filter
+    too, and NaN came out at a row's first and last columns (the fuzzer's
+    find, a convolution with padding="same" of a filter holding a NaN)."""
+    rng = np.random.default_rng(15)
+    w = rng.standard_normal((3, 2 * 3 * 3)).astype(np.float32)
+    w[0, 2], w[2, 9 + 3] = np.nan, np.inf  # channel 0's tap (0, 2), channel 1's (1, 0)
+    dy = rng.standard_normal((2, 3, 5, 20)).astype(np.float32)
+    want = P.fold_matmul.impl(w, dy, size=(7, 22), kernel=(3, 3))
+    got = routines.fold_matmul(w, dy, (7, 22), (3, 3))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+
+
 def test_filter_gradient_from_copied_windows_sums_the_images_a_group_at_a_time(monkeypatch):
     monkeypatch.setattr(convolution, "reads_windows_in_place", lambda: False)
     rng = np.random.default_rng(3)
@@ -162,6 +178,20 @@ def test_filter_gradient_from_copied_windows_sums_the_images_a_group_at_a_time(m
     want = P.windows_dots.impl(dy, x, kernel=(3, 3))
     monkeypatch.setattr(routines, "PRODUCTS_HELD", 3 * 18 * 8 * 3)  # three images' products
     np.testing.assert_allclose(routines.windows_dots(dy, x, (3, 3)), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("channels, filters", [(0, 3), (2, 0)])
+def test_filter_gradient_from_copied_windows_of_no_channels_or_no_filters(
+    channels, filters, monkeypatch
+):
+    """An image's products take no bytes: the group of images summed at once
+    divided by zero (the fuzzer's find, a convolution of an image of no
+    channels run by the executor)."""
+    monkeypatch.setattr(convolution, "reads_windows_in_place", lambda: False)
+    x, dy = np.ones((2, channels, 6, 6)), np.ones((2, filters, 4, 4))
+    want = P.windows_dots.impl(dy, x, kernel=(3, 3))
+    got = routines.windows_dots(dy, x, (3, 3))
+    assert got.shape == want.shape == (filters, channels * 9)
 
 
 # (leading shape, tiles along each spatial axis, kernel)

@@ -329,7 +329,11 @@ def _fold_matmul_ir(r: _Routine) -> str:
                             )
                             for c, weight in enumerate(weights):
                                 w = vectors.splat(b.load(b.gep(weight, [tap])))
-                                sums[c] = vectors.fmuladd(w, xv, sums[c])
+                                # a lane with no such term adds nothing: the
+                                # masked load's 0 times an inf or NaN weight
+                                # would add NaN (AVX-512: one masked FMA)
+                                term = vectors.fmuladd(w, xv, sums[c])
+                                sums[c] = b.select(masks[j], term, sums[c])
                         return sums
 
                     return _carried(b, first, _add(b, last, _constant(1)), 1, sums, kernel_row)[1]
