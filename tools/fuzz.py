@@ -43,7 +43,7 @@ import fusegrad as fg
 import fusegrad.nn.functional as F
 
 MODES = ("values", "grads", "second", "inside", "executor", "dynamic")
-BACKENDS = ("default", "native", "threads")
+BACKENDS = ("default", "native", "threads", "windows")
 MAX_ELEMENTS = 20_000  # per value: keeps a program's run in milliseconds
 
 # ------------------------------------------------------------------ harness begin
@@ -603,15 +603,22 @@ def check_heap():
 def configure_backend(profile):
     """Runtime knobs (internal: adapt when the runtime changes). "native": every
     kernel runs compiled, even the tiny ones otherwise run in numpy; "threads":
-    besides, every kernel's loop is split across threads."""
+    besides, every kernel's loop is split across threads; "windows": besides
+    native's, convolutions run the other way than this machine's (their windows
+    read in place, as with AVX-512, or copied out)."""
     import importlib
 
     try:  # where kernel launches are decided: the rewritten runtime, else codegen
         knobs = importlib.import_module("fusegrad.runtime.launch")
     except ImportError:
         knobs = importlib.import_module("fusegrad.codegen.kernels")
-    if profile in ("native", "threads"):
+    if profile in ("native", "threads", "windows"):
         knobs.SMALL_WORK = 0
+    if profile == "windows":
+        from fusegrad.codegen import convolution
+
+        in_place = not convolution.reads_windows_in_place()
+        convolution.reads_windows_in_place = lambda: in_place
     if profile == "threads":
         knobs.PARALLEL_WORK = 1
         knobs.PARALLEL_WORK_BESIDE_BLAS = 1
@@ -774,10 +781,13 @@ class Draw:
 
     rng: random.Random
     sizes: list
+    seed: int  # the program's: its inputs' values
+    inputs: list
     values: list = field(default_factory=list)
     env: dict = field(default_factory=dict)
     ops: list = field(default_factory=list)
     redraws: int = 0
+    staged: list = field(default_factory=list)  # (Input, tensor): the drawn op's new inputs
 
     def pick(self, dtypes=FLOATS, fits=lambda v: True):
         """A value, the later ones likelier, so chains grow deep."""
@@ -813,21 +823,37 @@ class Draw:
     def size(self) -> int:
         return self.rng.choice(self.sizes)
 
+    def new_input(self, shape: tuple, dtype: str) -> Value:
+        """A new argument of the program for the op being drawn (a convolution's
+        filters, say), kept if the op is."""
+        spec = _input(self.rng, f"x{len(self.inputs) + len(self.staged)}", shape, dtype)
+        inputs = (*self.inputs, *(s for s, _ in self.staged), spec)
+        shell = Program(seed=self.seed, inputs=inputs, ops=(), outputs=(spec.name,))
+        self.staged.append((spec, load(shell)["make_inputs"]()[-1]))
+        return Value(spec.name, shape, dtype)
+
     def attempt(self, drawn) -> None:
-        """Runs a drawn op eagerly; keeps it when eager accepts it and its result is small."""
+        """Runs a drawn op eagerly; keeps it (and the inputs it added) when eager
+        accepts it and its result is small."""
+        staged, self.staged = self.staged, []
         if drawn is None:
             return
         expr, reads = drawn
         name = f"v{len(self.ops)}"
+        added = {spec.name: tensor for spec, tensor in staged}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                result = eval(expr, {"fg": fg, "F": F, "np": np, **self.env})
+                result = eval(expr, {"fg": fg, "F": F, "np": np, **self.env, **added})
         except Exception:
             result = None
         if not isinstance(result, fg.Tensor) or result.numel() > MAX_ELEMENTS:
             self.redraws += 1
             return
+        for spec, tensor in staged:
+            self.inputs.append(spec)
+            self.env[spec.name] = tensor
+            self.values.append(Value(spec.name, spec.shape, spec.dtype))
         self.env[name] = result
         self.values.append(Value(name, tuple(result.shape), result.dtype.name))
         self.ops.append(Op(name, expr, tuple(dict.fromkeys(v.name for v in reads))))
@@ -1241,6 +1267,140 @@ def _nn(d: Draw):
     return f"F.cross_entropy({a.name}, fg.tensor({targets}, dtype=fg.int64))", [a]
 
 
+def _image(d: Draw, dims: int, big: bool) -> Value:
+    """What a convolution or a pooling reads: a value of (N, C, *spatial) or
+    (C, *spatial), an earlier one or a new input; a big one is batched, with
+    more channels and larger sides."""
+    found = d.pick(fits=lambda v: v.ndim in (dims + 1, dims + 2))
+    if found is not None and not big and d.rng.random() < 0.5:
+        return found
+    if big:
+        lead = (d.rng.choice([2, 3, 4]), d.rng.choice([2, 3, 4, 6, 8]))
+        sides = {1: (24, 64), 2: (6, 14), 3: (3, 6)}[dims]
+    else:
+        lead = (d.rng.choice([0, 1, 1, 2, 3]), d.rng.choice([1, 1, 2, 3, 4]))
+        lead = lead[1:] if d.rng.random() < 0.15 else lead  # unbatched
+        sides = {1: (1, 12), 2: (1, 8), 3: (1, 4)}[dims]
+    shape = lead + tuple(d.rng.randint(*sides) for _ in range(dims))
+    return d.new_input(shape, d.inputs[0].dtype)
+
+
+def _settings(d: Draw, name: str, values: list, default=None) -> str:
+    """``, name=...`` for settings of each spatial axis: one int when they are
+    equal (now and then a tuple all the same), else a tuple; nothing when
+    they are the default."""
+    if default is not None and all(v == default for v in values) and d.rng.random() < 0.7:
+        return ""
+    if len(set(values)) == 1 and d.rng.random() < 0.7:
+        return f", {name}={values[0]}"
+    return f", {name}={tuple(values)!r}"
+
+
+def _convolution(d: Draw):
+    """conv1d, conv2d or conv3d: random stride, padding (numbers or "same" and
+    "valid"), dilation and groups, with and without bias, over an earlier value
+    or a new image; new filters. A big one reaches the stacked-product routine."""
+    dims = d.rng.choices([1, 2, 3], weights=[3, 5, 2])[0]
+    big = d.rng.random() < 0.3
+    x = _image(d, dims, big)
+    batched = x.ndim == dims + 2
+    channels, sides = x.shape[1 if batched else 0], x.shape[-dims:]
+    divisors = [g for g in range(1, channels + 1) if channels % g == 0] or [1]
+    groups = 1 if d.rng.random() < 0.5 else d.rng.choice(divisors)
+    filters = groups * d.rng.choice([4, 8, 16] if big else [1, 1, 2, 3])
+    kernel = [d.rng.randint(1, max(1, min(4, side))) for side in sides]
+    stride = [d.rng.choice([1, 1, 1, 2, 3]) for _ in sides]
+    dilation = [d.rng.choice([1, 1, 1, 2]) for _ in sides]
+    w = d.new_input((filters, channels // groups, *kernel), x.dtype)
+    args, reads = [x.name, w.name], [x, w]
+    if d.rng.random() < 0.6:
+        bias = d.pick(fits=lambda v: v.shape == (filters,) and v.dtype == x.dtype)
+        if bias is None or d.rng.random() < 0.5:
+            bias = d.new_input((filters,), x.dtype)
+        args.append(bias.name)
+        reads.append(bias)
+    padding = d.rng.choice(["numbers", "numbers", "same", "valid"])
+    if padding == "same":  # PyTorch refuses strided "same"
+        stride = [1] * dims
+    if padding == "numbers":
+        padding_text = _settings(d, "padding", [d.rng.choice([0, 0, 1, 2]) for _ in sides], 0)
+    else:
+        padding_text = f", padding={padding!r}"
+    settings = (
+        _settings(d, "stride", stride, 1)
+        + padding_text
+        + _settings(d, "dilation", dilation, 1)
+        + (f", groups={groups}" if groups > 1 else "")
+    )
+    return f"F.conv{dims}d({', '.join(args)}{settings})", reads
+
+
+def _pooling(d: Draw):
+    """max_pool1d/2d, avg_pool1d/2d (kernel, stride, padding, dilation, ceil_mode,
+    count_include_pad, divisor_override, return_indices) and adaptive_avg_pool1d/2d."""
+    kind = d.rng.choice(["max", "max", "avg", "avg", "adaptive"])
+    dims = d.rng.choice([1, 2, 2])
+    x = _image(d, dims, big=d.rng.random() < 0.2)
+    sides = x.shape[-dims:]
+    if kind == "adaptive":
+        counts = [d.rng.choice([1, 2, 3, side, side + 1, None]) for side in sides]
+        size = counts[0] if dims == 1 and d.rng.random() < 0.5 else tuple(counts)
+        return f"F.adaptive_avg_pool{dims}d({x.name}, {size!r})", [x]
+    kernel = [d.rng.randint(1, max(1, min(4, side))) for side in sides]
+    text = f"F.{kind}_pool{dims}d({x.name}{_settings(d, 'kernel_size', kernel)}"
+    if d.rng.random() < 0.6:  # else the default: tiles, the max's own routine
+        text += _settings(d, "stride", [d.rng.choice([1, 1, 2, 3]) for _ in sides])
+    dilation = [1] * dims
+    if kind == "max":
+        dilation = [d.rng.choice([1, 1, 1, 2]) for _ in sides]
+    widest = [(g * (k - 1) + 1) // 2 for k, g in zip(kernel, dilation)]
+    text += _settings(d, "padding", [d.rng.randint(0, w) for w in widest], 0)
+    text += _settings(d, "dilation", dilation, 1) if kind == "max" else ""
+    text += ", ceil_mode=True" if d.rng.random() < 0.3 else ""
+    if kind == "avg" and d.rng.random() < 0.3:
+        text += ", count_include_pad=False"
+    if kind == "avg" and dims == 2 and d.rng.random() < 0.1:
+        text += f", divisor_override={d.rng.choice([1, 3, 7])}"
+    if kind == "max" and d.rng.random() < 0.1:
+        return f"{text}, return_indices=True)[{d.rng.randint(0, 1)}]", [x]
+    return text + ")", [x]
+
+
+def _stacked_matmul(d: Draw):
+    """A stack of matrix products big enough for the native routine
+    (runtime/routines.py ``matmul``: two or more, 1 << 15 multiply-adds in all,
+    4 columns or more), the stack broadcast now and then, either operand
+    transposed (its rows strided) or in any input layout; new inputs."""
+    stack = d.rng.choice([(2,), (3,), (4,), (8,), (2, 3), (3, 2), (2, 1, 3)])
+    depth = d.rng.choice([4, 7, 16, 32, 40, 64])  # from 4 vectors: the "dots" form
+    columns = d.rng.choice([4, 5, 8, 16, 17, 33, 40])
+    count = math.prod(stack)
+    rows = -(-(1 << 15) // (count * depth * columns)) * d.rng.choice([1, 1, 2])
+    x_stack, y_stack = [], []
+    for n in stack:  # each axis in both stacks, or broadcast from 1 in one of them
+        shared = d.rng.random() < 0.6
+        x_stack.append(n if shared or d.rng.random() < 0.5 else 1)
+        y_stack.append(n if shared or x_stack[-1] == 1 else 1)
+    if d.rng.random() < 0.2:  # one matrix times the stack
+        x_stack, y_stack = [], list(stack)
+    elif len(stack) > 1 and d.rng.random() < 0.2:  # y's first axis broadcast
+        x_stack[0], y_stack = stack[0], y_stack[1:]
+    operands = []
+    for lead, matrix in ((x_stack, (rows, depth)), (y_stack, (depth, columns))):
+        if math.prod(lead) * math.prod(matrix) > MAX_ELEMENTS:
+            return None
+        if d.rng.random() < 0.4:
+            value = d.new_input((*lead, *matrix[::-1]), d.inputs[0].dtype)
+            operands.append((f"{value.name}.transpose(-1, -2)", value))
+        else:
+            value = d.new_input((*lead, *matrix), d.inputs[0].dtype)
+            operands.append((value.name, value))
+    (a, x), (b, y) = operands
+    form = "fg.bmm" if x.ndim == y.ndim == 3 and x_stack == y_stack else "fg.matmul"
+    text = d.rng.choice([f"{a} @ {b}", f"{form}({a}, {b})"])
+    return text, [x, y]
+
+
 OP_KINDS = (  # (weight, drawer)
     (20, _unary),
     (20, _binary),
@@ -1253,6 +1413,9 @@ OP_KINDS = (  # (weight, drawer)
     (7, _joining),
     (8, _indexing),
     (5, _nn),
+    (2, _convolution),
+    (1, _pooling),
+    (1, _stacked_matmul),
 )
 
 
@@ -1270,26 +1433,31 @@ def _draw_inputs(rng: random.Random, sizes: list) -> tuple:
             shape = tuple(rng.choice(sizes) for _ in range(rank))
         while math.prod(shape) > 5000:
             shape = tuple(1 if s == max(shape) else s for s in shape)
-        layouts = ["contiguous"] * 5 + ["strided"] * 2 + ["reversed"] + ["expanded"] * 2
-        if len(shape) >= 2:
-            layouts += ["transposed"] * 2
-        layout = rng.choice(layouts) if shape else "contiguous"
-        broadcast = ()
-        if layout == "expanded":
-            broadcast = tuple(sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape)))))
-        fill = rng.choices(["normal", "quantized", "special"], weights=[80, 13, 7])[0]
-        specials = ()
-        if fill == "special":
-            count_specials = rng.randint(1, 2)
-            specials = tuple(
-                (rng.randrange(1000), rng.choice(SPECIAL_VALUES)) for _ in range(count_specials)
-            )
         dtype = precision
         if mixed and k == count - 1:
             dtype = "float64" if precision == "float32" else "float32"
-        scale = rng.choice([1.0, 1.0, 1.0, 3.0, 0.3])
-        inputs.append(Input(f"x{k}", shape, dtype, layout, fill, scale, broadcast, specials))
+        inputs.append(_input(rng, f"x{k}", shape, dtype))
     return tuple(inputs)
+
+
+def _input(rng: random.Random, name: str, shape: tuple, dtype: str) -> Input:
+    """An input of this shape and dtype, in a random layout and with random values."""
+    layouts = ["contiguous"] * 5 + ["strided"] * 2 + ["reversed"] + ["expanded"] * 2
+    if len(shape) >= 2:
+        layouts += ["transposed"] * 2
+    layout = rng.choice(layouts) if shape else "contiguous"
+    broadcast = ()
+    if layout == "expanded":
+        broadcast = tuple(sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape)))))
+    fill = rng.choices(["normal", "quantized", "special"], weights=[80, 13, 7])[0]
+    specials = ()
+    if fill == "special":
+        count_specials = rng.randint(1, 2)
+        specials = tuple(
+            (rng.randrange(1000), rng.choice(SPECIAL_VALUES)) for _ in range(count_specials)
+        )
+    scale = rng.choice([1.0, 1.0, 1.0, 3.0, 0.3])
+    return Input(name, shape, dtype, layout, fill, scale, broadcast, specials)
 
 
 def draw_program(seed: int, index: int) -> tuple:
@@ -1305,7 +1473,7 @@ def draw_program(seed: int, index: int) -> tuple:
             sizes.append(rng.choice([17, 64, 130, 1100]))
         inputs = _draw_inputs(rng, sizes)
         shell = Program(seed=rng.randrange(2**31), inputs=inputs, ops=(), outputs=("x0",))
-        d = Draw(rng, sizes)
+        d = Draw(rng, sizes, shell.seed, list(inputs))
         for spec, tensor in zip(inputs, load(shell)["make_inputs"]()):
             d.values.append(Value(spec.name, tuple(tensor.shape), spec.dtype))
             d.env[spec.name] = tensor
@@ -1321,11 +1489,13 @@ def draw_program(seed: int, index: int) -> tuple:
         others = [op.out for op in d.ops if op.out not in outputs]
         if others and rng.random() < 0.25:
             outputs.insert(0, rng.choice(others))
+        convolves = any("F.conv" in op.expr for op in d.ops)  # half of them: "windows"
         program = replace(
             shell,
+            inputs=tuple(d.inputs),
             ops=tuple(d.ops),
             outputs=tuple(outputs),
-            backend=rng.choices(BACKENDS, weights=[25, 60, 15])[0],
+            backend=rng.choices(BACKENDS, weights=[25, 60, 15, 100 if convolves else 0])[0],
             grad_style=rng.choice(["grad", "loss", "backward"]),
             inside_style=rng.choice(["backward", "grad", "create_graph"]),
             first_output_only=rng.random() < 0.3,
@@ -1629,7 +1799,7 @@ def candidates(program: Program):
                     ops = program.ops[:index] + (replace(op, expr=expr),) + program.ops[index + 1 :]
                     yield replace(program, ops=ops)
                     break
-    if program.backend == "threads":
+    if program.backend in ("threads", "windows"):
         yield replace(program, backend="native")
     if program.backend != "default":
         yield replace(program, backend="default")
