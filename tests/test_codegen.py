@@ -793,6 +793,39 @@ def test_a_bad_thread_count_is_a_clear_error(monkeypatch):
         threads.count()
 
 
+class _Interrupted(Exception):
+    """What a signal handler raises (KeyboardInterrupt, for Ctrl-C)."""
+
+
+def test_an_interrupted_split_returns_only_once_every_chunk_is_done():
+    """Ctrl-C while a kernel's chunks ran on other threads raised at once in
+    this one, and as it unwound it freed the arrays those chunks went on
+    writing into (their addresses are all a native call holds)."""
+    import signal
+    import time
+
+    from fusegrad.runtime import threads
+
+    finished = []
+
+    def chunk(k):
+        time.sleep(0.4 if k else 0.05)  # the pool's chunk outlasts this thread's
+        finished.append(k)
+
+    def interrupt(signum, frame):
+        raise _Interrupted
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        with pytest.raises(_Interrupted):
+            threads.run(chunk, [(0,), (1,)])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert sorted(finished) == [0, 1]
+
+
 _SPLIT_KERNEL_IN_A_FORK = """
 import os
 import numpy as np

@@ -14,6 +14,7 @@ import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 
 _pools: dict = {}  # worker count -> pool
 _renewed_in_child: weakref.WeakSet = weakref.WeakSet()
@@ -52,18 +53,37 @@ def count() -> int:
 
 def run(function, calls: list) -> None:
     """``function(*arguments)`` for every arguments tuple in ``calls``: the
-    first on this thread, the others on the pool's, all finished on return."""
+    first on this thread, the others on the pool's, all finished on return,
+    or on an exception: Ctrl-C while this thread waited raised at once, and
+    the pool's kernels went on writing into arrays it freed unwinding."""
     if len(calls) > 1:
         workers = len(calls) - 1
         pool = _pools.get(workers)
         if pool is None:
             pool = _pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix="fusegrad")
         pending = [pool.submit(function, *arguments) for arguments in calls[1:]]
-        function(*calls[0])
+        try:
+            function(*calls[0])
+        finally:
+            _finish(pending)
         for future in pending:
             future.result()
     else:
         function(*calls[0])
+
+
+def _finish(futures: list) -> None:
+    """Waits until ``futures`` are done; what interrupted the wait (a signal
+    handler's exception) is raised then."""
+    interrupted = None
+    while True:
+        try:
+            wait_for(futures)
+            break
+        except BaseException as exc:
+            interrupted = exc
+    if interrupted is not None:
+        raise interrupted
 
 
 # numpy's OpenBLAS: its symbols' prefixes and suffixes by build
