@@ -1,17 +1,17 @@
-"""Derives the Chebyshev coefficients of fusegrad/codegen/mathfns.py's erf.
+"""Derives the Chebyshev coefficients of fusegrad/codegen/mathfns.py's
+float64 erf (float32's is one rational function: tools/fit_rational.py).
 
 erf(x) = x * S(x*x) for |x| < 0.875 and erf(x) = 1 - exp(-x*x) * R(x) above,
 with S and R smooth; each is interpolated at Chebyshev points on its
 interval, in 60-digit arithmetic, and the series is cut where its terms fall
-below what the precision needs. float32 takes R on one interval up to 4,
-where erf rounds to 1; float64 on two up to 6. Needs mpmath (a development tool, not a
-dependency):  python tools/fit_erf.py
+below 2**-60. R is taken on two intervals up to 6, where erf rounds to 1.
+Needs mpmath (a development tool, not a dependency):  python tools/fit_erf.py
 """
 
 import mpmath
 
 mpmath.mp.dps = 60
-TOLERANCE = {"f32": mpmath.mpf(2) ** -30, "f64": mpmath.mpf(2) ** -60}
+TOLERANCE = mpmath.mpf(2) ** -60
 PIECES = {  # name: (function of the variable, interval)
     "small": (
         lambda t: mpmath.erf(mpmath.sqrt(t)) / mpmath.sqrt(t) if t else 2 / mpmath.sqrt(mpmath.pi),
@@ -19,9 +19,7 @@ PIECES = {  # name: (function of the variable, interval)
     ),
     "middle": (lambda x: mpmath.erfc(x) * mpmath.exp(x * x), (mpmath.mpf("0.875"), 3)),
     "large": (lambda x: mpmath.erfc(x) * mpmath.exp(x * x), (3, 6)),
-    "tail_float32": (lambda x: mpmath.erfc(x) * mpmath.exp(x * x), (mpmath.mpf("0.875"), 4)),
 }
-USED_BY = {"f32": ("small", "tail_float32"), "f64": ("small", "middle", "large")}
 
 
 def chebyshev(f, a, b, n=60):
@@ -42,15 +40,8 @@ terms = {}
 for name, (f, (a, b)) in PIECES.items():
     c = chebyshev(f, a, b)
     c[0] /= 2
-    terms[name] = {
-        p: max(j for j, v in enumerate(c) if abs(v) > t) + 1
-        for p, t in TOLERANCE.items()
-        if name in USED_BY[p]
-    }
+    terms[name] = max(j for j, v in enumerate(c) if abs(v) > TOLERANCE) + 1
     print(f"ERF_{name.upper()} = ({float(a)!r}, {float(b)!r}, [")
-    print(",\n".join(f"    {float(v)!r}" for v in c[: max(terms[name].values())]) + "])")
-print("ERF_PIECES = {")
-for precision, names in USED_BY.items():
-    pieces = ", ".join(f"(ERF_{n.upper()}, {terms[n][precision]})" for n in names)
-    print(f"    {precision!r}: ({pieces}),")
-print("}")
+    print(",\n".join(f"    {float(v)!r}" for v in c[: terms[name]]) + "])")
+pieces = ", ".join(f"(ERF_{name.upper()}, {count})" for name, count in terms.items())
+print(f"ERF_PIECES_F64 = ({pieces})")

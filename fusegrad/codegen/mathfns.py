@@ -8,10 +8,10 @@ a polynomial (float32) or rational (float64) approximation on the reduced
 range, and rebuild the result through the exponent bits. The others are
 written with them: log1p with Goldberg's rounding-error correction, expm1
 with Taylor's series near 0, sigmoid (and float64's tanh) through exp,
-float32's tanh as one rational function (tools/fit_tanh.py), softplus as
-max(x, 0) + log1p(exp(-|x|)). erf evaluates Chebyshev series of erf(x)/x
-and erfc(x)*exp(x*x) (tools/fit_erf.py derives them) with Clenshaw's
-recurrence. sin and cos reduce by pi/2 (Cody-Waite) up to a limit beyond
+softplus as max(x, 0) + log1p(exp(-|x|)). float32's tanh and erf are each
+one rational function (tools/fit_rational.py); float64's erf evaluates
+Chebyshev series of erf(x)/x and erfc(x)*exp(x*x) (tools/fit_erf.py derives
+them) with Clenshaw's recurrence. sin and cos reduce by pi/2 (Cody-Waite) up to a limit beyond
 which the kernel falls back to numpy; pow goes through exp and log, in
 double-double for float64.
 """
@@ -229,7 +229,8 @@ def expm1(e: Emitter, x):
     return e.select(e.lt(e.call("llvm.fabs", x), e.c(0.7)), near, far)
 
 
-TANH_P_F32 = [  # in x*x, highest power first; from tools/fit_tanh.py
+# x * P(x*x) / Q(x*x), highest power first; from tools/fit_rational.py
+TANH_P_F32 = [
     -8.544792e-14,
     5.297269e-11,
     -2.0260753e-08,
@@ -246,17 +247,7 @@ TANH_Q_F64 = [1.0, 1.12811678491632931402e2, 2.23548839060100448583e3, 4.8440630
 
 def tanh(e: Emitter, x):
     if not e.f64:
-        # one rational function over the whole range: a third of the
-        # instructions of exp's way below, within 5.5 ulp rather than 2.1 (the
-        # float32 arithmetic of P and Q, not the fit, makes the error)
-        limit = e.c(TANH_LIMIT_F32)
-        clamped = e.select(e.gt(x, limit), limit, x)  # NaN stays NaN
-        clamped = e.select(e.lt(clamped, e.b.fneg(limit)), e.b.fneg(limit), clamped)
-        z = e.mul(clamped, clamped)
-        ratio = e.div(e.mul(clamped, e.horner(z, TANH_P_F32)), e.horner(z, TANH_Q_F32))
-        one = e.c(1.0)
-        ratio = e.select(e.gt(ratio, one), one, ratio)
-        return e.select(e.lt(ratio, e.b.fneg(one)), e.b.fneg(one), ratio)
+        return _odd_rational(e, x, TANH_LIMIT_F32, TANH_P_F32, TANH_Q_F32)
     a = e.call("llvm.fabs", x)
     z = e.mul(x, x)
     small = e.add(x, e.mul(e.mul(x, z), e.div(e.horner(z, TANH_P_F64), e.horner(z, TANH_Q_F64))))
@@ -267,6 +258,22 @@ def tanh(e: Emitter, x):
     u = e.mul(t, t)
     large = _copysign(e, e.div(e.sub(e.c(1.0), u), e.add(e.c(1.0), u)), x)
     return _zero_keeps_its_sign(e, x, e.select(e.lt(a, e.c(0.625)), small, large))
+
+
+def _odd_rational(e: Emitter, x, limit, numerator, denominator):
+    """x * P(x*x) / Q(x*x) with x clamped to [-limit, limit] and the result to
+    [-1, 1]: float32's tanh and erf, a third of the instructions of their
+    ways through exp, within 5.5 ulp rather than 2 (the float32 arithmetic
+    of P and Q makes the error, not the fit: in float64 they gave 3 ulp at
+    twice the cost)."""
+    bound = e.c(limit)
+    clamped = e.select(e.gt(x, bound), bound, x)  # NaN stays NaN
+    clamped = e.select(e.lt(clamped, e.b.fneg(bound)), e.b.fneg(bound), clamped)
+    z = e.mul(clamped, clamped)
+    ratio = e.div(e.mul(clamped, e.horner(z, numerator)), e.horner(z, denominator))
+    one = e.c(1.0)
+    ratio = e.select(e.gt(ratio, one), one, ratio)
+    return e.select(e.lt(ratio, e.b.fneg(one)), e.b.fneg(one), ratio)
 
 
 def _zero_keeps_its_sign(e: Emitter, x, value):
@@ -297,7 +304,7 @@ def softplus(e: Emitter, x):
 
 # ---------------------------------------------------------------------- erf
 # (interval start, interval end, Chebyshev coefficients) of each piece, and
-# how many terms float32 and float64 need; from tools/fit_erf.py
+# how many terms float64 needs; from tools/fit_erf.py
 ERF_SMALL = (
     0.0,
     0.765625,
@@ -371,44 +378,28 @@ ERF_LARGE = (
         1.7996151024795913e-18,
     ],
 )
-ERF_TAIL_FLOAT32 = (
-    0.875,
-    4.0,
-    [
-        0.2552512634888536,
-        -0.1516888178555009,
-        0.04238945017632951,
-        -0.011237872530232246,
-        0.0028447023939707308,
-        -0.000691009244242747,
-        0.00016171591947898096,
-        -3.6580865399695344e-05,
-        8.019764557322376e-06,
-        -1.7079263391592519e-06,
-        3.5402060724042185e-07,
-        -7.154496208631514e-08,
-        1.4117846341277469e-08,
-        -2.7237628017183695e-09,
-    ],
-)
-ERF_PIECES = {
-    "f32": ((ERF_SMALL, 7), (ERF_TAIL_FLOAT32, 14)),
-    "f64": ((ERF_SMALL, 12), (ERF_MIDDLE, 22), (ERF_LARGE, 21)),
-}
+ERF_PIECES_F64 = ((ERF_SMALL, 12), (ERF_MIDDLE, 22), (ERF_LARGE, 21))
+ERF_P_F32 = [  # x * P(x*x) / Q(x*x), highest power first; from tools/fit_rational.py
+    4.6795637e-11,
+    -5.017823e-09,
+    2.4466982e-07,
+    -7.258412e-06,
+    0.00016675719,
+    8.29045e-05,
+    0.0409115,
+    0.09581311,
+    1.1283792,
+]
+ERF_Q_F32 = [0.00033741398, 0.0072818524, 0.07567226, 0.41824546, 1.0]
+ERF_LIMIT_F32 = 4.0  # beyond, erf rounds to 1 in float32
 
 
 def _chebyshev(e: Emitter, x, piece, terms):
     """sum c_j T_j(s), j < terms, with s = x mapped from [a, b] to [-1, 1]
-    (Clenshaw's recurrence for float64, with fused multiply-adds where the
-    CPU has them)."""
+    (Clenshaw's recurrence, with fused multiply-adds where the CPU has them)."""
     a, b, coefficients = piece
     coefficients = coefficients[:terms]
     s = e.sub(e.mul(x, e.c(2.0 / (b - a))), e.c((a + b) / (b - a)))
-    if not e.f64:
-        # float32's short series, rewritten in powers of s (in float64, where
-        # the rewrite's cancellation stays far below float32's resolution):
-        # one multiply-add per term instead of Clenshaw's two
-        return e.horner(s, list(np.polynomial.chebyshev.cheb2poly(coefficients)[::-1]))
     two_s = e.add(s, s)
     b1 = b2 = e.c(0.0)
     for c in reversed(coefficients[1:]):
@@ -417,9 +408,11 @@ def _chebyshev(e: Emitter, x, piece, terms):
 
 
 def erf(e: Emitter, x):
-    """x * S(x*x) near 0; 1 - exp(-x*x) * R(|x|) on the tail's pieces; 1
-    beyond them (with the sign of x)."""
-    (small_piece, small_terms), *tail_pieces = ERF_PIECES["f64" if e.f64 else "f32"]
+    """float64: x * S(x*x) near 0; 1 - exp(-x*x) * R(|x|) on the tail's
+    pieces; 1 beyond them (with the sign of x)."""
+    if not e.f64:
+        return _odd_rational(e, x, ERF_LIMIT_F32, ERF_P_F32, ERF_Q_F32)
+    (small_piece, small_terms), *tail_pieces = ERF_PIECES_F64
     a = e.call("llvm.fabs", x)
     # x*x, not a*a (the same number): then exp(-x*x) below is the very
     # expression erf's derivative evaluates, and a kernel holding both (gelu
