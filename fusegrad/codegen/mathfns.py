@@ -262,7 +262,7 @@ def tanh(e: Emitter, x):
 
 def _odd_rational(e: Emitter, x, limit, numerator, denominator):
     """x * P(x*x) / Q(x*x) with x clamped to [-limit, limit] and the result to
-    [-1, 1]: float32's tanh and erf, a third of the instructions of their
+    [-1, 1]: float32's tanh and erf, 2.7 and 2.9 times faster than their
     ways through exp, within 5.5 ulp rather than 2 (the float32 arithmetic
     of P and Q makes the error, not the fit: in float64 they gave 3 ulp at
     twice the cost)."""
