@@ -49,7 +49,9 @@ def _is_nan(b, x):
 
 
 def _max(b, x, y, eqn, pick_first):
-    """numpy's maximum/minimum: NaN wins, and ties keep the first operand."""
+    """numpy's maximum/minimum: NaN wins, and a tie gives the second operand
+    (only -0 and +0 tie unequal: maximum(-0., 0.) is 0., maximum(0., -0.)
+    is -0., in numpy and PyTorch alike)."""
     if not _floating(eqn):
         return b.select(b.icmp_signed(pick_first, x, y), x, y)
     ordered = b.select(b.fcmp_ordered(pick_first, x, y), x, y)
@@ -122,7 +124,7 @@ def _rounding(intrinsic):
 
 def _relu(b, args, eqn):
     (x,) = args
-    return _max(b, x, ir.Constant(x.type, 0.0 if _floating(eqn) else 0), eqn, ">=")
+    return _max(b, x, ir.Constant(x.type, 0.0 if _floating(eqn) else 0), eqn, ">")
 
 
 @dataclass(frozen=True)
@@ -155,8 +157,8 @@ _EXACT = {
     P.trunc: _rounding("llvm.trunc"),
     P.round_: _rounding("llvm.roundeven"),
     P.sqrt: lambda b, args, eqn: _intrinsic(b, "llvm.sqrt", args[0]),
-    P.maximum: lambda b, args, eqn: _max(b, *args, eqn, ">="),
-    P.minimum: lambda b, args, eqn: _max(b, *args, eqn, "<="),
+    P.maximum: lambda b, args, eqn: _max(b, *args, eqn, ">"),
+    P.minimum: lambda b, args, eqn: _max(b, *args, eqn, "<"),
     P.eq: _compare("==", "=="),
     P.ne: _compare("!=", "!="),
     P.lt: _compare("<", "<"),

@@ -11,9 +11,9 @@ with Taylor's series near 0, sigmoid (and float64's tanh) through exp,
 softplus as max(x, 0) + log1p(exp(-|x|)). float32's tanh and erf are each
 one rational function (tools/fit_rational.py); float64's erf evaluates
 Chebyshev series of erf(x)/x and erfc(x)*exp(x*x) (tools/fit_erf.py derives
-them) with Clenshaw's recurrence. sin and cos reduce by pi/2 (Cody-Waite) up to a limit beyond
-which the kernel falls back to numpy; pow goes through exp and log, in
-double-double for float64.
+them) with Clenshaw's recurrence. sin and cos reduce by pi/2 (Cody-Waite)
+up to a limit beyond which the kernel falls back to numpy; pow goes through
+exp and log, in double-double for float64.
 """
 
 from __future__ import annotations
