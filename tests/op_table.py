@@ -175,6 +175,14 @@ BINARY_SAMPLES = [
     S(r(3), 1.5),
 ]
 UNARY_SAMPLES = [S(r(3, 4)), S(r()), S(r(1, 5, 1))]
+# no quotient near an integer, where a remainder jumps by the divisor
+_DIVIDENDS = np.array([[-1.9, -0.45, 0.3, 1.75], [0.85, -1.2, 1.6, -0.1], [2.45, 0.55, -2.2, 0.95]])
+DIVISION_SAMPLES = [
+    S(_DIVIDENDS, np.array([0.7, -0.9, 1.3, -1.7])),
+    S(_DIVIDENDS, 0.75),
+    S(1.25, np.array([0.7, -0.9, 1.3, -1.7])),
+    S(np.array(-1.3), _DIVIDENDS + 3.0),
+]
 
 OPS = [
     # elementwise arithmetic
@@ -213,6 +221,37 @@ OPS = [
         fg.atan2,
         np.arctan2,
         [S(r(3, 4), r(3, 4)), S(r(3, 4), pos(4)), S(r(3), -1.5), S(r(), r(2, 3))],
+    ),
+    OpInfo("fmod", fg.fmod, np.fmod, DIVISION_SAMPLES),
+    OpInfo("remainder", lambda a, b: a % b, np.remainder, DIVISION_SAMPLES),
+    OpInfo("remainder_fn", fg.remainder, np.remainder, DIVISION_SAMPLES[:1]),
+    OpInfo(
+        "floor_divide",
+        lambda a, b: a // b,
+        np.floor_divide,
+        DIVISION_SAMPLES,
+        differentiable=False,
+    ),
+    OpInfo(
+        "div_floor",
+        lambda a, b: fg.div(a, b, rounding_mode="floor"),
+        np.floor_divide,
+        DIVISION_SAMPLES[:1],
+        differentiable=False,
+    ),
+    OpInfo(
+        "div_trunc",
+        lambda a, b: a.div(b, rounding_mode="trunc"),
+        lambda a, b: np.trunc(a / b),
+        DIVISION_SAMPLES[:2],
+        differentiable=False,
+    ),
+    OpInfo(
+        "integer_division",
+        lambda a, b: fg.stack([a // b, a % b, fg.fmod(a, b), fg.div(a, b, rounding_mode="trunc")]),
+        lambda a, b: np.stack([a // b, a % b, np.fmod(a, b), (a - np.fmod(a, b)) // b]),
+        [S(ints([[-7, 7, 0, 6], [9, -9, 5, -1]]), ints([2, -2, 3, -4])), S(ints([-7, 8]), 3)],
+        differentiable=False,
     ),
     OpInfo("rsqrt", fg.rsqrt, lambda x: 1 / np.sqrt(x), [S(pos(3, 4))]),
     OpInfo("sin", fg.sin, np.sin, UNARY_SAMPLES),

@@ -550,6 +550,47 @@ def test_elementwise_max_min_relu_and_sign_give_numpys_signed_zeros(dtype):
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
 
 
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
+def test_fmod_remainder_and_floor_divide_give_numpys_bits(dtype):
+    """The kernels' divisions with an integral quotient against numpy's, sign
+    bits included: every pair of signed zeros, infinities, NaN, subnormals,
+    huge and tiny values, and quotients that are integers up to rounding."""
+    specials = [0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, -7.5, 0.1, 1 / 3, 1e-30, -1e30]
+    specials += [np.inf, -np.inf, np.nan, 5e-324, 1e308, np.finfo(dtype.np).tiny]
+    with np.errstate(all="ignore"):
+        pairs = [v.ravel().astype(dtype.np) for v in np.meshgrid(specials, specials)]
+        rng = np.random.default_rng(7)
+        divisors = rng.standard_normal(3000).astype(dtype.np)
+        multiples = (rng.integers(-1000, 1000, 3000) * divisors).astype(dtype.np)
+        scattered = rng.standard_normal((2, 3000)) * 10.0 ** rng.integers(-4, 5, (2, 3000))
+        xs = np.concatenate([pairs[0], multiples, scattered[0].astype(dtype.np)])
+        ys = np.concatenate([pairs[1], divisors, scattered[1].astype(dtype.np)])
+        wants = [np.fmod(xs, ys), np.remainder(xs, ys), np.floor_divide(xs, ys)]
+    x, y = Var(xs.shape, dtype), Var(ys.shape, dtype)
+    builder = GraphBuilder()
+    with building(builder):
+        outs = [P.fmod(x, y), P.remainder(x, y), P.floor_divide(x, y)]
+    executor = Executor(Graph([x, y], builder.eqns, outs))
+    assert not [s for s in executor.steps if not isinstance(s, Launcher)]  # all in kernels
+    for got, want in zip(executor.run([xs, ys]), wants):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_integers_divided_by_zero_raise_eagerly_and_compiled():
+    """PyTorch's error, where numpy gives 0 (and the machine's division traps)."""
+    x, zero = fg.tensor([7, -7]), fg.tensor([3, 0])
+    compiled = fg.jit(lambda a, b: (a // b, a % b, fg.fmod(a, b)))
+    for _ in range(3):  # traced, then run compiled
+        got = compiled(x, fg.tensor([3, -2]))
+        assert [g.tolist() for g in got] == [[2, 3], [1, -1], [1, -1]]
+    for divide in (lambda a, b: a // b, lambda a, b: a % b, fg.fmod, compiled):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            divide(x, zero)
+    with pytest.raises(TypeError, match="bool"):
+        fg.tensor([True]) % fg.tensor([True])
+
+
 @pytest.mark.parametrize("axes", [(0, 2, 3), (0, 3), (0, 1, 3)], ids=str)
 def test_reductions_of_leading_and_trailing_axes_run_in_two_kernels(axes):
     """A bias's gradient over (N, H, W) of (N, C, H, W): the trailing axes,

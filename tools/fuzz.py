@@ -926,6 +926,23 @@ def _binary(d: Draw):
     return f"{a.name} {op} fg.tensor({d.number()}, dtype=fg.{dtype})", [a]
 
 
+def _division(d: Draw):
+    """fmod, remainder and floor division. Their divisors are no round
+    numbers: a value an approximation computes an ulp apart eagerly and
+    compiled (a saturated 1.0) must not sit on a multiple, where the
+    remainder jumps by the divisor."""
+    a = d.pick()
+    divisor = d.rng.choice([0.7, -1.3, 2.9, 0.37])
+    form = d.rng.choice(["%", "//", "fmod", "tensor"])
+    if form == "fmod":
+        return f"fg.fmod({a.name}, {divisor})", [a]
+    if form == "tensor":
+        b = d.partner(a)
+        op = d.rng.choice(["%", "//"])
+        return f"{a.name} {op} (fg.abs({b.name}) + {abs(divisor)})", [a, b]
+    return f"{a.name} {form} {divisor}", [a]
+
+
 def _comparison(d: Draw):
     a = d.pick()
     op = d.rng.choice([">", "<", ">=", "<=", "==", "!="])
@@ -1404,6 +1421,7 @@ def _stacked_matmul(d: Draw):
 OP_KINDS = (  # (weight, drawer)
     (20, _unary),
     (20, _binary),
+    (3, _division),
     (5, _comparison),
     (7, _where),
     (2, _logical),

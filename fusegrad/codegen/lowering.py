@@ -124,6 +124,48 @@ def _rounding(intrinsic):
     return lower
 
 
+def _signed_zero(b, sign_of):
+    """0 with the sign bit of ``sign_of``."""
+    t = sign_of.type
+    fn = b.module.declare_intrinsic("llvm.copysign", [t], ir.FunctionType(t, [t, t]))
+    return b.call(fn, [ir.Constant(sign_of.type, 0.0), sign_of])
+
+
+def _floored_remainder(b, x, y):
+    """numpy's division of floats with the quotient floored: fmod's exact
+    remainder (the sign of x), moved by y where its sign differs from y's.
+    Returns that remainder and whether it moved."""
+    zero = ir.Constant(x.type, 0.0)
+    mod = b.frem(x, y)
+    nonzero = b.fcmp_unordered("!=", mod, zero)  # NaN counts as nonzero, as in C
+    differs = b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero))
+    moved = b.and_(nonzero, differs)
+    remainder = b.select(nonzero, b.select(moved, b.fadd(mod, y), mod), _signed_zero(b, y))
+    return mod, remainder, moved
+
+
+def _remainder(b, args, eqn):
+    return _floored_remainder(b, *args)[1]
+
+
+def _floor_divide(b, args, eqn):
+    """numpy's floor_divide of floats: (x - fmod(x, y)) / y is within
+    rounding of an integer; one less where the remainder moved, then
+    snapped to the nearest integer. A zero quotient keeps the sign of x / y,
+    and a zero divisor gives x / y (inf or nan)."""
+    x, y = args
+    zero, one = ir.Constant(x.type, 0.0), ir.Constant(x.type, 1.0)
+    mod, _, moved = _floored_remainder(b, x, y)
+    quotient = b.fdiv(b.fsub(x, mod), y)
+    quotient = b.select(moved, b.fsub(quotient, one), quotient)
+    floored = _intrinsic(b, "llvm.floor", quotient)
+    above_half = b.fcmp_ordered(">", b.fsub(quotient, floored), ir.Constant(x.type, 0.5))
+    snapped = b.select(above_half, b.fadd(floored, one), floored)
+    exact = b.fdiv(x, y)
+    result = b.select(b.fcmp_unordered("!=", quotient, zero), snapped, _signed_zero(b, exact))
+    return b.select(b.fcmp_ordered("==", y, zero), exact, result)
+
+
 def _relu(b, args, eqn):
     (x,) = args
     return _max(b, x, ir.Constant(x.type, 0.0 if _floating(eqn) else 0), eqn, ">")
@@ -296,6 +338,14 @@ for _prim, _function in ((P.sin, mathfns.sin), (P.cos, mathfns.cos)):
         accurate_within=mathfns.SIN_COS_FAST_LIMIT,
         precise=lambda b, args, eqn, name=_prim.name: _intrinsic(b, f"llvm.{name}", args[0]),
     )
+
+# Integers divided by zero raise (as PyTorch does), which only numpy's step can.
+for _prim, _emit in (
+    (P.fmod, lambda b, args, eqn: b.frem(*args)),
+    (P.remainder, _remainder),
+    (P.floor_divide, _floor_divide),
+):
+    LOWERINGS[_prim] = Lowering(_emit, applies=lambda eqn: eqn.out.dtype.is_floating_point)
 
 # Kernels accumulate these as they walk their operand (see ir/fusion.py).
 FUSED_REDUCTIONS = frozenset([P.reduce_sum, P.reduce_max, P.reduce_min])

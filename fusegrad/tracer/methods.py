@@ -59,6 +59,10 @@ Tensor.__mul__ = _operator(P.mul)
 Tensor.__rmul__ = _reflected(P.mul)
 Tensor.__truediv__ = _operator(P.div, floating=True)
 Tensor.__rtruediv__ = _reflected(P.div, floating=True)
+Tensor.__floordiv__ = _operator(P.floor_divide)
+Tensor.__rfloordiv__ = _reflected(P.floor_divide)
+Tensor.__mod__ = _operator(P.remainder)
+Tensor.__rmod__ = _reflected(P.remainder)
 Tensor.__pow__ = _forward(ops.pow)
 Tensor.__rpow__ = lambda self, other: (
     ops.pow(other, self) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
@@ -112,6 +116,9 @@ for _name in (
     "sub",
     "mul",
     "div",
+    "fmod",
+    "remainder",
+    "floor_divide",
     "pow",
     "clamp",
     "clip",
@@ -145,6 +152,8 @@ Tensor.__iadd__ = _forward(Tensor.add_)
 Tensor.__isub__ = _forward(Tensor.sub_)
 Tensor.__imul__ = _forward(Tensor.mul_)
 Tensor.__itruediv__ = _forward(Tensor.div_)
+Tensor.__ifloordiv__ = _forward(Tensor.floor_divide_)
+Tensor.__imod__ = _forward(Tensor.remainder_)
 
 
 def masked_fill_(self, mask, value):

@@ -126,26 +126,6 @@ def _arithmetic(op, reflected=False, floating=False):
     return method
 
 
-def _floor_divide(a, b):
-    """Python's ``//``: an int for ints (exact below 2**53, where Python code
-    computes sizes and counts), a float otherwise."""
-    integral = all(
-        v._dtype.category == dtypes.INTEGER if isinstance(v, Tensor) else _is_int(v) for v in (a, b)
-    )
-    quotient = (_as_float(a) / _as_float(b)).floor()
-    return quotient.to(dtypes.int64) if integral else quotient
-
-
-def _as_float(v):
-    if isinstance(v, Tensor):
-        return v if v._dtype is dtypes.float64 else v.to(dtypes.float64)
-    return float(v)
-
-
-def _modulo(a, b):
-    return a - _floor_divide(a, b) * b
-
-
 def _comparison(op):
     def method(self, other):
         if not isinstance(other, PYTHON_NUMBERS):
@@ -174,10 +154,10 @@ _OPERATORS = {
     "__rmul__": _arithmetic(operator.mul, reflected=True),
     "__truediv__": _arithmetic(operator.truediv, floating=True),
     "__rtruediv__": _arithmetic(operator.truediv, reflected=True, floating=True),
-    "__floordiv__": _arithmetic(_floor_divide),
-    "__rfloordiv__": _arithmetic(_floor_divide, reflected=True),
-    "__mod__": _arithmetic(_modulo),
-    "__rmod__": _arithmetic(_modulo, reflected=True),
+    "__floordiv__": _arithmetic(operator.floordiv),
+    "__rfloordiv__": _arithmetic(operator.floordiv, reflected=True),
+    "__mod__": _arithmetic(operator.mod),
+    "__rmod__": _arithmetic(operator.mod, reflected=True),
     "__pow__": _arithmetic(operator.pow),
     "__rpow__": _arithmetic(operator.pow, reflected=True),
     "__neg__": lambda self: traced(-self.tensor, self.origin, self.sources),

@@ -328,11 +328,23 @@ def rsub(input, other):
 
 
 @public
-def div(input, other):
-    return _binary(P.div, input, other, floating=True)
+def div(input, other, *, rounding_mode=None):
+    if rounding_mode is None:
+        return _binary(P.div, input, other, floating=True)
+    if rounding_mode == "floor":
+        return _binary(P.floor_divide, input, other)
+    if rounding_mode == "trunc":
+        if dtypes.result_type(_check_operand(input), _check_operand(other)).is_floating_point:
+            return P.trunc(_binary(P.div, input, other))
+        # integers: x - fmod(x, y) is a multiple of y, so its floored quotient is exact
+        return _binary(P.floor_divide, sub(input, _binary(P.fmod, input, other)), other)
+    raise RuntimeError(
+        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+        f"'{rounding_mode}'"
+    )
 
 
-true_divide = public(div, name="true_divide")
+true_divide = public(lambda input, other: div(input, other), name="true_divide")
 
 
 @public
@@ -1834,8 +1846,9 @@ for _alias, _name in (
 
 # The functions taking out= (as in PyTorch; their methods don't).
 for _name in (
-    "add sub mul multiply div divide true_divide pow neg negative abs sign exp log log1p "
-    "expm1 log2 log10 exp2 sqrt rsqrt sin cos tan tanh sigmoid erf floor ceil trunc round "
+    "add sub mul multiply div divide true_divide fmod remainder floor_divide pow neg negative "
+    "abs sign exp log log1p expm1 log2 log10 exp2 sqrt rsqrt sin cos tan tanh sigmoid erf "
+    "floor ceil trunc round "
     "clamp clip clamp_min clamp_max square reciprocal atan2 arctan2 maximum minimum where "
     "eq ne lt le gt ge logical_and logical_or logical_xor logical_not "
     "sum mean prod amax amin max min argmax argmin all any logsumexp "
