@@ -1,7 +1,8 @@
 """Native routines never reach outside their operands: every operand and
 result is placed against an inaccessible page (just after its last byte, or
 just before its first), so a read or write one element too far faults. The
-routines run in a child process, which a fault kills, naming the case."""
+routines run in a child process, which a fault kills, naming the case, their
+items in parts on three threads as while a program owns the cores."""
 
 import ctypes
 import mmap
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from fusegrad.codegen import convolution
-from fusegrad.runtime import routines
+from fusegrad.runtime import routines, threads
 from fusegrad.runtime.addresses import data_address
 
 _kept = []  # the child's mappings live as long as it does
@@ -95,19 +96,26 @@ def _child() -> None:
     rng = np.random.default_rng(0)
     for side in ("after", "before"):
 
-        def run(call, *operands, side=side):
+        def run(call, *operands, side=side, split=True):
             native, shape, dtype, sizes = call
             out = _guarded(shape, dtype, side)
-            native(*map(data_address, operands), data_address(out), data_address(sizes))
+            addresses = (*map(data_address, operands), data_address(out))
+            if split:
+                routines._over_items(native, addresses, sizes, out.size)
+            else:
+                native(*addresses, data_address(sizes))
             return out
 
         routines._run = run
+        routines.SPLIT_ELEMENTS = 0
+        os.environ["FUSEGRAD_NUM_THREADS"] = "3"
         for in_place in (True, False):  # convolutions read windows in place, or copied
             convolution.reads_windows_in_place = lambda in_place=in_place: in_place
             for dtype in (np.float32, np.float64):
                 for name, routine, arguments in _cases(dtype, side, rng):
                     print(side, np.dtype(dtype).name, name, f"in place: {in_place}", flush=True)
-                    routine(*arguments)
+                    with threads.own_cores():  # items in parts, three threads
+                        routine(*arguments)
     print("done", flush=True)
 
 

@@ -462,3 +462,73 @@ def test_convolution_is_the_same_eager_and_compiled(stride, windows_read):
     for _ in range(3):
         for got, want in zip(compiled(x, w), eager):
             np.testing.assert_array_equal(got.detach().numpy(), want)
+
+
+def test_routines_split_across_the_cores_give_the_bits_they_give_on_one(windows_read, monkeypatch):
+    """While a program owns the cores each routine's items (images, planes,
+    matrices, rows of tiles) split across threads, three here, odd counts
+    too: the same bits as on one thread. The filter gradient read in place
+    sums over the images: it is not split."""
+    from fusegrad.runtime import threads
+
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((7, 3, 12, 12)).astype(np.float32)
+    w = rng.standard_normal((5, 3 * 9)).astype(np.float32)
+    dy = rng.standard_normal((7, 5, 10, 10)).astype(np.float32)
+    a = rng.standard_normal((7, 6, 40)).astype(np.float32)
+    b = rng.standard_normal((7, 40, 24)).astype(np.float32)
+    tiles = rng.standard_normal((7, 3, 6, 6)).astype(np.float32)
+    cols = routines.windows(x, (3, 3), (1, 1), (1, 1))
+    calls = {
+        "windows_matmul": lambda: routines.windows_matmul(w, x, (3, 3)),
+        "windows_dots": lambda: routines.windows_dots(dy, x, (3, 3)),
+        "fold_matmul": lambda: routines.fold_matmul(w, dy, (12, 12), (3, 3)),
+        "windows": lambda: routines.windows(x, (3, 3), (2, 1), (1, 2)),
+        "fold": lambda: routines.fold(cols, (12, 12), (3, 3), (1, 1), (1, 1)),
+        "matmul": lambda: routines.matmul(a, b),
+        "take": lambda: routines.take_at_tile_max(x, x, (2, 2)),
+        "put": lambda: routines.put_at_tile_max(x, tiles, (2, 2)),
+    }
+    alone = {name: call() for name, call in calls.items()}
+    monkeypatch.setattr(routines, "SPLIT_ELEMENTS", 0)
+    monkeypatch.setenv("FUSEGRAD_NUM_THREADS", "3")
+    run = threads.run
+    for name, call in calls.items():
+        parts = []
+        monkeypatch.setattr(
+            threads, "run", lambda fn, many, parts=parts: parts.append(len(many)) or run(fn, many)
+        )
+        with threads.own_cores():
+            got = call()
+        assert parts == ([] if name == "windows_dots" and windows_read else [3] * len(parts))
+        assert parts or name == "windows_dots"
+        np.testing.assert_array_equal(got.view(np.uint32), alone[name].view(np.uint32))
+
+
+def test_a_program_of_convolutions_owns_the_cores_and_gives_blas_threads_back():
+    """LeNet-shaped work (convolutions, small linear layers) runs OpenBLAS on
+    one thread and splits the routines; an MLP's large products keep BLAS's
+    threads. OpenBLAS's thread count is as before once a call returns."""
+    from fusegrad.runtime import threads
+
+    conv = fg.jit(lambda x, w, v: (fg.nn.functional.conv2d(x, w).flatten(1) @ v).sum())
+    mlp = fg.jit(lambda x, v: (x @ v).relu().sum())
+    x = fg.randn(8, 1, 16, 16)
+    w, v = fg.randn(6, 1, 5, 5), fg.randn(6 * 12 * 12, 10)
+    conv(x, w, v)
+    mlp(fg.randn(512, 512), fg.randn(512, 512))
+    assert conv.lower(x, w, v).program.forward_executor.owns_cores
+    assert not mlp.lower(fg.randn(512, 512), fg.randn(512, 512)).program.forward_executor.owns_cores
+    blas = threads._openblas()
+    before = blas[1]() if blas else None
+    during = []
+    if blas:
+        original = routines.matmul
+        routines.ROUTINES[P.matmul] = lambda *a: during.append(blas[1]()) or original(*a)
+    try:
+        for _ in range(3):
+            conv(x, w, v)
+    finally:
+        routines.ROUTINES[P.matmul] = routines.matmul
+    if blas:
+        assert set(during) == {1} and blas[1]() == before

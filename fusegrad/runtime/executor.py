@@ -9,11 +9,15 @@ input layouts follow.
 
 from __future__ import annotations
 
+from math import prod
+
 from ..codegen.kernels import KernelCode
 from ..codegen.lowering import can_lower, can_lower_per_row
 from ..ir import primitives as P
 from ..ir.fusion import Kernel, partition, reductions_in_two_steps
 from ..ir.graph import Const, Graph, Var
+from ..ir.shapes import is_symbolic
+from . import routines, threads
 from .launch import Launcher, layout_of
 from .plan import Plan, step_inputs, step_results
 from .routines import run_equation
@@ -25,8 +29,12 @@ class Executor:
         steps = partition(reductions_in_two_steps(graph), can_lower, per_row=can_lower_per_row)
         # OpenBLAS's threads spin on the cores for a while after each matrix
         # product: beside products, a kernel's chunk on another core waits
-        # for one, so only far more work is worth splitting.
-        beside_blas = any(not isinstance(s, Kernel) and s.eqn.prim is P.matmul for s in steps)
+        # for one, so only far more work is worth splitting. A program whose
+        # products are mostly fusegrad's routines (a LeNet's convolutions)
+        # runs BLAS on one thread instead, and splits routines and kernels.
+        blas, own = _multiply_adds([s.eqn for s in steps if not isinstance(s, Kernel)])
+        self.owns_cores = own > blas
+        beside_blas = blas > 0 and not self.owns_cores
         self.steps = [
             Launcher(KernelCode(step), beside_blas) if isinstance(step, Kernel) else step.eqn
             for step in steps
@@ -53,6 +61,12 @@ class Executor:
         return [step.code for step in self.steps if isinstance(step, Launcher)]
 
     def run(self, inputs: list) -> list:
+        if self.owns_cores:
+            with threads.own_cores():
+                return self._run(inputs)
+        return self._run(inputs)
+
+    def _run(self, inputs: list) -> list:
         key = tuple([layout_of(a) for a in inputs])
         plan = self.plans.get(key)
         if plan is not None:
@@ -95,6 +109,38 @@ class Executor:
             for v in dead:
                 env.pop(v, None)
         return [read(v) for v in self.graph.outputs]
+
+
+def _multiply_adds(eqns: list) -> tuple:
+    """The multiply-adds of the matrix products among ``eqns`` that BLAS
+    computes, and of those fusegrad's routines compute (stacked small
+    products, convolutions); BLAS's are taken as infinite where a size is
+    symbolic."""
+    blas = own = 0
+    for eqn in eqns:
+        if eqn.prim not in _PRODUCTS:
+            continue
+        *operands, out = shapes = [v.shape for v in (*eqn.inputs, eqn.out)]
+        if any(is_symbolic(shape) for shape in shapes):
+            blas = float("inf")
+            continue
+        if eqn.prim is P.matmul:
+            work = prod(out) * operands[0][-1]
+            per_matrix = work // max(prod(out[:-2]), 1)
+            if len(operands[1]) < 3 or per_matrix > routines.MAX_PRODUCT:
+                blas += work
+                continue
+        elif eqn.prim is P.windows_matmul:
+            work = prod(out) * operands[0][1]
+        elif eqn.prim is P.windows_dots:
+            work = prod(operands[0]) * out[1]
+        else:  # fold_matmul
+            work = prod(operands[1]) * operands[0][1]
+        own += work
+    return blas, own
+
+
+_PRODUCTS = frozenset([P.matmul, P.windows_matmul, P.windows_dots, P.fold_matmul])
 
 
 def describe_layouts(key: tuple) -> str:

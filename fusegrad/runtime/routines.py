@@ -19,10 +19,10 @@ _FLOATS = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
 
 
 def fold(cols: np.ndarray, size, kernel, stride, dilation) -> np.ndarray:
-    """``P.fold`` (col2im) by the native routine, on this thread: a fold is a
-    convolution's input gradient, beside matrix products, whose OpenBLAS
-    threads hold the other cores (on two threads LeNet's took 0.6 ms, on one
-    0.27)."""
+    """``P.fold`` (col2im) by the native routine, on this thread unless a
+    program owns the cores: a fold is a convolution's input gradient, beside
+    matrix products, whose OpenBLAS threads hold the other cores (on two
+    threads LeNet's took 0.6 ms, on one 0.27)."""
     return _by_routine(
         P.fold, _fold_call, cols, size=size, kernel=kernel, stride=stride, dilation=dilation
     )
@@ -37,7 +37,7 @@ def _fold_call(cols, size, kernel, stride, dilation):
 
 
 def windows(x: np.ndarray, kernel, stride, dilation) -> np.ndarray:
-    """``P.windows`` (im2col) by the native routine, on this thread (as ``fold``)."""
+    """``P.windows`` (im2col) by the native routine, threaded as ``fold``."""
     return _by_routine(P.windows, _windows_call, x, kernel=kernel, stride=stride, dilation=dilation)
 
 
@@ -265,17 +265,44 @@ def _by_routine(prim, prepare, *operands, **params) -> np.ndarray:
     call = _prepared(key, lambda: prepare(*operands, **params))
     if call is None:
         return prim.impl(*operands, **params)
-    return _run(call, *operands)
+    return _run(call, *operands, split=prim is not P.windows_dots)  # it sums over the images
 
 
-def _run(call, *operands) -> np.ndarray:
+def _run(call, *operands, split=True) -> np.ndarray:
     """A prepared routine on C-contiguous copies of ``operands`` (where they
-    are not), into a new result."""
+    are not), into a new result; its items split across the cores while a
+    program owns them, unless ``split`` is False (items summed into one
+    result)."""
     native, shape, dtype, sizes = call
     arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in operands]
     out = np.empty(shape, dtype)
-    native(*map(data_address, arrays), data_address(out), data_address(sizes))
+    addresses = (*map(data_address, arrays), data_address(out))
+    if split:
+        _over_items(native, addresses, sizes, out.size)
+    else:
+        native(*addresses, data_address(sizes))
     return out
+
+
+# Result elements from which a routine's items split across the cores (when
+# a program owns them): handing a part to another thread costs some 50-60 us.
+SPLIT_ELEMENTS = 1 << 15
+
+
+def _over_items(native, addresses: tuple, sizes: np.ndarray, elements: int) -> None:
+    """``native(*addresses, sizes)``, whose sizes begin with the range of
+    items it computes (each its own part of the result), in parts across
+    the cores when there are ``elements`` enough."""
+    begin, end = int(sizes[0]), int(sizes[1])
+    parts = min(threads.routines_split(), end - begin) if elements >= SPLIT_ELEMENTS else 1
+    if parts < 2:
+        native(*addresses, data_address(sizes))
+        return
+    step = -(-(end - begin) // parts)
+    ranges = [sizes.copy() for _ in range(begin, end, step)]  # alive until the parts finish
+    for start, part in zip(range(begin, end, step), ranges):
+        part[0], part[1] = start, min(start + step, end)
+    threads.run(native, [(*addresses, data_address(part)) for part in ranges])
 
 
 def scatter_add(v: np.ndarray, *indices, spec, shape) -> np.ndarray:
@@ -329,8 +356,9 @@ def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     would make one BLAS call per matrix: a LeNet's convolutions ran 1.3-5x
     faster (codegen/gemm.py). One matrix, or stacked ones times one matrix
     (a single product of all their rows, see the primitive), goes to BLAS.
-    The routine runs on this thread: split across two, LeNet's step took 10%
-    longer (the other core holds BLAS's spinning thread)."""
+    The routine runs on this thread unless a program owns the cores (see
+    ``threads.own_cores``): split beside BLAS's spinning thread, LeNet's
+    step took 10% longer."""
     threads.adapt_blas_to_load()
     if y.ndim < 3:
         return P.matmul.impl(x, y)
@@ -340,7 +368,7 @@ def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return P.matmul.impl(x, y)
     native, shape, arguments = call
     out = np.empty(shape, x.dtype)
-    native(data_address(x), data_address(y), data_address(out), data_address(arguments))
+    _over_items(native, (data_address(x), data_address(y), data_address(out)), arguments, out.size)
     return out
 
 

@@ -7,6 +7,7 @@ kernels and matrix products: numpy's OpenBLAS gets as many threads; set to
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -30,6 +31,10 @@ def renew_in_forked_child(owner) -> None:
 def _forked_in_child() -> None:
     _pools.clear()  # a kernel split across them waited for work no thread would run
     _load.lock = threading.Lock()
+    _owned.lock = threading.Lock()
+    if _owned.blas_threads is not None:  # owned by programs on the parent's threads
+        limit_blas(_owned.blas_threads)
+    _owned.depth, _owned.blas_threads = 0, None
     for owner in list(_renewed_in_child):
         owner.forked_in_child()
 
@@ -176,7 +181,9 @@ def adapt_blas_to_load() -> None:
     and on its own count again once they stop: read every SAMPLE_SECONDS,
     at the matrix product after (a clock read the other times)."""
     now = time.monotonic()
-    if now < _load.next_reading or not _load.lock.acquire(blocking=False):
+    if now < _load.next_reading or _owned.depth:
+        return
+    if not _load.lock.acquire(blocking=False):
         return
     try:
         _load.next_reading = now + SAMPLE_SECONDS
@@ -200,6 +207,47 @@ def adapt_blas_to_load() -> None:
         _load.reading = reading
     finally:
         _load.lock.release()
+
+
+class _Owned:
+    """How many programs run with the cores to themselves (``own_cores``),
+    and OpenBLAS's thread count to give back when the last one ends."""
+
+    def __init__(self):
+        self.depth = 0
+        self.blas_threads = None
+        self.lock = threading.Lock()
+
+
+_owned = _Owned()
+
+
+@contextlib.contextmanager
+def own_cores():
+    """While a program runs whose matrix products are mostly fusegrad's own
+    routines (a convolution's, stacked small matrices), OpenBLAS runs its
+    products on one thread, and the routines split across the cores. After
+    each product OpenBLAS's worker spins on its core for a while: a routine
+    split beside it waited for that core (LeNet's step took 1.5x as long)."""
+    functions = _openblas()
+    with _owned.lock:
+        if _owned.depth == 0 and functions is not None:
+            _owned.blas_threads = functions[1]()
+            functions[0](1)
+        _owned.depth += 1
+    try:
+        yield
+    finally:
+        with _owned.lock:
+            _owned.depth -= 1
+            if _owned.depth == 0 and _owned.blas_threads is not None:
+                functions[0](_owned.blas_threads)
+                _owned.blas_threads = None
+
+
+def routines_split() -> int:
+    """Across how many threads a routine's items split now (1: none)."""
+    return count() if _owned.depth else 1
 
 
 if os.environ.get("FUSEGRAD_NUM_THREADS", "auto") != "auto":
