@@ -85,6 +85,7 @@ UNIT_WINDOWS = [
     (2, 3, (6, 33), 3, (4, 2)),
     (3, 2, (5, 16), 2, (1, 12)),  # a kernel row of more taps than a block's
     (0, 2, (6, 6), 3, (3, 3)),  # no images: the filters' gradient is zeros
+    (4, 3, (8, 9), 40, (3, 3)),  # many filters, few positions: copied, products across filters
 ]
 
 
@@ -170,14 +171,22 @@ def test_image_gradient_takes_a_filters_inf_or_nan_only_where_its_tap_reaches(wi
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
 
 
-def test_filter_gradient_from_copied_windows_sums_the_images_a_group_at_a_time(monkeypatch):
+@pytest.mark.parametrize("filters, width", [(3, 40), (40, 8)], ids=["along", "across"])
+def test_filter_gradient_from_copied_windows_sums_the_images_a_group_at_a_time(
+    filters, width, monkeypatch
+):
+    """Products along the positions, and (many filters, few positions)
+    across the filters."""
     monkeypatch.setattr(convolution, "reads_windows_in_place", lambda: False)
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((7, 2, 9, 40))
-    dy = rng.standard_normal((7, 3, 7, 38))
+    x = rng.standard_normal((7, 2, 9, width))
+    dy = rng.standard_normal((7, filters, 7, width - 2))
     want = P.windows_dots.impl(dy, x, kernel=(3, 3))
-    monkeypatch.setattr(routines, "PRODUCTS_HELD", 3 * 18 * 8 * 3)  # three images' products
-    np.testing.assert_allclose(routines.windows_dots(dy, x, (3, 3)), want, rtol=1e-12)
+    three_images = 3 * filters * 18 * 8  # bytes of three images' products
+    monkeypatch.setattr(routines, "PRODUCTS_HELD", three_images)
+    got = routines.windows_dots(dy, x, (3, 3))
+    assert got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("channels, filters", [(0, 3), (2, 0)])

@@ -84,14 +84,27 @@ def windows_dots(dy: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
         return P.windows_dots.impl(dy, x, kernel=kernel)
     cols, _ = _copied_windows(x, kernel)
     images, filters = dy.shape[:2]
-    gradient = dy.reshape(images, filters, cols.shape[2])
-    image_products = filters * cols.shape[1] * dy.itemsize  # bytes; none without filters or taps
+    taps, positions = cols.shape[1:]
+    gradient = dy.reshape(images, filters, positions)
+    vector = gemm.lanes(dy.dtype.name)
+    # Each filter's dot with each tap's windows runs along the positions,
+    # summed across lanes at its end: with few positions that sum is much
+    # of the work, and the product the other way round (the taps' windows
+    # times the gradient transposed, vectors along the filters) is faster
+    # (LeNet's second layer, 100 positions and 16 filters: 1.6 -> 0.9 ms).
+    across_filters = filters >= 2 * vector and positions < 32 * vector
+    if across_filters:
+        gradient = np.ascontiguousarray(gradient.transpose(0, 2, 1))
+    image_products = filters * taps * dy.itemsize  # bytes; none without filters or taps
     group = max(1, PRODUCTS_HELD // max(image_products, 1))
-    total = np.zeros((filters, cols.shape[1]), dy.dtype)
+    total = np.zeros((taps, filters) if across_filters else (filters, taps), dy.dtype)
     for start in range(0, images, group):
         part = slice(start, start + group)
-        total += matmul(gradient[part], cols[part].transpose(0, 2, 1)).sum(0)
-    return total
+        if across_filters:
+            total += matmul(cols[part], gradient[part]).sum(0)
+        else:
+            total += matmul(gradient[part], cols[part].transpose(0, 2, 1)).sum(0)
+    return np.ascontiguousarray(total.T) if across_filters else total
 
 
 def fold_matmul(w: np.ndarray, dy: np.ndarray, size, kernel) -> np.ndarray:
