@@ -453,6 +453,29 @@ def test_stacked_products_carry_nan_and_inf_as_numpy():
     np.testing.assert_array_equal(routines.matmul(x_deep, y_transposed), want)
 
 
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_products_of_a_short_depth_copy_y_to_take_the_rows_form(np_dtype):
+    """Attention's q @ k^T: y's columns strided, its depth contiguous and
+    short. y is copied C-contiguous and the product taken along the
+    columns; with a long depth (or few rows to share the copy) y is read
+    where it is, along the depth."""
+    rng = np.random.default_rng(16)
+    lanes = routines.gemm.lanes(np.dtype(np_dtype).name)
+    qkv = rng.standard_normal((3, 40, 3, 2, 4 * lanes)).astype(np_dtype)
+    q, k = qkv[:, :, 0].transpose(0, 2, 1, 3), qkv[:, :, 1].transpose(0, 2, 1, 3)
+    deep = rng.standard_normal((3, 2, 40, 40 * lanes)).astype(np_dtype)
+    few = rng.standard_normal((3, 2, lanes, 4 * lanes)).astype(np_dtype)
+    wide = rng.standard_normal((3, 2, 200, 4 * lanes)).astype(np_dtype)
+    tolerance = 2e-5 if np_dtype == np.float32 else 1e-12
+    for x, y, copied in [(q, k, True), (deep, deep, False), (few, wide, False)]:
+        y = y.transpose(0, 1, 3, 2)
+        assert routines._stacked_product(x, y)[0] == "dots"
+        assert routines._product_call(x, y)[3] is copied
+        want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+        got = routines.matmul(x, y)
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * x.shape[-1])
+
+
 @pytest.mark.parametrize("stride", [1, 2], ids=["stride-1", "stride-2"])
 def test_convolution_is_the_same_eager_and_compiled(stride, windows_read):
     """Eager mode and the compiled plan both run the same routines, forward

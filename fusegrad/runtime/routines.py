@@ -376,22 +376,36 @@ def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if y.ndim < 3:
         return P.matmul.impl(x, y)
     key = (P.matmul, x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
-    call = _prepared(key, lambda: _product_call(x, y))  # any strides: no copies
+    call = _prepared(key, lambda: _product_call(x, y))
     if call is None:
         return P.matmul.impl(x, y)
-    native, shape, arguments = call
+    native, shape, arguments, copied = call
+    if copied:
+        y = np.ascontiguousarray(y)
     out = np.empty(shape, x.dtype)
     _over_items(native, (data_address(x), data_address(y), data_address(out)), arguments, out.size)
     return out
 
 
 def _product_call(x: np.ndarray, y: np.ndarray):
-    """The routine, result shape and size arguments for x @ y, or None."""
+    """The routine, result shape, size arguments and whether y is copied
+    C-contiguous first, for x @ y; or None. The ``dots`` form sums each
+    result element across lanes at its end: with a short depth that sum
+    is much of the work, and where there are rows enough to share the
+    copy, copying y so its columns are contiguous and taking the ``rows``
+    form is faster (attention's q @ k^T over 64 positions, heads of 32:
+    1.0 -> 0.58 ms with the copy; of 64: 1.67 -> 1.28)."""
     layout = _stacked_product(x, y) if x.dtype == y.dtype else None
     if layout is None:
         return None
     form, shape, sizes = layout
-    return gemm.matmul(form, x.dtype.name), shape, np.array(sizes, np.int64)
+    (rows, depth), columns, vector = x.shape[-2:], y.shape[-1], gemm.lanes(x.dtype.name)
+    copied = form == "dots" and min(rows, columns) >= 2 * vector and depth < 32 * vector
+    if copied:
+        strides = np.cumprod((1, *y.shape[:0:-1]))[::-1] * y.itemsize
+        contiguous = np.lib.stride_tricks.as_strided(y, y.shape, tuple(strides))  # never read
+        form, shape, sizes = _stacked_product(x, contiguous)
+    return gemm.matmul(form, x.dtype.name), shape, np.array(sizes, np.int64), copied
 
 
 def _stacked_product(x: np.ndarray, y: np.ndarray):
