@@ -476,10 +476,12 @@ div = Primitive(
 div.defvjp(x=lambda g, y: g / y, y=lambda g, x, y: -(g * x) / (y * y))
 
 
-def _integer_division(name, ufunc):
-    """ufunc, raising PyTorch's error for an integer divided by zero (numpy
-    gives 0 and warns); floats divided by zero give numpy's inf and nan.
-    Booleans are refused before numpy makes int8 of them."""
+def _division(name):
+    """A division with an integral quotient, exact as C's fmod is: numpy's
+    ufunc of that name, raising PyTorch's error for an integer divided by
+    zero (numpy gives 0 and warns); floats divided by zero give numpy's inf
+    and nan. Booleans are refused before numpy makes int8 of them."""
+    ufunc = getattr(np, name)
 
     def impl(x, y):
         if x.dtype.kind == "b":
@@ -488,39 +490,16 @@ def _integer_division(name, ufunc):
             raise RuntimeError("ZeroDivisionError")
         return ufunc(x, y)
 
-    return impl
+    rule = _binary_rule(name, require=(dtypes.FLOATING, dtypes.INTEGER))
+    return Primitive(name, impl, rule, inputs=("x", "y"), elementwise=True, public="same")
 
 
-# The three divisions with an integral quotient, exact as C's fmod is:
 # fmod's remainder has the sign of x (the quotient truncated), remainder's
-# the sign of y (the quotient floored, Python's % and //).
-fmod = Primitive(
-    "fmod",
-    _integer_division("fmod", np.fmod),
-    _binary_rule("fmod", require=(dtypes.FLOATING, dtypes.INTEGER)),
-    inputs=("x", "y"),
-    elementwise=True,
-    public="same",
-)
+# the sign of y (the quotient floored: Python's % and //).
+fmod = _division("fmod")
 fmod.defvjp(x=lambda g: g, y=lambda g, x, y: -(g * trunc(x / y)))
-
-floor_divide = Primitive(
-    "floor_divide",
-    _integer_division("floor_divide", np.floor_divide),
-    _binary_rule("floor_divide", require=(dtypes.FLOATING, dtypes.INTEGER)),
-    inputs=("x", "y"),
-    elementwise=True,
-    public="same",
-)  # piecewise constant: no rule
-
-remainder = Primitive(
-    "remainder",
-    _integer_division("remainder", np.remainder),
-    _binary_rule("remainder", require=(dtypes.FLOATING, dtypes.INTEGER)),
-    inputs=("x", "y"),
-    elementwise=True,
-    public="same",
-)
+floor_divide = _division("floor_divide")  # piecewise constant: no rule
+remainder = _division("remainder")
 remainder.defvjp(x=lambda g: g, y=lambda g, x, y: -(g * floor_divide(x, y)))
 
 # The where() masks give PyTorch's values at 0**0 and at log(0) * 0.
