@@ -101,9 +101,10 @@ def windows_dots(dy: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
     for start in range(0, images, group):
         part = slice(start, start + group)
         if across_filters:
-            total += matmul(cols[part], gradient[part]).sum(0)
+            left, right = cols[part], gradient[part]
         else:
-            total += matmul(gradient[part], cols[part].transpose(0, 2, 1)).sum(0)
+            left, right = gradient[part], cols[part].transpose(0, 2, 1)
+        total += matmul(left, right).sum(0)
     return np.ascontiguousarray(total.T) if across_filters else total
 
 
@@ -401,10 +402,8 @@ def _product_call(x: np.ndarray, y: np.ndarray):
     form, shape, sizes = layout
     (rows, depth), columns, vector = x.shape[-2:], y.shape[-1], gemm.lanes(x.dtype.name)
     copied = form == "dots" and min(rows, columns) >= 2 * vector and depth < 32 * vector
-    if copied:
-        strides = np.cumprod((1, *y.shape[:0:-1]))[::-1] * y.itemsize
-        contiguous = np.lib.stride_tricks.as_strided(y, y.shape, tuple(strides))  # never read
-        form, shape, sizes = _stacked_product(x, contiguous)
+    if copied:  # the layout of the copy each call makes
+        form, shape, sizes = _stacked_product(x, np.ascontiguousarray(y))
     return gemm.matmul(form, x.dtype.name), shape, np.array(sizes, np.int64), copied
 
 
