@@ -1144,6 +1144,37 @@ def test_the_cache_keeps_the_most_recently_used_programs():
     assert f.cache_info().hits == 1
 
 
+OUTPUTS_THE_PASSES_MERGE = {
+    "x * 1 is x": lambda x: x * 1,
+    "x / 1 and x - 0": lambda x: (x / 1, x - 0),
+    "two equal expressions": lambda x: (x * 2, x * 2),
+    "a constant": lambda x: fg.ones(3) + 0,
+    "a view beside a copy": lambda x: (x.detach(), x * 1, x.reshape(3)),
+}
+
+
+@pytest.mark.parametrize("fn", OUTPUTS_THE_PASSES_MERGE.values(), ids=OUTPUTS_THE_PASSES_MERGE)
+def test_writing_into_an_output_changes_what_it_changes_eagerly(fn):
+    """Simplification makes x * 1 the value x and two equal expressions one
+    value; the outputs a function returned as tensors of their own are
+    still distinct arrays (they shared the input's, or each other's, or a
+    constant's, and a write into one changed the others and later calls)."""
+
+    def after_writing(f, k):
+        x = fg.ones(3)
+        seen = []
+        for _ in range(3):
+            outputs = f(x)
+            outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+            outputs[k].add_(1)
+            seen.append([x.tolist()] + [o.tolist() for o in outputs])
+        return seen
+
+    count = len(fn(fg.ones(3))) if isinstance(fn(fg.ones(3)), tuple) else 1
+    for k in range(count):
+        assert after_writing(fg.jit(fn), k) == after_writing(fn, k)
+
+
 W_GLOBAL = fg.ones(2)
 
 

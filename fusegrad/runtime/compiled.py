@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import primitives as P
 from ..ir.autodiff import active_values, adjoint, backward_reading, partition
 from ..ir.fusion import is_elementwise
-from ..ir.graph import Const, Graph, Var, format_graph, type_string, verify
+from ..ir.graph import Const, Eqn, Graph, Var, format_graph, type_string, verify
 from ..ir.simplify import simplify, without_stop_gradients
 from ..tracer.numbers import TracedNumber
 from ..tracer.pyrandom import Divergence, Draws, same_result
@@ -82,7 +83,14 @@ class Program:
         if self.makes_node and not self.graph_freed:
             residuals = self._derive_backward(graph, trace.stopped)
         forward = Graph(graph.inputs, graph.eqns, outputs + extras + residuals)
-        self.forward = simplify(without_stop_gradients(forward))
+        inputs = [t._data if isinstance(t, Tensor) else None for t in args] + [
+            c.tensor._data if c.read is None and c.draw is None else None for c in self.captured
+        ]
+        self.forward = _outputs_of_their_own(
+            simplify(without_stop_gradients(forward)),
+            [t._data for t in output_tensors],
+            inputs,
+        )
         verify(self.forward)
         inputs_kept = set(self.forward.inputs)
         self.saved = [
@@ -428,6 +436,34 @@ def _as_tensor(value, var):
     if isinstance(value, TracedNumber):
         return value.operand(var.dtype)
     return constant_array(np.asarray(value, var.dtype.np), var.dtype)
+
+
+def _outputs_of_their_own(graph: Graph, arrays: list, inputs: list) -> Graph:
+    """``graph`` with a copy made of each of its first ``len(arrays)``
+    outputs that the passes turned into a constant, an input or another
+    output where the traced function returned a tensor of its own (``x * 1``
+    is ``x``, two equal expressions are one value): writing into one output
+    must change nothing else, as eagerly. ``arrays``: the outputs' arrays in
+    the trace; ``inputs``: the inputs' (None for numbers)."""
+    position = {v: i for i, v in enumerate(graph.inputs)}
+    eqns, outputs = list(graph.eqns), list(graph.outputs)
+    returned: dict = {}  # value -> the outputs that are it
+    for k, v in enumerate(outputs[: len(arrays)]):
+        if isinstance(v, Const):
+            shared = False
+        elif v in position:
+            source = inputs[position[v]]
+            shared = source is not None and np.may_share_memory(arrays[k], source)
+        else:
+            shared = True
+        if shared and all(np.may_share_memory(arrays[k], arrays[j]) for j in returned.get(v, ())):
+            returned.setdefault(v, []).append(k)
+            continue
+        outputs[k] = Var(v.shape, v.dtype)
+        eqns.append(Eqn(P.convert, (v,), {"dtype": v.dtype}, outputs[k]))
+    if len(eqns) == len(graph.eqns):
+        return graph
+    return Graph(graph.inputs, eqns, outputs)
 
 
 def _graph_freed(node) -> bool:
