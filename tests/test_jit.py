@@ -1144,34 +1144,45 @@ def test_the_cache_keeps_the_most_recently_used_programs():
     assert f.cache_info().hits == 1
 
 
-OUTPUTS_THE_PASSES_MERGE = {
+OUTPUTS_SHARING_MEMORY = {
     "x * 1 is x": lambda x: x * 1,
     "x / 1 and x - 0": lambda x: (x / 1, x - 0),
     "two equal expressions": lambda x: (x * 2, x * 2),
-    "a constant": lambda x: fg.ones(3) + 0,
-    "a view beside a copy": lambda x: (x.detach(), x * 1, x.reshape(3)),
+    "a constant": lambda x: fg.ones(2, 3) + 0,
+    "a slice times 1": lambda x: x[1:] * 1,
+    "a broadcast times 1": lambda x: x[0].expand(4, 3) * 1,
+    "a value and its view": lambda x: (lambda y: (y, y.t(), y * 1))(x * 2),
+    "the input": lambda x: x,
+    "the input changed in place": lambda x: x.mul_(3),  # given as it is, not as a view
+    "views of the input": lambda x: (x.t(), x[1], x.reshape(3, 2), x.detach(), x[0][1:]),
+    "a view of a view given": lambda x: x.t()[1],
 }
 
 
-@pytest.mark.parametrize("fn", OUTPUTS_THE_PASSES_MERGE.values(), ids=OUTPUTS_THE_PASSES_MERGE)
-def test_writing_into_an_output_changes_what_it_changes_eagerly(fn):
-    """Simplification makes x * 1 the value x and two equal expressions one
-    value; the outputs a function returned as tensors of their own are
-    still distinct arrays (they shared the input's, or each other's, or a
-    constant's, and a write into one changed the others and later calls)."""
+@pytest.mark.parametrize("name", OUTPUTS_SHARING_MEMORY)
+def test_writing_into_an_output_changes_what_it_changes_eagerly(name):
+    """Outputs share memory with the inputs, each other or a constant
+    exactly where eager's do: simplification makes x * 1 the value x, two
+    equal expressions one value, numpy's view steps return views (each
+    output a tensor of its own eagerly); and an input, or a view of one,
+    returned is that input or a view of it again, so writes reach it."""
+
+    fn = OUTPUTS_SHARING_MEMORY[name]
 
     def after_writing(f, k):
-        x = fg.ones(3)
+        base = fg.ones(3, 2)
+        x = base if "in place" in name else base.t()  # a view given: its writes reach base
         seen = []
         for _ in range(3):
             outputs = f(x)
             outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-            outputs[k].add_(1)
-            seen.append([x.tolist()] + [o.tolist() for o in outputs])
+            outputs[k].fill_(5)
+            seen.append([base.tolist()] + [o.tolist() for o in outputs])
+            base.copy_(fg.arange(6.0).reshape(3, 2))
         return seen
 
-    count = len(fn(fg.ones(3))) if isinstance(fn(fg.ones(3)), tuple) else 1
-    for k in range(count):
+    outputs = fn(fg.ones(3, 2) if "in place" in name else fg.ones(2, 3))
+    for k in range(len(outputs) if isinstance(outputs, tuple) else 1):
         assert after_writing(fg.jit(fn), k) == after_writing(fn, k)
 
 

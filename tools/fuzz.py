@@ -313,7 +313,36 @@ def check_values(program, make_inputs, precision, calls=3):
         problems += unchanged(
             f"values, {series} inputs", same, snapshot(make_inputs()), "input-modified"
         )
+    want = eager(write_effects, program, make_inputs)
+    got = write_effects(compiled, make_inputs)  # the last series' program, called again
+    # a write eager refuses (into a broadcast) may succeed compiled: it changes no other value
+    got = [g if w is not None else None for g, w in zip(got, want)]
+    if got != want:
+        problems.append(
+            ("aliased", f"values: writing into each output changed {got}, eagerly {want}")
+        )
     return problems
+
+
+def write_effects(function, make_inputs):
+    """For each output in turn, written into: which of the inputs and
+    outputs it changed (None: the write was refused). Compiled outputs
+    share memory with inputs or each other where eager's do, and only there."""
+    args = make_inputs()
+    outputs = [o for o in as_list(function(*args)) if isinstance(o, fg.Tensor)]
+    tensors = [t for t in list(args) + outputs if isinstance(t, fg.Tensor)]
+    effects = []
+    for output in outputs:
+        before = snapshot(tensors)
+        try:
+            with fg.no_grad():
+                output.fill_(3)
+        except (RuntimeError, ValueError, TypeError):
+            effects.append(None)
+            continue
+        after = snapshot(tensors)
+        effects.append([not np.array_equal(b, a, equal_nan=True) for b, a in zip(before, after)])
+    return effects
 
 
 def differentiable_positions(outputs):
@@ -530,10 +559,10 @@ def executor_runs(program, make_inputs, calls, seed):
 
     traced = fg.jit(program).lower(*make_inputs(requires_grad=True)).program
     forward, backward = traced.forward, traced.backward
-    outputs = forward.outputs[: traced.num_outputs]
+    types = traced.output_types  # (the forward returns an input for an output that is its view)
     cotangents = [
-        c.astype(v.dtype.np)
-        for c, v in zip(random_arrays([v.shape for v in outputs], seed), outputs)
+        c.astype(dtype.np)
+        for c, (_, dtype) in zip(random_arrays([shape for shape, _ in types], seed), types)
     ]
     first_residual = traced.num_outputs + traced.num_extras
 

@@ -19,9 +19,10 @@ from ..ir import primitives as P
 from ..ir.autodiff import active_values, adjoint, backward_reading, partition
 from ..ir.fusion import is_elementwise
 from ..ir.graph import Const, Eqn, Graph, Var, format_graph, type_string, verify
-from ..ir.simplify import simplify, without_stop_gradients
+from ..ir.simplify import dce, simplify, without_stop_gradients
 from ..tracer.numbers import TracedNumber
 from ..tracer.pyrandom import Divergence, Draws, same_result
+from ..tracer.symbolic import evaluated
 from ..tracer.tensor import Tensor, constant_array, recording
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
@@ -83,13 +84,24 @@ class Program:
         if self.makes_node and not self.graph_freed:
             residuals = self._derive_backward(graph, trace.stopped)
         forward = Graph(graph.inputs, graph.eqns, outputs + extras + residuals)
-        inputs = [t._data if isinstance(t, Tensor) else None for t in args] + [
-            c.tensor._data if c.read is None and c.draw is None else None for c in self.captured
+        inputs = list(args) + [
+            c.tensor if c.read is None and c.draw is None else None for c in self.captured
         ]
+        self.view_outputs = _views_of_inputs(output_tensors, inputs, self.output_requires_grad)
+        if trace.binding is not None:  # the steps' sizes are symbols: this program's values
+            self.view_outputs = [
+                (
+                    k,
+                    i,
+                    tuple((prim, evaluated(params, trace.binding), o) for prim, params, o in steps),
+                )
+                for k, i, steps in self.view_outputs
+            ]
         self.forward = _outputs_of_their_own(
             simplify(without_stop_gradients(forward)),
             [t._data for t in output_tensors],
-            inputs,
+            [t._data if isinstance(t, Tensor) else None for t in inputs],
+            {k: i for k, i, _ in self.view_outputs},
         )
         verify(self.forward)
         inputs_kept = set(self.forward.inputs)
@@ -100,7 +112,9 @@ class Program:
         ]  # what the backward reads beyond the inputs, kept alive by the node
         self.forward_executor = Executor(self.forward)
         self.communicates = any(eqn.prim.collective for eqn in self.forward.eqns)
-        self.output_dtypes = [v.dtype for v in self.forward.outputs[: self.num_outputs]]
+        # (the forward's outputs: an input in place of an output taken as its view)
+        self.output_types = [(v.shape, v.dtype) for v in outputs]
+        self.output_dtypes = [dtype for _, dtype in self.output_types]
 
     def _side_effects(self, trace) -> list:
         """The values the forward computes beside the outputs: the guards'
@@ -252,6 +266,8 @@ class Program:
             if self.mutated or self.grad_targets:
                 self._write_back(args, located, extras[len(self.guards) :], arrays)
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
+        for k, i, steps in self.view_outputs:
+            outputs[k] = _view((args + captured)[i], steps)
         if self.makes_node:
             node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
             if self.graph_freed:
@@ -371,7 +387,7 @@ class Program:
         values = self.forward_executor.run(self._arrays(list(args) + captured))
         if self.backward is not None:
             residuals = values[self.num_outputs + self.num_extras :]
-            ones = [np.ones(v.shape, v.dtype.np) for v in self.forward.outputs[: self.num_outputs]]
+            ones = [np.ones(shape, dtype.np) for shape, dtype in self.output_types]
             self.backward_executor.run(residuals + ones)
 
     @property
@@ -438,32 +454,91 @@ def _as_tensor(value, var):
     return constant_array(np.asarray(value, var.dtype.np), var.dtype)
 
 
-def _outputs_of_their_own(graph: Graph, arrays: list, inputs: list) -> Graph:
+def _views_of_inputs(outputs: list, inputs: list, requires_grad: list) -> list:
+    """(output position, input position, view steps) of each output the
+    traced function returned as an input or a view of one: calls return
+    that input, or that view of it taken again, so that writes through it
+    reach the input as eagerly. An input returned as it is that needs a
+    gradient stays a fresh tensor (it carries the compiled backward)."""
+    found = []
+    for k, output in enumerate(outputs):
+        for i, source in enumerate(inputs):
+            steps = _steps_from(source, output) if isinstance(source, Tensor) else None
+            if steps is not None and (steps or not requires_grad[k]):
+                found.append((k, i, steps))
+                break
+    return found
+
+
+def _steps_from(source: Tensor, view: Tensor):
+    """The view steps taking ``source`` to ``view``, or None when ``view``
+    is no view of it that can be taken again (a step with operands would
+    take the trace's)."""
+    if view is source:
+        return ()
+    if view._base is None:
+        return None
+    steps = view._view_steps
+    if view._base is not source:
+        if source._base is not view._base:
+            return None
+        known = source._view_steps
+        if len(known) > len(steps) or any(a is not b for a, b in zip(known, steps)):
+            return None
+        steps = steps[len(known) :]
+    return None if any(others for _, _, others in steps) else steps
+
+
+def _view(tensor: Tensor, steps: tuple) -> Tensor:
+    with grad_mode.no_grad():
+        for prim, params, _ in steps:
+            tensor = prim(tensor, **params)
+    return tensor
+
+
+def _outputs_of_their_own(graph: Graph, arrays: list, inputs: list, views: dict) -> Graph:
     """``graph`` with a copy made of each of its first ``len(arrays)``
-    outputs that the passes turned into a constant, an input or another
-    output where the traced function returned a tensor of its own (``x * 1``
-    is ``x``, two equal expressions are one value): writing into one output
-    must change nothing else, as eagerly. ``arrays``: the outputs' arrays in
-    the trace; ``inputs``: the inputs' (None for numbers)."""
+    outputs whose memory may be a constant's, an input's or another
+    output's where the traced function returned a tensor of its own: the
+    passes make ``x * 1`` the value ``x`` and two equal expressions one
+    value, and numpy's steps for view primitives return views. Writing
+    into one output must change nothing else, as eagerly. ``arrays``: the
+    outputs' arrays in the trace; ``inputs``: the inputs' (None for
+    numbers); ``views``: output position -> input position, for the outputs
+    taken as views of inputs after the run (the program computes nothing
+    for them)."""
+    producer = {eqn.out: eqn for eqn in graph.eqns}
+
+    def storage(v):  # the value whose memory v may share
+        while v in producer and producer[v].prim.view:
+            v = producer[v].inputs[0]
+        return v
+
     position = {v: i for i, v in enumerate(graph.inputs)}
     eqns, outputs = list(graph.eqns), list(graph.outputs)
-    returned: dict = {}  # value -> the outputs that are it
+    returned: dict = {}  # storage -> the outputs that may share it
     for k, v in enumerate(outputs[: len(arrays)]):
-        if isinstance(v, Const):
+        if k in views:
+            outputs[k] = graph.inputs[views[k]]
+            continue
+        root = storage(v)
+        if isinstance(root, Const):
             shared = False
-        elif v in position:
-            source = inputs[position[v]]
+        elif root in position:
+            source = inputs[position[root]]
             shared = source is not None and np.may_share_memory(arrays[k], source)
         else:
             shared = True
-        if shared and all(np.may_share_memory(arrays[k], arrays[j]) for j in returned.get(v, ())):
-            returned.setdefault(v, []).append(k)
+        if shared and all(
+            np.may_share_memory(arrays[k], arrays[j]) for j in returned.get(root, ())
+        ):
+            returned.setdefault(root, []).append(k)
             continue
         outputs[k] = Var(v.shape, v.dtype)
         eqns.append(Eqn(P.convert, (v,), {"dtype": v.dtype}, outputs[k]))
-    if len(eqns) == len(graph.eqns):
+    if all(a is b for a, b in zip(outputs, graph.outputs)):
         return graph
-    return Graph(graph.inputs, eqns, outputs)
+    return dce(Graph(graph.inputs, eqns, outputs))
 
 
 def _graph_freed(node) -> bool:
@@ -516,10 +591,9 @@ class CompiledFunctionBackward(Node):
             raise RuntimeError(FREED_MESSAGE)
         program = self.program
         inputs = self._checked_inputs()
-        outputs = program.forward.outputs[: program.num_outputs]
         cotangents = [
-            g if g is not None else Tensor._make(np.zeros(v.shape, v.dtype.np))
-            for g, v in zip(grads, outputs)
+            g if g is not None else Tensor._make(np.zeros(shape, dtype.np))
+            for g, (shape, dtype) in zip(grads, program.output_types)
         ]
         seeded = tuple(g is not None for g in grads)
         if grad_mode.is_grad_enabled():  # create_graph: differentiable, via the jit backward

@@ -158,6 +158,7 @@ class Trace:
         # symbolic shape of every value that has one, and the free vars
         # standing for the symbols (fed when the program is instantiated)
         self.symbol_hints: list = []
+        self.binding = None  # an instantiated trace's value per symbol
         self.symbol_dims: list = []  # (argument position, dimension, symbol)
         self.size_guards: list = []  # SizeGuard
         self.sym_shapes: dict = {}  # Var -> shape holding SymInts
@@ -404,6 +405,7 @@ class Trace:
         if self._written_grads is not None:
             trace._written_grads = [None if v is None else value(v) for v in self._written_grads]
         trace.symbol_hints, trace.sym_shapes, trace.size_vars = [], {}, {}
+        trace.binding = binding
         trace.from_sizes = {}
         return trace
 
