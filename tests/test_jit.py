@@ -1144,6 +1144,47 @@ def test_the_cache_keeps_the_most_recently_used_programs():
     assert f.cache_info().hits == 1
 
 
+def test_calls_like_the_last_one_run_its_program_directly_and_others_as_before():
+    """A call whose tensors have the last call's dtypes, flags and layouts
+    runs its program without computing the key; every other call still
+    finds its own program (or traces one), and gets eager's values."""
+
+    def fn(*args):
+        x, y = args[0], args[1] if isinstance(args[1], fg.Tensor) else args[1][0]
+        return (x * y + y).sum(0), x - y
+
+    f = fg.jit(fn)
+    rng = np.random.default_rng(0)
+    square = rng.standard_normal((64, 64)).astype(np.float32)  # native kernels
+    x, y = fg.tensor(square), fg.tensor(square.T.copy())
+    calls = [
+        (x, y),
+        (x, y),
+        (fg.tensor(square + 1), y),  # new tensors, same layouts: direct
+        (x, y.t().contiguous().t()),  # same shape, transposed strides
+        (x, fg.tensor(square.T.copy(), requires_grad=True)),
+        (x.double(), y.double()),
+        (x, (y,)),
+        (x, y, None),
+        (x, y),
+    ]
+    for args in calls:
+        for _ in range(3):
+            got, want = f(*args), fn(*args)
+            for g, w in zip(got, want):  # sums: the kernels' order, not numpy's
+                np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), 1e-5, 1e-5)
+                assert g.requires_grad == w.requires_grad and g.dtype is w.dtype
+    assert f._direct is not None  # the last calls took it
+    with fg.no_grad():
+        got = f(x, fg.tensor(square, requires_grad=True))[0]
+    assert not got.requires_grad
+    info = f.cache_info()
+    assert info.misses == 6 and info.hits == 3 * len(calls) - info.misses + 1
+
+    outer = fg.jit(lambda x, y: f(x, y)[0] * 2)  # inside a trace: traced inline
+    np.testing.assert_array_equal(outer(x, y).numpy(), (fn(x, y)[0] * 2).numpy())
+
+
 OUTPUTS_SHARING_MEMORY = {
     "x * 1 is x": lambda x: x * 1,
     "x / 1 and x - 0": lambda x: (x / 1, x - 0),

@@ -228,6 +228,35 @@ class Program:
             return outputs
         return self._run(args, drawn)
 
+    def direct_run(self, tensors: list):
+        """For a program that nothing but its arguments decides (no guards,
+        captured tensors, numbers, side effects or backward): a function
+        taking a later call's arguments to its outputs when they are tensors
+        like ``tensors`` (dtype, requires_grad flag, shape, strides), else
+        to None (they take the checked path). None for other programs, and
+        for those that own the cores (their threads are set per call, and a
+        microsecond is nothing beside their routines)."""
+        if (
+            self.draw_specs
+            or self.fixed_leaves
+            or self.python_guards
+            or self.lookup is not None
+            or self.captured
+            or self.grad_reads
+            or self.num_extras
+            or self.makes_node
+            or self.has_numbers
+            or self.communicates
+            or self.view_outputs
+            or self.forward_executor.owns_cores
+        ):
+            return None
+        plan = self.forward_executor.plan_for([t._data for t in tensors])
+        if plan is None:
+            return None
+        arguments = [(t._dtype, t._requires_grad) for t in tensors]
+        return plan.tensor_function(arguments, self.output_dtypes)
+
     def _run(self, args: list, drawn):
         if self.fixed_leaves:
             args = list(args)

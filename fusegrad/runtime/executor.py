@@ -80,6 +80,10 @@ class Executor:
         self.plans[key] = Plan(self, layouts)
         return outputs
 
+    def plan_for(self, inputs: list):
+        """The plan for inputs of these layouts; None before a run made one."""
+        return self.plans.get(tuple([layout_of(a) for a in inputs]))
+
     def run_steps(
         self, inputs: list, layouts: dict | None = None, communicated: dict | None = None
     ) -> list:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import os
 import sys
 import threading
@@ -164,6 +165,10 @@ class JitFunction:
         self._static_because: dict = {}  # argument label -> why its sizes are static
         self._recompiles: Counter = Counter()  # argument label -> compilations it caused
         self._names = _parameter_names(fn)
+        # The last call's program, when its tensors alone chose it: calls
+        # with tensors of the same layouts run it at once.
+        self._direct: _Direct | None = None
+        self._direct_hits = itertools.count()  # counted without the lock: next() is atomic
 
     def __repr__(self) -> str:
         return f"<fusegrad.jit of {getattr(self.fn, '__qualname__', self.fn)!r}>"
@@ -174,13 +179,24 @@ class JitFunction:
     def cache_info(self) -> CacheInfo:
         with self._lock:
             return CacheInfo(
-                self._hits,
+                self._hits + _count(self._direct_hits),
                 self._misses,
                 sum(len(v) for v in self._cache.values()),
                 self._compile_seconds,
             )
 
     def __call__(self, *args, **kwargs):
+        direct = self._direct
+        if (
+            direct is not None
+            and not kwargs
+            and recording.trace is None
+            and grad_mode.is_grad_enabled() is direct.grad_enabled
+        ):
+            outputs = direct.run(args)
+            if outputs is not None:
+                next(self._direct_hits)
+                return direct.unflatten(outputs)
         if self.eager or recording.trace is not None:  # inside another trace: traced inline
             return self.fn(*args, **kwargs)
         tensors, key = self._signature(args, kwargs)
@@ -200,6 +216,7 @@ class JitFunction:
                         # and every later call would test that path's guards.
                         if index and index < len(variants) and variants[index] is program:
                             variants.insert(0, variants.pop(index))
+                        self._direct = self._direct_for(program, args, kwargs, key)
                     return program.unflatten(outputs)
             tried = len(variants)
             turn = self._turn_to_trace(key, tried)
@@ -233,6 +250,25 @@ class JitFunction:
                     del self._tracing[key]
             done.set()
         return result
+
+    def _direct_for(self, program, args: tuple, kwargs: dict, key):
+        """What calls like this one, to the key used last, run without
+        computing the key (the caller holds the lock): None unless the
+        arguments are all tensors and they alone decide the program and
+        its plan."""
+        if (
+            kwargs
+            or self.static_argnums
+            or self._dynamic_dims
+            or not all(isinstance(a, Tensor) for a in args)
+            or not isinstance(program, Program)
+            or self._cache.get(key, (None,))[0] is not program
+        ):
+            return None
+        run = program.direct_run(list(args))
+        if run is None:
+            return None
+        return _Direct(run, program.unflatten, key[1])
 
     def _turn_to_trace(self, key, tried: int):
         """What a call does after failing the guards of ``tried`` variants of
@@ -285,9 +321,11 @@ class JitFunction:
                 break
             if key != kept:
                 count -= len(self._cache.pop(key))
+                self._direct = None
 
     def _start_trace(self, key, variants: list):
         """Marks the key as traced by this thread (the caller holds the lock)."""
+        self._direct = None  # the key called last, which it stood for, is another now
         self._log_recompile(key, variants)
         self._count_recompiles(key, variants)
         done = self._tracing[key] = threading.Event()
@@ -613,6 +651,14 @@ class JitFunction:
             (path / f"{self.__name__}.{number}.txt").write_text(
                 program.describe(verbose=True) + "\n"
             )
+
+
+def _count(counter: itertools.count) -> int:
+    """How many times ``next`` was called on a counter started at 0."""
+    return int(repr(counter)[6:-1])
+
+
+_Direct = namedtuple("_Direct", ["run", "unflatten", "grad_enabled"])
 
 
 def _tensor_key(t: Tensor) -> tuple:

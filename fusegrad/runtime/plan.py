@@ -72,6 +72,7 @@ class Plan:
             step, reads, writes, _ = self.items[-1]
             self.items[-1] = (step, reads, writes, [])  # the list goes at the end anyway
         self.output_slots = [self.slot[v] for v in graph.outputs]
+        self.input_layouts = [layouts[v] for v in graph.inputs]
         self.run = self._compile()
 
     def __str__(self) -> str:
@@ -122,13 +123,63 @@ class Plan:
         call, values in local variables, everything else bound in. Returns
         None when a value's layout or a range flag leaves the plan; the
         results of the collectives it ran are then in ``communicated``."""
-        bound = {"empty": np.empty, "uint8": np.uint8, "run_equation": run_equation}
-        bound.update((f"v{k}", value) for k, value in self.constants.items())
+        bound: dict = {}
         inputs = "".join(f"v{k}, " for k in range(self.num_inputs))
         lines = [
             "def run(inputs, communicated):",
             f"    {inputs}= inputs" if inputs else "    pass",
+            *self._body(bound),
+            f"    return [{', '.join(f'v{k}' for k in self.output_slots)}]",
         ]
+        self.source = "\n".join(lines)
+        exec(compile(self.source, "<fusegrad plan>", "exec"), bound)
+        return bound["run"]
+
+    def tensor_function(self, arguments: list, output_dtypes: list):
+        """The plan as a function of a call's arguments, for a program they
+        alone decide: each must be a tensor of the (dtype, requires_grad)
+        in ``arguments`` whose array has the layout planned for; the
+        outputs come back as tensors of ``output_dtypes``. It returns None
+        for other arguments, or when a range flag stops the run (the caller
+        then takes the checked path). Checks, launches and outputs are one
+        function: a tiny program's call costs what its Python statements do."""
+        from ..tracer.tensor import Tensor  # here: tensor.py imports the runtime
+
+        bound = {"Tensor": Tensor, "make": Tensor._make}
+        n = self.num_inputs
+        lines = ["def run(args):", f"    if len(args) != {n}:", "        return None"]
+        if n:
+            lines.append(f"    {''.join(f't{k}, ' for k in range(n))}= args")
+        for k, ((dtype, requires_grad), layout) in enumerate(zip(arguments, self.input_layouts)):
+            bound[f"dtype{k}"] = dtype
+            bound[f"array_dtype{k}"], bound[f"shape{k}"], bound[f"strides{k}"] = layout
+            lines += [
+                f"    if not isinstance(t{k}, Tensor) or t{k}._dtype is not dtype{k}"
+                f" or t{k}._requires_grad is not {requires_grad}:",
+                "        return None",
+                f"    v{k} = t{k}._data",
+                f"    if v{k}.shape != shape{k} or v{k}.strides != strides{k}"
+                f" or v{k}.dtype != array_dtype{k}:",
+                "        return None",
+            ]
+        lines += self._body(bound, communicated=False)
+        bound.update((f"output_dtype{j}", dtype) for j, dtype in enumerate(output_dtypes))
+        slots = self.output_slots[: len(output_dtypes)]
+        made = ", ".join(f"make(v{k}, output_dtype{j})" for j, k in enumerate(slots))
+        lines.append(f"    return [{made}]")
+        source = "\n".join(lines)
+        exec(compile(source, "<fusegrad plan of tensors>", "exec"), bound)
+        return bound["run"]
+
+    def _body(self, bound: dict, communicated: bool = True) -> list:
+        """The statements running the plan's steps on values v0, v1, ... (the
+        inputs already bound): returning None where the plan stops. What
+        they call is put in ``bound``. Without ``communicated``, the
+        collectives' results are not kept for a run that continues step by
+        step."""
+        bound.update(empty=np.empty, uint8=np.uint8, run_equation=run_equation)
+        bound.update((f"v{k}", value) for k, value in self.constants.items())
+        lines = []
         for n, (step, reads, writes, dead) in enumerate(self.items):
             args = [f"v{k}" for k in reads]
             outputs = [f"v{k}" for k in range(writes.start, writes.stop)]
@@ -138,7 +189,7 @@ class Plan:
             elif type(step) is Launcher:
                 bound[f"kernel{n}"] = step
                 lines.append(f"    {unpacked}= kernel{n}([{listed}])")
-            elif step.prim.collective:  # kept for a run that continues step by step
+            elif step.prim.collective and communicated:  # kept for a run that goes on step by step
                 bound[f"eqn{n}"] = step
                 lines.append(
                     f"    {unpacked}= communicated[eqn{n}] = [run_equation(eqn{n}, [{listed}])]"
@@ -148,10 +199,7 @@ class Plan:
                 lines.append(f"    {unpacked}= [run_equation(eqn{n}, [{listed}])]")
             if dead:
                 lines.append(f"    del {', '.join(f'v{k}' for k in dead)}")
-        lines.append(f"    return [{', '.join(f'v{k}' for k in self.output_slots)}]")
-        self.source = "\n".join(lines)
-        exec(compile(self.source, "<fusegrad plan>", "exec"), bound)
-        return bound["run"]
+        return lines
 
 
 class Segment:
