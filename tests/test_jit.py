@@ -1193,6 +1193,7 @@ OUTPUTS_SHARING_MEMORY = {
     "a slice times 1": lambda x: x[1:] * 1,
     "a broadcast times 1": lambda x: x[0].expand(4, 3) * 1,
     "a value and its view": lambda x: (lambda y: (y, y.t(), y * 1))(x * 2),
+    "rows gathered and their view": lambda x: (lambda y: (y, y.t()))(x[fg.tensor([1, 0])]),
     "the input": lambda x: x,
     "the input changed in place": lambda x: x.mul_(3),  # given as it is, not as a view
     "views of the input": lambda x: (x.t(), x[1], x.reshape(3, 2), x.detach(), x[0][1:]),

@@ -538,8 +538,8 @@ def _outputs_of_their_own(graph: Graph, arrays: list, inputs: list, views: dict)
     for them)."""
     producer = {eqn.out: eqn for eqn in graph.eqns}
 
-    def storage(v):  # the value whose memory v may share
-        while v in producer and producer[v].prim.view:
+    def storage(v):  # the value whose memory v may share (indexing by arrays gathers)
+        while v in producer and producer[v].prim.view and len(producer[v].inputs) == 1:
             v = producer[v].inputs[0]
         return v
 
