@@ -87,7 +87,7 @@ class Program:
         inputs = list(args) + [
             c.tensor if c.read is None and c.draw is None else None for c in self.captured
         ]
-        self.view_outputs = _views_of_inputs(output_tensors, inputs, self.output_requires_grad)
+        self.view_outputs = _views(output_tensors, inputs, self.output_requires_grad)
         if trace.binding is not None:  # the steps' sizes are symbols: this program's values
             self.view_outputs = [
                 (
@@ -295,8 +295,10 @@ class Program:
             if self.mutated or self.grad_targets:
                 self._write_back(args, located, extras[len(self.guards) :], arrays)
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
-        for k, i, steps in self.view_outputs:
-            outputs[k] = _view((args + captured)[i], steps)
+        if self.view_outputs:
+            sources = args + captured + outputs  # an output's source: an input or an earlier output
+            for k, i, steps in self.view_outputs:
+                outputs[k] = sources[len(args) + len(captured) + k] = _view(sources[i], steps)
         if self.makes_node:
             node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
             if self.graph_freed:
@@ -483,15 +485,16 @@ def _as_tensor(value, var):
     return constant_array(np.asarray(value, var.dtype.np), var.dtype)
 
 
-def _views_of_inputs(outputs: list, inputs: list, requires_grad: list) -> list:
-    """(output position, input position, view steps) of each output the
-    traced function returned as an input or a view of one: calls return
-    that input, or that view of it taken again, so that writes through it
-    reach the input as eagerly. An input returned as it is that needs a
-    gradient stays a fresh tensor (it carries the compiled backward)."""
+def _views(outputs: list, inputs: list, requires_grad: list) -> list:
+    """(output position, source position, view steps) of each output the
+    traced function returned as an input or an earlier output, or a view of
+    one (sources: the inputs, then the outputs): calls return that tensor,
+    or that view of it taken again, so that writes through it reach its
+    source as eagerly. A tensor returned as it is that needs a gradient
+    stays a fresh tensor (it carries the compiled backward)."""
     found = []
     for k, output in enumerate(outputs):
-        for i, source in enumerate(inputs):
+        for i, source in enumerate(inputs + outputs[:k]):
             steps = _steps_from(source, output) if isinstance(source, Tensor) else None
             if steps is not None and (steps or not requires_grad[k]):
                 found.append((k, i, steps))
@@ -533,9 +536,9 @@ def _outputs_of_their_own(graph: Graph, arrays: list, inputs: list, views: dict)
     value, and numpy's steps for view primitives return views. Writing
     into one output must change nothing else, as eagerly. ``arrays``: the
     outputs' arrays in the trace; ``inputs``: the inputs' (None for
-    numbers); ``views``: output position -> input position, for the outputs
-    taken as views of inputs after the run (the program computes nothing
-    for them)."""
+    numbers); ``views``: output position -> source position (the inputs,
+    then the outputs), for the outputs taken as views after the run (the
+    program computes nothing for them)."""
     producer = {eqn.out: eqn for eqn in graph.eqns}
 
     def storage(v):  # the value whose memory v may share (indexing by arrays gathers)
@@ -548,7 +551,8 @@ def _outputs_of_their_own(graph: Graph, arrays: list, inputs: list, views: dict)
     returned: dict = {}  # storage -> the outputs that may share it
     for k, v in enumerate(outputs[: len(arrays)]):
         if k in views:
-            outputs[k] = graph.inputs[views[k]]
+            i = views[k] - len(graph.inputs)
+            outputs[k] = graph.inputs[views[k]] if i < 0 else outputs[i]
             continue
         root = storage(v)
         if isinstance(root, Const):
