@@ -1219,6 +1219,7 @@ def test_writing_into_an_output_changes_what_it_changes_eagerly(name):
         for _ in range(3):
             outputs = f(x)
             outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+            seen.append([o.tolist() for o in outputs])  # an earlier call's write must not show
             try:
                 outputs[k].fill_(5)
             except ValueError as refused:  # into a broadcast: numpy's read-only view
