@@ -30,8 +30,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x, y = (fg.from_numpy(rng.standard_normal(16).astype(np.float32)) for _ in range(2))
     f = fg.jit(fg.value_and_grad(lambda x, y: thirty_ops(fg, x, y)))
-    f(x, y)
-    f(x, y)  # a hit: the plan as one function from now on
+    for _ in range(3):  # a trace, then two hits: the plan as one function from now on
+        f(x, y)
     direct = f._direct.run
     program = f.lower(x, y).program
     executor = program.forward_executor

@@ -1184,6 +1184,13 @@ def test_calls_like_the_last_one_run_its_program_directly_and_others_as_before()
     outer = fg.jit(lambda x, y: f(x, y)[0] * 2)  # inside a trace: traced inline
     np.testing.assert_array_equal(outer(x, y).numpy(), (fn(x, y)[0] * 2).numpy())
 
+    # calls alternating between two programs make no function per hit
+    for _ in range(4):
+        f(x, y), f(x.double(), y.double())
+    assert f._direct is None
+    f(x, y), f(x, y)
+    assert f._direct is not None
+
 
 OUTPUTS_SHARING_MEMORY = {
     "x * 1 is x": lambda x: x * 1,

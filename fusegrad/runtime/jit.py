@@ -168,6 +168,7 @@ class JitFunction:
         # The last call's program, when its tensors alone chose it: calls
         # with tensors of the same layouts run it at once.
         self._direct: _Direct | None = None
+        self._last_hit = None  # the program the last call through the cache ran
         self._direct_hits = itertools.count()  # counted without the lock: next() is atomic
 
     def __repr__(self) -> str:
@@ -216,7 +217,13 @@ class JitFunction:
                         # and every later call would test that path's guards.
                         if index and index < len(variants) and variants[index] is program:
                             variants.insert(0, variants.pop(index))
-                        self._direct = self._direct_for(program, args, kwargs, key)
+                        # Only a program hit twice in a row: calls alternating
+                        # between programs would make one on every hit.
+                        repeated = program is self._last_hit
+                        self._last_hit = program
+                        self._direct = (
+                            self._direct_for(program, args, kwargs, key) if repeated else None
+                        )
                     return program.unflatten(outputs)
             tried = len(variants)
             turn = self._turn_to_trace(key, tried)

@@ -73,6 +73,7 @@ class Plan:
             self.items[-1] = (step, reads, writes, [])  # the list goes at the end anyway
         self.output_slots = [self.slot[v] for v in graph.outputs]
         self.input_layouts = [layouts[v] for v in graph.inputs]
+        self.tensor_functions: dict = {}  # see tensor_function
         self.run = self._compile()
 
     def __str__(self) -> str:
@@ -142,7 +143,16 @@ class Plan:
         outputs come back as tensors of ``output_dtypes``. It returns None
         for other arguments, or when a range flag stops the run (the caller
         then takes the checked path). Checks, launches and outputs are one
-        function: a tiny program's call costs what its Python statements do."""
+        function: a tiny program's call costs what its Python statements do.
+        Made once per ``arguments``: calls that alternate between programs
+        ask for it again on every hit."""
+        key = (tuple(arguments), tuple(output_dtypes))
+        function = self.tensor_functions.get(key)
+        if function is None:
+            function = self.tensor_functions[key] = self._tensor_function(arguments, output_dtypes)
+        return function
+
+    def _tensor_function(self, arguments: list, output_dtypes: list):
         from ..tracer.tensor import Tensor  # here: tensor.py imports the runtime
 
         bound = {"Tensor": Tensor, "make": Tensor._make}
