@@ -168,7 +168,7 @@ class JitFunction:
         # The last call's program, when its tensors alone chose it: calls
         # with tensors of the same layouts run it at once.
         self._direct: _Direct | None = None
-        self._last_hit = None  # the program the last call through the cache ran
+        self._last_hit = None  # the program the last call traced or hit
         self._direct_hits = itertools.count()  # counted without the lock: next() is atomic
 
     def __repr__(self) -> str:
@@ -217,8 +217,9 @@ class JitFunction:
                         # and every later call would test that path's guards.
                         if index and index < len(variants) and variants[index] is program:
                             variants.insert(0, variants.pop(index))
-                        # Only a program hit twice in a row: calls alternating
-                        # between programs would make one on every hit.
+                        # Only for the program the previous call ran too (its
+                        # trace or a hit): calls alternating between programs
+                        # would make one on every hit.
                         repeated = program is self._last_hit
                         self._last_hit = program
                         self._direct = (
@@ -250,6 +251,7 @@ class JitFunction:
                         del self._cache[key]
                     variants = self._cache.setdefault(settled, [])
                 variants.append(program)
+                self._last_hit = program  # so the next call's hit makes the direct function
                 self._evict(settled)
         finally:
             with self._lock:
