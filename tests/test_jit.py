@@ -1202,6 +1202,7 @@ OUTPUTS_SHARING_MEMORY = {
     "a value and its view": lambda x: (lambda y: (y, y.t(), y * 1))(x * 2),
     "rows gathered and their view": lambda x: (lambda y: (y, y.t()))(x[fg.tensor([1, 0])]),
     "a value, its broadcast, itself": lambda x: (lambda y: (y, y.expand(2, 2, 3), y))(x * 2),
+    "views before their value": lambda x: (lambda y: (y.t()[0], y.t(), y))(x * 1),
     "the input": lambda x: x,
     "the input changed in place": lambda x: x.mul_(3),  # given as it is, not as a view
     "views of the input": lambda x: (x.t(), x[1], x.reshape(3, 2), x.detach(), x[0][1:]),

@@ -487,19 +487,23 @@ def _as_tensor(value, var):
 
 def _views(outputs: list, inputs: list, requires_grad: list) -> list:
     """(output position, source position, view steps) of each output the
-    traced function returned as an input or an earlier output, or a view of
+    traced function returned as an input or another output, or a view of
     one (sources: the inputs, then the outputs): calls return that tensor,
     or that view of it taken again, so that writes through it reach its
     source as eagerly. A tensor returned as it is that needs a gradient
-    stays a fresh tensor (it carries the compiled backward)."""
+    stays a fresh tensor (it carries the compiled backward). In the order
+    to take them: a view's source before it (a source has fewer steps from
+    the base they share; one returned twice, first where it comes first)."""
     found = []
     for k, output in enumerate(outputs):
-        for i, source in enumerate(inputs + outputs[:k]):
+        for i, source in enumerate(inputs + outputs):
             steps = _steps_from(source, output) if isinstance(source, Tensor) else None
-            if steps is not None and (steps or not requires_grad[k]):
-                found.append((k, i, steps))
-                break
-    return found
+            if steps is None or (not steps and (i - len(inputs) >= k or requires_grad[k])):
+                continue  # no view, or itself (again later): not a source
+            found.append((k, i, steps))
+            break
+    depth = [len(t._view_steps) if t._base is not None else 0 for t in outputs]
+    return sorted(found, key=lambda view: (depth[view[0]], view[0]))
 
 
 def _steps_from(source: Tensor, view: Tensor):
