@@ -296,7 +296,7 @@ class Program:
                 self._write_back(args, located, extras[len(self.guards) :], arrays)
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
         if self.view_outputs:
-            sources = args + captured + outputs  # an output's source: an input or an earlier output
+            sources = args + captured + outputs  # a view's source: an input or another output
             for k, i, steps in self.view_outputs:
                 outputs[k] = sources[len(args) + len(captured) + k] = _view(sources[i], steps)
         if self.makes_node:
