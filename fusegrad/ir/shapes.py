@@ -74,6 +74,8 @@ def normalize_axes(dim, ndim: int) -> tuple:
     """`dim` as given to a reduction (None, an int, or a sequence) to sorted axes."""
     if dim is None:
         return tuple(range(ndim))
+    if dim.__class__ is int and ndim:
+        return (normalize_dim(dim, ndim),)
     if isinstance(dim, (tuple, list)):
         dims = tuple(dim)
     elif hasattr(dim, "__index__") and not isinstance(dim, bool):

@@ -172,32 +172,41 @@ class PrimitiveBackward(Node):
     )
 
     def __init__(self, prim, params, inputs, output, plan):
-        edges = []
-        for t, need in zip(inputs, plan.needs_grad):
-            if not need:
-                edges.append(_NO_EDGE)
-            elif t.grad_fn is not None:
-                edges.append((t.grad_fn, t._output_nr))
-            else:
-                edges.append((t._accumulator or t._grad_accumulator(), 0))
-        self.edges = tuple(edges)
+        # Written out for one and two inputs, without comprehensions: this
+        # runs once per recorded operation, and is most of eager mode's cost.
+        needs_grad = plan.needs_grad
+        if len(inputs) == 2:
+            a, b = inputs
+            self.edges = (
+                _edge_to(a) if needs_grad[0] else _NO_EDGE,
+                _edge_to(b) if needs_grad[1] else _NO_EDGE,
+            )
+            self.in_shapes = (a._data.shape, b._data.shape)
+            self.in_dtypes = (a._dtype, b._dtype)
+        elif len(inputs) == 1:
+            (a,) = inputs
+            self.edges = (_edge_to(a) if needs_grad[0] else _NO_EDGE,)
+            self.in_shapes = (a._data.shape,)
+            self.in_dtypes = (a._dtype,)
+        else:
+            self.edges = tuple(
+                [_edge_to(t) if need else _NO_EDGE for t, need in zip(inputs, needs_grad)]
+            )
+            self.in_shapes = tuple([t._data.shape for t in inputs])
+            self.in_dtypes = tuple([t._dtype for t in inputs])
         self.sequence_nr = next(_sequence)
         self.tensor_hooks = self.retained = self.shown_edges = None
         self.prim = prim
         self.params = params
         self.plan = plan
-        if len(inputs) == 2:
-            a, b = inputs
-            self.in_shapes = (a._data.shape, b._data.shape)
-            self.in_dtypes = (a._dtype, b._dtype)
+        if plan.saved_inputs:
+            saved = {}
+            for i in plan.saved_inputs:
+                t = inputs[i]
+                saved[i] = (t, t._version_counter[0])
+            self.saved = saved
         else:
-            self.in_shapes = tuple([t._data.shape for t in inputs])
-            self.in_dtypes = tuple([t._dtype for t in inputs])
-        self.saved = (
-            {i: (inputs[i], inputs[i]._version_counter[0]) for i in plan.saved_inputs}
-            if plan.saved_inputs
-            else None
-        )
+            self.saved = None
         # The output is kept as its data and rebuilt on unpack, so the node
         # does not hold the tensor that holds the node.
         self.saved_out = (
@@ -370,7 +379,9 @@ _NO_EDGE = (None, 0)
 def record(prim, params, inputs, output, requires_grad: tuple) -> None:
     """Gives ``output`` (``prim`` applied to ``inputs`` now) its backward
     node, when one of the inputs that ``requires_grad`` gets a gradient."""
-    plan = recording_plan(prim, requires_grad)
+    plan = _plans.get((prim, requires_grad), False)
+    if plan is False:
+        plan = recording_plan(prim, requires_grad)
     if plan is None:
         return
     for t in inputs:
@@ -388,6 +399,14 @@ def gradient_edge(tensor):
     if tensor.grad_fn is not None:
         return (tensor.grad_fn, tensor._output_nr)
     return (tensor._grad_accumulator(), 0)
+
+
+def _edge_to(tensor):
+    """``gradient_edge``, for a tensor that requires grad (its accumulator read first)."""
+    node = tensor.grad_fn
+    if node is not None:
+        return (node, tensor._output_nr)
+    return (tensor._accumulator or tensor._grad_accumulator(), 0)
 
 
 class _Passes(threading.local):

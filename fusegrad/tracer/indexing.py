@@ -62,14 +62,17 @@ def parse_index(index, shape: tuple):
     spec, arrays = [], []
     consumed = 0  # dimensions of the input the index walks over
     for item in index:
-        if item is None:
+        if item.__class__ is int:
+            spec.append(("int", item))
+            consumed += 1
+        elif item is None:
             spec.append(("none",))
         elif item is Ellipsis:
             spec.append(("ellipsis",))
         elif isinstance(item, slice):
             if item.step is not None and int(item.step) <= 0:
                 raise ValueError("step must be greater than zero")
-            spec.append(("slice", *(_position(v) for v in (item.start, item.stop, item.step))))
+            spec.append(("slice", _position(item.start), _position(item.stop), _position(item.step)))
             consumed += 1
         elif isinstance(item, (bool, np.bool_)):
             spec.append(("none",))  # numpy and PyTorch: x[True] adds a dimension of size 1

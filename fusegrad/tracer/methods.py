@@ -13,7 +13,14 @@ for _name, _op in ops.METHODS.items():
 
 
 def _operator(prim, floating=False):
-    return lambda self, other: ops.binary_operator(prim, self, other, floating)
+    def method(self, other):
+        # two tensors of one dtype, the common case, have nothing to promote
+        if other.__class__ is Tensor and self._dtype is other._dtype:
+            if not floating or self._dtype.category == dtypes.FLOATING:
+                return prim(self, other)
+        return ops.binary_operator(prim, self, other, floating)
+
+    return method
 
 
 def _forward(op):

@@ -145,13 +145,16 @@ def _named(backward_name):
                 node.label = (
                     backward_name(*args, **kwargs) if callable(backward_name) else backward_name
                 )
-                if builtins.any(n is not None and n.sequence_nr > mark for n, _ in node.edges):
-                    # inner steps: shown as one node, as PyTorch's, on the op's inputs
-                    node.shown_edges = tuple(
-                        autograd.gradient_edge(a) if a.requires_grad else (None, 0)
-                        for a in args
-                        if isinstance(a, Tensor)
-                    )
+                for inner, _ in node.edges:  # a loop, not any(): this runs on every call
+                    # (a leaf's accumulator, numbered infinity, is no inner step)
+                    if inner is not None and mark < inner.sequence_nr < math.inf:
+                        # inner steps: shown as one node, as PyTorch's, on the op's inputs
+                        node.shown_edges = tuple(
+                            autograd.gradient_edge(a) if a.requires_grad else (None, 0)
+                            for a in args
+                            if isinstance(a, Tensor)
+                        )
+                        break
             return out
 
         return wrapper

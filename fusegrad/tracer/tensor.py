@@ -629,35 +629,48 @@ def eager_bind(prim, args, params):
             break
     first = args[0]
     recorded = params
-    if recording.trace is not None:
-        recorded = params = recording.trace.settled(params)
-        if recording.trace.symbol_hints:
-            params = recording.trace.hinted(params)  # numpy runs with this call's sizes
+    trace = recording.trace
+    if trace is not None:
+        recorded = params = trace.settled(params)
+        if trace.symbol_hints:
+            params = trace.hinted(params)  # numpy runs with this call's sizes
     data, dtype = computed(prim, args, params)
     out = Tensor._make(data, dtype)
-    if prim.view and np.may_share_memory(data, first._data):
+    if prim.view and _is_view_of(data, first._data):
         out._version_counter = first._version_counter
         out._base = first._base if first._base is not None else first
         out._view_version = first._version_counter[0]
         earlier = first._view_steps if first._base is not None else ()
         out._view_steps = (*earlier, (prim, recorded, args[1:]))
-    volatile = _any_volatile(args)
-    if dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
-        if len(args) == 1:
-            pattern = (first._requires_grad,)
-        elif len(args) == 2:
-            pattern = (first._requires_grad, args[1]._requires_grad)
-        else:
-            pattern = tuple([t._requires_grad for t in args])
-        if True in pattern and not volatile:
-            autograd.record(prim, recorded, args, out, pattern)
-            if recorded is not params and out.grad_fn is not None:  # sizes that vary
-                out.grad_fn.in_shapes = tuple(a.shape for a in args)
+    if len(args) == 1:  # written out: this runs for every eager operation
+        pattern = (first._requires_grad,)
+        volatile = first._volatile
+    elif len(args) == 2:
+        second = args[1]
+        pattern = (first._requires_grad, second._requires_grad)
+        volatile = first._volatile or second._volatile
+    else:
+        pattern = tuple([t._requires_grad for t in args])
+        volatile = _any_volatile(args)
     if volatile:
         out._volatile = True
-    if recording.trace is not None:
-        recording.trace.record(prim, args, recorded, out)
+    elif True in pattern and dtype.category == dtypes.FLOATING and grad_mode._state.enabled:
+        autograd.record(prim, recorded, args, out, pattern)
+        if recorded is not params and out.grad_fn is not None:  # sizes that vary
+            out.grad_fn.in_shapes = tuple(a.shape for a in args)
+    if trace is not None:
+        trace.record(prim, args, recorded, out)
     return out
+
+
+def _is_view_of(data: np.ndarray, array: np.ndarray) -> bool:
+    """Whether ``data``, which a view primitive's numpy implementation made
+    from ``array``, shares its memory: ``np.may_share_memory``, which costs a
+    tenth of an eager operation, asked only when numpy's bases do not tell."""
+    base = data.base
+    if data is array or base is array or (base is not None and base is array.base):
+        return True
+    return base is not None and np.may_share_memory(data, array)
 
 
 def computed(prim, args, params) -> tuple:
