@@ -125,22 +125,22 @@ class Primitive:
         spec = self._rule_specs.get((position, count))
         if spec is None:
             names = self.rule_args[self.input_name(position)]
-            spec = tuple((n, *self.rule_argument(n, count)) for n in names)
+            spec = tuple((n, *self.rule_argument(n, count), None)[:3] for n in names)
             self._rule_specs[(position, count)] = spec
         kwargs = {}
-        for name, kind, *payload in spec:
+        for name, kind, payload in spec:
             if kind == "g":
                 kwargs[name] = g
             elif kind == "out":
                 kwargs[name] = out()
             elif kind == "value":
-                kwargs[name] = value(payload[0])
+                kwargs[name] = value(payload)
             elif kind == "values":
-                kwargs[name] = tuple(value(p) for p in payload[0])
+                kwargs[name] = tuple(value(p) for p in payload)
             elif kind == "shape":
-                kwargs[name] = shapes[payload[0]]
+                kwargs[name] = shapes[payload]
             elif kind == "dtype":
-                kwargs[name] = dtypes[payload[0]]
+                kwargs[name] = dtypes[payload]
             elif kind == "shapes":
                 kwargs[name] = shapes
             elif kind == "i":
