@@ -862,16 +862,13 @@ def test_an_interrupted_split_returns_only_once_every_chunk_is_done():
     """Ctrl-C while a kernel's chunks ran on other threads raised at once in
     this one, and as it unwound it freed the arrays those chunks went on
     writing into (their addresses are all a native call holds)."""
+    import ctypes
     import signal
     import time
 
     from fusegrad.runtime import threads
 
-    finished = []
-
-    def chunk(k):
-        time.sleep(0.4 if k else 0.05)  # the pool's chunk outlasts this thread's
-        finished.append(k)
+    sleep = ctypes.CDLL(None).usleep  # a native call of pointer-sized arguments, as kernels are
 
     def interrupt(signum, frame):
         raise _Interrupted
@@ -879,12 +876,74 @@ def test_an_interrupted_split_returns_only_once_every_chunk_is_done():
     previous = signal.signal(signal.SIGALRM, interrupt)
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.1)
+        start = time.monotonic()
         with pytest.raises(_Interrupted):
-            threads.run(chunk, [(0,), (1,)])
+            threads.run(sleep, [(50_000,), (400_000,)])  # the worker's chunk outlasts this one's
+        assert time.monotonic() - start >= 0.4
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert sorted(finished) == [0, 1]
+
+
+# Calls split across three threads, their workers asleep or spinning when
+# each call comes (every interval a few times, lingering and not): a call a
+# worker missed never finishes, so the parent gives this a minute.
+_SPLITS_ASLEEP_AND_AWAKE = """
+import ctypes, itertools, time
+import numpy as np
+from fusegrad.runtime import threads
+fill = ctypes.CDLL(None).memset
+fill.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+buffers = [np.zeros(4096, np.uint8) for _ in range(3)]
+for value, pause in enumerate(itertools.islice(itertools.cycle([0, 0, 1e-4, 2e-3, 5e-3]), 400)):
+    calls = [(b.ctypes.data, value % 256, b.size) for b in buffers]
+    threads.run(fill, calls, beside_blas=value % 3 == 0)
+    assert all((b == value % 256).all() for b in buffers), value
+    time.sleep(pause)
+print("done")
+"""
+
+
+def test_split_calls_finish_whether_the_workers_slept_or_spun():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FUSEGRAD_NUM_THREADS": "3"}
+    child = subprocess.run(
+        [sys.executable, "-c", _SPLITS_ASLEEP_AND_AWAKE],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "done"
+
+
+def test_threads_splitting_at_once_each_get_all_their_calls_run():
+    """The workers serve one caller at a time; another thread's split runs
+    its calls itself meanwhile."""
+    import ctypes
+    import threading
+
+    from fusegrad.runtime import threads
+
+    fill = ctypes.CDLL(None).memset
+    fill.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+    failures = []
+
+    def caller(k):
+        buffers = [np.zeros(1 << 16, np.uint8) for _ in range(2)]
+        for round_ in range(200):
+            value = (7 * k + round_) % 256
+            threads.run(fill, [(b.ctypes.data, value, b.size) for b in buffers])
+            if not all((b == value).all() for b in buffers):
+                failures.append((k, round_))
+
+    callers = [threading.Thread(target=caller, args=(k,)) for k in range(3)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert failures == []
 
 
 _SPLIT_KERNEL_IN_A_FORK = """

@@ -53,9 +53,9 @@ def fold(dtype_name: str):
 
 
 def windows(dtype_name: str):
-    """``windows(cols, image, sizes)``: for each plane in [planes_begin,
+    """``windows(image, cols, sizes)``: for each plane in [planes_begin,
     planes_end), cols[plane] = the windows (kernel..., count...) of
-    image[plane] (arguments as ``fold``'s)."""
+    image[plane] (arrays and sizes as ``fold``'s)."""
     return _compiled("windows", dtype_name)
 
 
@@ -79,7 +79,9 @@ def _window_rows_ir(name: str, dtype_name: str, symbol: str) -> str:
     )
     for argument in function.args:
         argument.add_attribute("noalias")
-    cols_base, image_base, size_array = function.args
+    # the operand first, the result second, as every routine takes them
+    first, second, size_array = function.args
+    cols_base, image_base = (first, second) if name == "fold" else (second, first)
     b = ir.IRBuilder(function.append_basic_block("entry"))
     sizes = {
         setting: b.load(b.gep(size_array, [ir.Constant(I64, k)]), name=setting)

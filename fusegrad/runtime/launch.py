@@ -25,13 +25,15 @@ import numpy as np
 
 from ..codegen.kernels import BLOCK, KernelCode
 from . import threads
+from .addresses import data_address
 from .routines import run_equation
 
 CHECKED = os.environ.get("FUSEGRAD_CHECK") == "1"
 
 # From this many element-operations on (see ``work_per_element``), a launch is
-# split across the cores: handing a chunk to another thread costs some 50-60
-# us here, so a split pays from about 0.3 ms of work on one core (measured: a
+# split across the cores: a split launch costs some 40-50 us more than one
+# native call (the handoff itself 15, the rest the Python that prepares the
+# chunks), so a split pays from about 0.3 ms of work on one core (measured: a
 # tanh kernel of 131k elements, 1.8M operations, was slower on two cores, one
 # of 262k faster; a multiply-add broke even at 524k elements, 1.5M operations).
 PARALLEL_WORK = 1 << 21
@@ -237,9 +239,9 @@ class Launcher:
             checks.append(error.ctypes.data)
         calls = []
         for (begin, end), operands in zip(launch.chunks, chunk_operands):
-            addresses = [a.ctypes.data for a in operands]
+            addresses = [data_address(a) for a in operands]
             calls.append((shape, strides, begin, end, *checks, *addresses))
-        threads.run(launch.function, calls)
+        threads.run(launch.function, calls, self.beside_blas)
         if error is not None and error[0]:
             raise self.bounds_error(int(error[1]), int(error[2]), launch)
 

@@ -50,13 +50,8 @@ def _windows_call(x, kernel, stride, dilation):
     if min(counts, default=1) < 1:  # no window fits: numpy's implementation raises
         return None
     lead = x.shape[: x.ndim - spatial]
-    native = routines.windows(x.dtype.name)
-
-    def image_to_windows(image, cols, sizes):
-        native(cols, image, sizes)
-
     sizes = _window_sizes(lead, size, kernel, stride, dilation)
-    return image_to_windows, lead + tuple(kernel) + counts, x.dtype, sizes
+    return routines.windows(x.dtype.name), lead + tuple(kernel) + counts, x.dtype, sizes
 
 
 def windows_matmul(w: np.ndarray, x: np.ndarray, kernel) -> np.ndarray:
@@ -299,8 +294,10 @@ def _run(call, *operands, split=True) -> np.ndarray:
 
 
 # Result elements from which a routine's items split across the cores (when
-# a program owns them): handing a part to another thread costs some 50-60 us.
-SPLIT_ELEMENTS = 1 << 15
+# a program owns them): handing a part to a worker and joining it costs some
+# 15-20 us (threads.py); LeNet's step took 11% less than splitting from 32k
+# elements, when a Python thread pool's handoff cost 60-140 us.
+SPLIT_ELEMENTS = 1 << 13
 
 
 def _over_items(native, addresses: tuple, sizes: np.ndarray, elements: int) -> None:

@@ -1,6 +1,8 @@
-"""Running a kernel's chunks on all cores: ctypes releases the GIL for the
-length of a native call, so plain Python threads run compiled loops in
-parallel. ``FUSEGRAD_NUM_THREADS``, when set to a number, is one budget for
+"""Running a kernel's chunks on all cores: the caller runs the first, and
+for each other a worker thread spinning in native code (codegen/team.py)
+runs it, with no lock or wake-up between them while the workers are busy.
+ctypes releases the GIL for the length of a native call, so the caller's
+part runs beside them. ``FUSEGRAD_NUM_THREADS``, when set to a number, is one budget for
 kernels and matrix products: numpy's OpenBLAS gets as many threads; set to
 ``auto``, OpenBLAS runs on one thread while other processes keep a core busy
 (``adapt_blas_to_load``)."""
@@ -14,10 +16,11 @@ import os
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import wait as wait_for
 
-_pools: dict = {}  # worker count -> pool
+import numpy as np
+
+from ..codegen import team
+
 _renewed_in_child: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -29,7 +32,8 @@ def renew_in_forked_child(owner) -> None:
 
 
 def _forked_in_child() -> None:
-    _pools.clear()  # a kernel split across them waited for work no thread would run
+    _team.workers.clear()  # a kernel split across them waited for work no thread would run
+    _team.lock = threading.Lock()
     _load.lock = threading.Lock()
     _owned.lock = threading.Lock()
     if _owned.blas_threads is not None:  # owned by programs on the parent's threads
@@ -56,39 +60,114 @@ def count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def run(function, calls: list) -> None:
-    """``function(*arguments)`` for every arguments tuple in ``calls``: the
-    first on this thread, the others on the pool's, all finished on return,
-    or on an exception: Ctrl-C while this thread waited raised at once, and
-    the pool's kernels went on writing into arrays it freed unwinding."""
-    if len(calls) > 1:
-        workers = len(calls) - 1
-        pool = _pools.get(workers)
-        if pool is None:
-            pool = _pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix="fusegrad")
-        pending = [pool.submit(function, *arguments) for arguments in calls[1:]]
+# How long a worker spins for the next call (then it sleeps until posted
+# to), and how long the caller spins for a worker between looks at signals:
+# in cycles of the processor's time-stamp counter, about 1 ms and 0.1 ms.
+# Beside matrix products a worker sleeps at once, and the caller offers its
+# core to other threads between short spins: spinning, they took cores from
+# OpenBLAS's threads (the GPT-mini step ran 1-2% slower).
+LINGER_CYCLES = 3_000_000
+JOIN_SPIN_CYCLES = 300_000
+_yield_core = getattr(os, "sched_yield", lambda: time.sleep(0))
+
+
+class _Worker:
+    """A thread running the calls posted to its slot (see codegen/team.py)."""
+
+    def __init__(self, work):
+        self.slot = np.zeros(team.SLOT_WORDS, np.int64)
+        self.address = self.slot.ctypes.data
+        self.generation = 0
+        self.wake = threading.Event()
+        thread = threading.Thread(target=self._loop, args=(work,), name="fusegrad", daemon=True)
+        thread.start()
+
+    def _loop(self, work) -> None:
+        while True:
+            work(self.address)  # returns when it goes to sleep
+            self.wake.wait()
+            self.wake.clear()
+
+    def post(self, address: int, arguments: tuple, linger: int) -> None:
+        slot = self.slot
+        slot[team.FUNCTION] = address
+        slot[team.COUNT] = len(arguments)
+        slot[team.LINGER] = linger
+        slot[team.ARGUMENTS : team.ARGUMENTS + len(arguments)] = arguments
+        self.generation += 1
+        if _team.post(self.address, self.generation):
+            self.wake.set()
+
+    def join(self, beside_blas: bool) -> None:
+        """Returns once the posted call finished; a signal handler's exception
+        (Ctrl-C) is raised only then, since the call writes into arrays the
+        caller would free unwinding."""
+        spin_cycles = JOIN_SPIN_CYCLES // 10 if beside_blas else JOIN_SPIN_CYCLES
+        interrupted = None
+        while True:
+            try:
+                if _team.join(self.address, self.generation, spin_cycles):
+                    break
+                if beside_blas:
+                    _yield_core()
+            except BaseException as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
+
+
+class _Team:
+    """The workers, made as calls need them; one caller at a time."""
+
+    def __init__(self):
+        self.workers: list = []
+        self.lock = threading.Lock()
+        self.work = self.post = self.join = None
+
+    def hired(self, count: int):
+        """``count`` workers, or None while another thread's calls have them."""
+        if not self.lock.acquire(blocking=False):
+            return None
+        try:
+            if self.work is None:  # compiled here: a worker that failed to would never answer
+                self.work, self.post, self.join = team.work(), team.post(), team.join()
+            while len(self.workers) < count:
+                self.workers.append(_Worker(self.work))
+        except BaseException:
+            self.lock.release()
+            raise
+        return self.workers[:count]
+
+
+_team = _Team()
+
+
+def run(function, calls: list, beside_blas: bool = False) -> None:
+    """``function(*arguments)`` (a native function of pointer-sized
+    arguments) for every arguments tuple in ``calls``: the first on this
+    thread, the others on the workers', all finished on return. While
+    another thread's calls hold the workers, or a call has more arguments
+    than a slot holds, all run here, one after another. ``beside_blas``:
+    the program runs matrix products on OpenBLAS's threads too (see
+    ``LINGER_CYCLES``)."""
+    workers = None
+    if len(calls) > 1 and max(map(len, calls)) <= team.MAX_ARGUMENTS:
+        workers = _team.hired(len(calls) - 1)
+    if workers is None:
+        for arguments in calls:
+            function(*arguments)
+        return
+    try:
+        address = ctypes.cast(function, ctypes.c_void_p).value
+        for worker, arguments in zip(workers, calls[1:]):
+            worker.post(address, arguments, 0 if beside_blas else LINGER_CYCLES)
         try:
             function(*calls[0])
         finally:
-            _finish(pending)
-        for future in pending:
-            future.result()
-    else:
-        function(*calls[0])
-
-
-def _finish(futures: list) -> None:
-    """Waits until ``futures`` are done; what interrupted the wait (a signal
-    handler's exception) is raised then."""
-    interrupted = None
-    while True:
-        try:
-            wait_for(futures)
-            break
-        except BaseException as exc:
-            interrupted = exc
-    if interrupted is not None:
-        raise interrupted
+            for worker in workers:
+                worker.join(beside_blas)
+    finally:
+        _team.lock.release()
 
 
 # numpy's OpenBLAS: its symbols' prefixes and suffixes by build

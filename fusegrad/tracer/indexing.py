@@ -72,7 +72,9 @@ def parse_index(index, shape: tuple):
         elif isinstance(item, slice):
             if item.step is not None and int(item.step) <= 0:
                 raise ValueError("step must be greater than zero")
-            spec.append(("slice", _position(item.start), _position(item.stop), _position(item.step)))
+            spec.append(
+                ("slice", _position(item.start), _position(item.stop), _position(item.step))
+            )
             consumed += 1
         elif isinstance(item, (bool, np.bool_)):
             spec.append(("none",))  # numpy and PyTorch: x[True] adds a dimension of size 1
