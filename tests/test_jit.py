@@ -1207,17 +1207,26 @@ OUTPUTS_SHARING_MEMORY = {
     "the input changed in place": lambda x: x.mul_(3),  # given as it is, not as a view
     "views of the input": lambda x: (x.t(), x[1], x.reshape(3, 2), x.detach(), x[0][1:]),
     "a view of a view given": lambda x: x.t()[1],
+    "views of one intermediate": lambda x: (lambda y: (y.t(), y.reshape(6), y[0]))(x * 2),
+    "views of a reduction": lambda x: (lambda m: (m.transpose(-1, 0), m.reshape(1, 1)))(x.amin()),
+    "views of a constant": lambda x: (lambda c: (c.t() + 0, c.t(), c[1]))(fg.ones(2, 3)),
 }
 
 
+@pytest.mark.parametrize("native", [False, True], ids=["tiny kernels in numpy", "all native"])
 @pytest.mark.parametrize("name", OUTPUTS_SHARING_MEMORY)
-def test_writing_into_an_output_changes_what_it_changes_eagerly(name):
+def test_writing_into_an_output_changes_what_it_changes_eagerly(name, native, monkeypatch):
     """Outputs share memory with the inputs, each other or a constant
     exactly where eager's do: simplification makes x * 1 the value x, two
     equal expressions one value, numpy's view steps return views (each
     output a tensor of its own eagerly); and an input, or a view of one,
-    returned is that input or a view of it again, so writes reach it."""
+    returned is that input or a view of it again, so writes reach it, as
+    do views of one base returned without it (a kernel computes a view
+    step as a copy, so they are views of it taken again)."""
+    from fusegrad.runtime import launch
 
+    if native:
+        monkeypatch.setattr(launch, "SMALL_WORK", 0)
     fn = OUTPUTS_SHARING_MEMORY[name]
 
     def after_writing(f, k):

@@ -83,11 +83,17 @@ class Program:
         residuals = []
         if self.makes_node and not self.graph_freed:
             residuals = self._derive_backward(graph, trace.stopped)
-        forward = Graph(graph.inputs, graph.eqns, outputs + extras + residuals)
         inputs = list(args) + [
             c.tensor if c.read is None and c.draw is None else None for c in self.captured
         ]
-        self.view_outputs = _views(output_tensors, inputs, self.output_requires_grad)
+        self.view_outputs, bases = _views(
+            output_tensors, inputs, self.output_requires_grad, lambda t: _traced_var(trace, t)
+        )
+        # the bases that outputs are views of, computed beside the side effects
+        self.base_dtypes = [b._dtype for b in bases]
+        extras = extras + [_traced_var(trace, b) for b in bases]
+        self.num_extras = len(extras)
+        forward = Graph(graph.inputs, graph.eqns, outputs + extras + residuals)
         if trace.binding is not None:  # the steps' sizes are symbols: this program's values
             self.view_outputs = [
                 (
@@ -97,11 +103,19 @@ class Program:
                 )
                 for k, i, steps in self.view_outputs
             ]
+        first_base = len(outputs) + len(extras) - len(bases)  # among the forward's outputs
+        behind = first_base - len(outputs)  # how far a base's source position moves there
         self.forward = _outputs_of_their_own(
             simplify(without_stop_gradients(forward)),
-            [t._data for t in output_tensors],
+            {
+                **dict(enumerate(t._data for t in output_tensors)),
+                **{first_base + j: b._data for j, b in enumerate(bases)},
+            },
             [t._data if isinstance(t, Tensor) else None for t in inputs],
-            {k: i for k, i, _ in self.view_outputs},
+            {
+                k: i if i < len(inputs) + len(outputs) else i + behind
+                for k, i, _ in self.view_outputs
+            },
         )
         verify(self.forward)
         inputs_kept = set(self.forward.inputs)
@@ -296,7 +310,10 @@ class Program:
                 self._write_back(args, located, extras[len(self.guards) :], arrays)
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
         if self.view_outputs:
-            sources = args + captured + outputs  # a view's source: an input or another output
+            # a view's source: an input, another output or a base the outputs share
+            bases = values[n + self.num_extras - len(self.base_dtypes) : n + self.num_extras]
+            sources = args + captured + outputs
+            sources += [Tensor._make(b, dtype) for b, dtype in zip(bases, self.base_dtypes)]
             for k, i, steps in self.view_outputs:
                 outputs[k] = sources[len(args) + len(captured) + k] = _view(sources[i], steps)
         if self.makes_node:
@@ -485,25 +502,51 @@ def _as_tensor(value, var):
     return constant_array(np.asarray(value, var.dtype.np), var.dtype)
 
 
-def _views(outputs: list, inputs: list, requires_grad: list) -> list:
+def _views(outputs: list, inputs: list, requires_grad: list, traced) -> tuple:
     """(output position, source position, view steps) of each output the
     traced function returned as an input or another output, or a view of
-    one (sources: the inputs, then the outputs): calls return that tensor,
-    or that view of it taken again, so that writes through it reach its
-    source as eagerly. A tensor returned as it is that needs a gradient
-    stays a fresh tensor (it carries the compiled backward). In the order
-    to take them: a view's source before it (a source has fewer steps from
-    the base they share; one returned twice, first where it comes first)."""
+    one (sources: the inputs, then the outputs, then the bases returned
+    too): calls return that tensor, or that view of it taken again, so that
+    writes through it reach its source as eagerly. Outputs that are views
+    of one tensor that is neither (``x.t(), x.view(-1)`` of an
+    intermediate x) are views of it taken again too, the base computed
+    beside the outputs: the bases' list is the second thing returned
+    (``traced(base)`` tells whether the trace has a value for one). A tensor
+    returned as it is that needs a gradient stays a fresh tensor (it
+    carries the compiled backward). In the order to take them: a view's
+    source before it (a source has fewer steps from the base they share;
+    one returned twice, first where it comes first)."""
     found = []
+    sources = inputs + outputs
     for k, output in enumerate(outputs):
-        for i, source in enumerate(inputs + outputs):
+        for i, source in enumerate(sources):
             steps = _steps_from(source, output) if isinstance(source, Tensor) else None
             if steps is None or (not steps and (i - len(inputs) >= k or requires_grad[k])):
                 continue  # no view, or itself (again later): not a source
             found.append((k, i, steps))
             break
+    taken = {k for k, _, _ in found}
+    sharing: dict = {}  # id of a base no source is -> the outputs that are its views
+    for k, output in enumerate(outputs):
+        base = output._base
+        steps = _steps_from(base, output) if base is not None else None
+        if k not in taken and steps is not None and all(base is not s for s in sources):
+            sharing.setdefault(id(base), (base, []))[1].append((k, steps))
+    bases = []
+    for base, views in sharing.values():
+        if len(views) > 1 and traced(base) is not None:
+            found += [(k, len(sources) + len(bases), steps) for k, steps in views]
+            bases.append(base)
     depth = [len(t._view_steps) if t._base is not None else 0 for t in outputs]
-    return sorted(found, key=lambda view: (depth[view[0]], view[0]))
+    return sorted(found, key=lambda view: (depth[view[0]], view[0])), bases
+
+
+def _traced_var(trace, tensor):
+    """The trace's value for ``tensor``, if it has one without capturing it."""
+    var = trace.vars.get(id(tensor))
+    if var is None and (tensor.__dict__.get("_constant") or id(tensor) in trace.created):
+        var = trace.var_of(tensor)
+    return var
 
 
 def _steps_from(source: Tensor, view: Tensor):
@@ -532,17 +575,18 @@ def _view(tensor: Tensor, steps: tuple) -> Tensor:
     return tensor
 
 
-def _outputs_of_their_own(graph: Graph, arrays: list, inputs: list, views: dict) -> Graph:
-    """``graph`` with a copy made of each of its first ``len(arrays)``
-    outputs whose memory may be a constant's, an input's or another
-    output's where the traced function returned a tensor of its own: the
-    passes make ``x * 1`` the value ``x`` and two equal expressions one
-    value, and numpy's steps for view primitives return views. Writing
-    into one output must change nothing else, as eagerly. ``arrays``: the
-    outputs' arrays in the trace; ``inputs``: the inputs' (None for
-    numbers); ``views``: output position -> source position (the inputs,
-    then the outputs), for the outputs taken as views after the run (the
-    program computes nothing for them)."""
+def _outputs_of_their_own(graph: Graph, arrays: dict, inputs: list, views: dict) -> Graph:
+    """``graph`` with a copy made of each output at a position of ``arrays``
+    whose memory may be a constant's, an input's or another such output's
+    where the traced function returned a tensor of its own: the passes
+    make ``x * 1`` the value ``x`` and two equal expressions one value,
+    and numpy's steps for view primitives return views. Writing into one
+    output must change nothing else, as eagerly. ``arrays``: output
+    position -> its array in the trace (the outputs', and the bases' that
+    outputs are views of); ``inputs``: the inputs' (None for numbers);
+    ``views``: output position -> the position among the inputs, then the
+    outputs, of the value it is taken as a view of after the run (the
+    program computes nothing for it)."""
     producer = {eqn.out: eqn for eqn in graph.eqns}
 
     def storage(v):  # the value whose memory v may share (indexing by arrays gathers)
@@ -553,7 +597,8 @@ def _outputs_of_their_own(graph: Graph, arrays: list, inputs: list, views: dict)
     position = {v: i for i, v in enumerate(graph.inputs)}
     eqns, outputs = list(graph.eqns), list(graph.outputs)
     returned: dict = {}  # storage -> the outputs that may share it
-    for k, v in enumerate(outputs[: len(arrays)]):
+    for k in arrays:
+        v = outputs[k]
         if k in views:
             i = views[k] - len(graph.inputs)
             outputs[k] = graph.inputs[views[k]] if i < 0 else outputs[i]
