@@ -9,6 +9,7 @@ kernels and matrix products: numpy's OpenBLAS gets as many threads; set to
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import functools
@@ -140,6 +141,22 @@ class _Team:
 
 
 _team = _Team()
+
+
+def _no_worker_in_native_code() -> None:
+    """At exit, before the JIT engine's memory is freed with the modules:
+    waits until every worker stopped lingering in its native loop (its
+    LINGER cycles at most), which would otherwise run in freed code."""
+    if not _team.workers:
+        return
+    for worker in _team.workers:
+        deadline = time.monotonic() + 0.1
+        while not worker.slot[team.ASLEEP] and time.monotonic() < deadline:
+            time.sleep(0.0005)
+    time.sleep(0.001)  # past the return from the loop, into ctypes' own code
+
+
+atexit.register(_no_worker_in_native_code)
 
 
 def run(function, calls: list, beside_blas: bool = False) -> None:
