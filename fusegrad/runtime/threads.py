@@ -99,22 +99,20 @@ class _Worker:
         if _team.post(self.address, self.generation):
             self.wake.set()
 
-    def join(self, beside_blas: bool) -> None:
-        """Returns once the posted call finished; a signal handler's exception
-        (Ctrl-C) is raised only then, since the call writes into arrays the
-        caller would free unwinding."""
+    def join(self, beside_blas: bool):
+        """Returns once the posted call finished, with the exception a signal
+        handler raised meanwhile (Ctrl-C), if one did: the caller raises it
+        only then, since the call writes into arrays it would free unwinding."""
         spin_cycles = JOIN_SPIN_CYCLES // 10 if beside_blas else JOIN_SPIN_CYCLES
         interrupted = None
         while True:
             try:
                 if _team.join(self.address, self.generation, spin_cycles):
-                    break
+                    return interrupted
                 if beside_blas:
                     _yield_core()
             except BaseException as exc:
                 interrupted = exc
-        if interrupted is not None:
-            raise interrupted
 
 
 class _Team:
@@ -174,17 +172,20 @@ def run(function, calls: list, beside_blas: bool = False) -> None:
         for arguments in calls:
             function(*arguments)
         return
+    posted = []  # joined whatever happens: their calls write into the caller's arrays
+    interrupted = None
     try:
         address = ctypes.cast(function, ctypes.c_void_p).value
         for worker, arguments in zip(workers, calls[1:]):
             worker.post(address, arguments, 0 if beside_blas else LINGER_CYCLES)
-        try:
-            function(*calls[0])
-        finally:
-            for worker in workers:
-                worker.join(beside_blas)
+            posted.append(worker)
+        function(*calls[0])
     finally:
+        for worker in posted:
+            interrupted = worker.join(beside_blas) or interrupted
         _team.lock.release()
+    if interrupted is not None:
+        raise interrupted
 
 
 # numpy's OpenBLAS: its symbols' prefixes and suffixes by build
