@@ -904,18 +904,23 @@ print("done")
 """
 
 
-def test_split_calls_finish_whether_the_workers_slept_or_spun():
+def _printed_by(script: str, threads: int, timeout: float) -> str:
+    """What ``script`` prints in a new process with FUSEGRAD_NUM_THREADS=``threads``;
+    it must exit cleanly within ``timeout`` seconds (a hang fails the test)."""
     import os
     import subprocess
     import sys
 
-    env = {**os.environ, "FUSEGRAD_NUM_THREADS": "3"}
+    env = {**os.environ, "FUSEGRAD_NUM_THREADS": str(threads)}
     child = subprocess.run(
-        [sys.executable, "-c", _SPLITS_ASLEEP_AND_AWAKE],
-        capture_output=True, text=True, timeout=60, env=env,
-    )  # fmt: skip
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, env=env
+    )
     assert child.returncode == 0, child.stderr
-    assert child.stdout.strip() == "done"
+    return child.stdout
+
+
+def test_split_calls_finish_whether_the_workers_slept_or_spun():
+    assert _printed_by(_SPLITS_ASLEEP_AND_AWAKE, threads=3, timeout=60).strip() == "done"
 
 
 def test_threads_splitting_at_once_each_get_all_their_calls_run():
@@ -964,19 +969,10 @@ os.waitpid(child, 0)
 
 
 def test_a_kernel_split_across_threads_runs_in_a_forked_child():
-    """A fork copies the thread pools' records but none of their threads: the
+    """A fork copies the workers' records but none of their threads: the
     child's kernel waited forever for its other chunks."""
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "FUSEGRAD_NUM_THREADS": "2"}
-    child = subprocess.run(
-        [sys.executable, "-c", _SPLIT_KERNEL_IN_A_FORK],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
-    assert child.returncode == 0, child.stderr
-    assert float(child.stdout) == pytest.approx(2 * np.e * 100000)
+    printed = _printed_by(_SPLIT_KERNEL_IN_A_FORK, threads=2, timeout=120)
+    assert float(printed) == pytest.approx(2 * np.e * 100000)
 
 
 # What a forked child computes, while a thread the child does not have holds
