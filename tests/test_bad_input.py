@@ -9,6 +9,8 @@ CASES = [
     (lambda: fg.ones(2) + "a", TypeError, "unsupported operand"),
     (lambda: fg.add(fg.ones(2), [1, 2]), TypeError, "unsupported operand type: list"),
     (lambda: fg.ones(2, 3) * fg.ones(4), RuntimeError, "must match the size"),
+    (lambda: fg.ones(1, 3).expand(2, 3).add_(1), RuntimeError, "refers to a single memory"),
+    (lambda: fg.ones(3, 1).expand(3, 2).fill_(0), RuntimeError, "refers to a single memory"),
     (lambda: fg.ones(2, 3).reshape(5), RuntimeError, "invalid for input of size 6"),
     (lambda: fg.ones(2, 3).reshape(-1, -1), RuntimeError, "only one dimension"),
     (lambda: fg.ones(2, 3).sum(dim=2), IndexError, "Dimension out of range"),

@@ -528,6 +528,8 @@ class Tensor:
             and (self._requires_grad or base._requires_grad or result._requires_grad)
         ):
             return self._commit_through_base(result)
+        if not self._data.flags.writeable:
+            raise RuntimeError(_unwritable_reason(self._data))
         if recording.trace is not None:  # first: the trace snapshots the old value
             recording.trace.rebind(self, result)
         data = result._data
@@ -557,6 +559,15 @@ class Tensor:
         self._requires_grad = view._requires_grad
         self._view_version = self._version_counter[0]
         return self
+
+
+def _unwritable_reason(data: np.ndarray) -> str:
+    if any(stride == 0 and size > 1 for stride, size in zip(data.strides, data.shape)):
+        return (
+            "unsupported operation: more than one element of the written-to tensor refers to "
+            "a single memory location. Please clone() the tensor before performing the operation."
+        )
+    return "unsupported operation: the written-to tensor's memory is read-only. Please clone() it."
 
 
 def _written_into(base: Tensor, steps: tuple, value: Tensor) -> Tensor:
