@@ -322,6 +322,8 @@ _APPROXIMATED = {
     P.log10: _libm("log10"),
     P.exp2: _libm("exp2"),
     P.atan2: _libm("atan2"),
+    **{prim: _libm(prim.name) for prim in (P.sinh, P.cosh, P.asin, P.acos, P.atan)},
+    **{prim: _libm(prim.name) for prim in (P.asinh, P.acosh, P.atanh, P.erfc)},
     P.binary_cross_entropy: _binary_cross_entropy,
     P.binary_cross_entropy_with_logits: _binary_cross_entropy_with_logits,
 }

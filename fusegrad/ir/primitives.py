@@ -343,6 +343,56 @@ tanh = Primitive("tanh", np.tanh, _float_unary_rule("tanh"), elementwise=True, p
 tanh.defvjp(x=lambda g, out: g * (1.0 - out * out))
 
 
+# The inverse and hyperbolic trigonometric functions: numpy's values (float32
+# through float64, as PyTorch rounds them), the C library's in kernels.
+sinh = Primitive(
+    "sinh", _rounded_from_float64(np.sinh), _float_unary_rule("sinh"), elementwise=True,
+    public="float",
+)  # fmt: skip
+cosh = Primitive(
+    "cosh", _rounded_from_float64(np.cosh), _float_unary_rule("cosh"), elementwise=True,
+    public="float",
+)  # fmt: skip
+sinh.defvjp(x=lambda g, x: g * cosh(x))
+cosh.defvjp(x=lambda g, x: g * sinh(x))
+
+asin = Primitive(
+    "asin", _rounded_from_float64(np.arcsin), _float_unary_rule("asin"), elementwise=True,
+    public="float",
+)  # fmt: skip
+asin.defvjp(x=lambda g, x: g / sqrt((1.0 - x) * (1.0 + x)))
+
+acos = Primitive(
+    "acos", _rounded_from_float64(np.arccos), _float_unary_rule("acos"), elementwise=True,
+    public="float",
+)  # fmt: skip
+acos.defvjp(x=lambda g, x: -(g / sqrt((1.0 - x) * (1.0 + x))))
+
+atan = Primitive(
+    "atan", _rounded_from_float64(np.arctan), _float_unary_rule("atan"), elementwise=True,
+    public="float",
+)  # fmt: skip
+atan.defvjp(x=lambda g, x: g / (x * x + 1.0))
+
+asinh = Primitive(
+    "asinh", _rounded_from_float64(np.arcsinh), _float_unary_rule("asinh"), elementwise=True,
+    public="float",
+)  # fmt: skip
+asinh.defvjp(x=lambda g, x: g / sqrt(x * x + 1.0))
+
+acosh = Primitive(
+    "acosh", _rounded_from_float64(np.arccosh), _float_unary_rule("acosh"), elementwise=True,
+    public="float",
+)  # fmt: skip
+acosh.defvjp(x=lambda g, x: g / sqrt((x - 1.0) * (x + 1.0)))
+
+atanh = Primitive(
+    "atanh", _rounded_from_float64(np.arctanh), _float_unary_rule("atanh"), elementwise=True,
+    public="float",
+)  # fmt: skip
+atanh.defvjp(x=lambda g, x: g / ((1.0 - x) * (1.0 + x)))
+
+
 def _sigmoid_impl(x):
     # exp of a non-positive argument only, so neither branch overflows
     e = np.exp(-np.abs(x))
@@ -385,6 +435,17 @@ erf = Primitive(
     public="float",
 )
 erf.defvjp(x=lambda g, x: g * (exp(-(x * x)) * (2.0 / math.sqrt(math.pi))))
+
+# 1 - erf(x) loses every digit where erf(x) rounds to 1 (x > 4 in float32)
+_erfc_scalar = np.frompyfunc(math.erfc, 1, 1)
+erfc = Primitive(
+    "erfc",
+    lambda x: np.asarray(_erfc_scalar(x), np.float64).astype(x.dtype),
+    _float_unary_rule("erfc"),
+    elementwise=True,
+    public="float",
+)
+erfc.defvjp(x=lambda g, x: g * (exp(-(x * x)) * (-2.0 / math.sqrt(math.pi))))
 
 # GELU, x * Phi(x) for the normal distribution's Phi: a primitive, so that its
 # gradient is the cotangent times one local derivative, Phi(x) + x * phi(x),

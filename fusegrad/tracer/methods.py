@@ -119,40 +119,12 @@ def _inplace(op):
 
 
 for _name in (
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "fmod",
-    "remainder",
-    "floor_divide",
-    "pow",
-    "clamp",
-    "clip",
-    "exp",
-    "log",
-    "sqrt",
-    "neg",
-    "abs",
-    "relu",
-    "sigmoid",
-    "tanh",
-    "clamp_min",
-    "clamp_max",
-    "square",
-    "reciprocal",
-    "log2",
-    "log10",
-    "exp2",
-    "atan2",
-    "cumsum",
-    "cumprod",
-    "tril",
-    "triu",
-    "scatter",
-    "scatter_add",
-    "index_add",
-):
+    "add sub mul div fmod remainder floor_divide pow clamp clip exp log sqrt neg abs relu "
+    "sigmoid tanh clamp_min clamp_max square reciprocal log2 log10 exp2 atan2 cumsum cumprod "
+    "tril triu scatter scatter_add index_add sin cos tan log1p expm1 rsqrt erf erfc sign floor "
+    "ceil trunc round sinh cosh asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh "
+    "arccosh arctanh arctan2"
+).split():
     setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 
 Tensor.__iadd__ = _forward(Tensor.add_)

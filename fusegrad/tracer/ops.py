@@ -1844,8 +1844,16 @@ for _alias, _name in (
     ("divide", "div"),
     ("negative", "neg"),
     ("arctan2", "atan2"),
+    ("arcsin", "asin"),
+    ("arccos", "acos"),
+    ("arctan", "atan"),
+    ("arcsinh", "asinh"),
+    ("arccosh", "acosh"),
+    ("arctanh", "atanh"),
 ):
     FUNCTIONS[_alias] = FUNCTIONS[_name]
+    METHODS[_alias] = METHODS[_name]
+    globals()[_alias] = globals()[_name]
 
 # The functions taking out= (as in PyTorch; their methods don't).
 for _name in (
