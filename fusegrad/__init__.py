@@ -11,10 +11,10 @@ tensor([[4.5000, 4.5000],
 
 import warnings as _warnings
 
-from . import autograd, backends, cuda, distributed, nn, optim, utils
+from . import autograd, backends, cuda, distributed, linalg, nn, optim, utils
 from . import tracer as _tracer
 from .autograd.transforms import grad, value_and_grad
-from .ir.dtypes import bfloat16, float16, float32, float64, int32, int64
+from .ir.dtypes import bfloat16, finfo, float16, float32, float64, iinfo, int32, int64
 from .ir.dtypes import bool_ as bool
 from .runtime.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .runtime.jit import jit

@@ -28,6 +28,13 @@ def pos(*shape):
     return r(*shape, lo=0.2, hi=2.0)
 
 
+def _well_conditioned(*sizes):
+    """n by n matrices (a stack of them for more sizes) whose diagonal
+    dominates: far from singular."""
+    n = sizes[-1]
+    return r(*sizes, n) + 5.0 * np.eye(n)
+
+
 def ints(values):
     return np.array(values, dtype=np.int64)
 
@@ -713,6 +720,194 @@ OPS = [
         [S(r(3, 4), r(4), r(4))],
     ),
     OpInfo("dropout_eval", lambda x: F.dropout(x, 0.5, training=False), lambda x: x, [S(r(3, 4))]),
+    # composed of the ops above
+    OpInfo("frac", fg.frac, lambda x: x - np.trunc(x), [S(r(3, 4, lo=0.1, hi=0.9) * 5 - 2.5)]),
+    OpInfo("deg2rad", fg.deg2rad, np.deg2rad, UNARY_SAMPLES),
+    OpInfo("logit", fg.logit, lambda x: np.log(x / (1 - x)), [S(r(3, 4, lo=0.1, hi=0.9))]),
+    OpInfo(
+        "logit_eps",
+        lambda x: fg.logit(x, eps=0.2),
+        lambda x: np.log(np.clip(x, 0.2, 0.8) / (1 - np.clip(x, 0.2, 0.8))),
+        [S(np.array([0.05, 0.3, 0.5, 0.7, 0.95]))],
+    ),
+    OpInfo("sinc", fg.sinc, np.sinc, [S(r(3, 4)), S(np.array([0.0, 0.5]))]),
+    OpInfo(
+        "xlogy",
+        fg.xlogy,
+        lambda x, y: x * np.log(y),
+        [S(r(3, 4), pos(3, 4)), S(np.array([0.0, 0.5, 2.0]), pos(3)), S(pos(3), 2.5)],
+    ),
+    OpInfo("hypot", fg.hypot, np.hypot, [S(pos(3, 4), r(3, 4)), S(r(3, 4), pos(4))]),
+    OpInfo("logaddexp", fg.logaddexp, np.logaddexp, BINARY_SAMPLES),
+    OpInfo("logaddexp2", fg.logaddexp2, np.logaddexp2, BINARY_SAMPLES),
+    OpInfo(
+        "nan_to_num",
+        lambda x: fg.nan_to_num(x, posinf=3.0),
+        lambda x: np.nan_to_num(x, posinf=3.0),
+        [S(r(3, 4))],
+    ),
+    OpInfo(
+        "addcmul",
+        lambda a, b, c: fg.addcmul(a, b, c, value=0.5),
+        lambda a, b, c: a + 0.5 * b * c,
+        [S(r(3, 4), r(3, 4), r(4))],
+    ),
+    OpInfo("addcdiv", fg.addcdiv, lambda a, b, c: a + b / c, [S(r(3, 4), r(3, 4), pos(4))]),
+    OpInfo("lerp", fg.lerp, lambda a, b, w: a + w * (b - a), [S(r(3, 4), r(3, 4), 0.7)]),
+    OpInfo(
+        "lerp_tensor",
+        fg.lerp,
+        lambda a, b, w: a + w * (b - a),
+        [S(r(3, 4), r(3, 4), r(3, 4, lo=0.0, hi=1.0))],
+    ),
+    OpInfo(
+        "addmm",
+        lambda a, b, c: fg.addmm(a, b, c, beta=0.5, alpha=2.0),
+        lambda a, b, c: 0.5 * a + 2.0 * b @ c,
+        [S(r(4), r(3, 5), r(5, 4)), S(r(3, 4), r(3, 5), r(5, 4))],
+    ),
+    OpInfo("addmv", fg.addmv, lambda a, m, v: a + m @ v, [S(r(3), r(3, 5), r(5))]),
+    OpInfo("addr", fg.addr, lambda a, u, v: a + np.outer(u, v), [S(r(3, 4), r(3), r(4))]),
+    OpInfo("baddbmm", fg.baddbmm, lambda a, b, c: a + b @ c, [S(r(3, 4), r(2, 3, 5), r(2, 5, 4))]),
+    OpInfo(
+        "addbmm",
+        fg.addbmm,
+        lambda a, b, c: a + (b @ c).sum(0),
+        [S(r(3, 4), r(2, 3, 5), r(2, 5, 4))],
+    ),
+    OpInfo("select", lambda x: fg.select(x, 1, -1), lambda x: x[:, -1], [S(r(2, 3, 4))]),
+    OpInfo(
+        "movedim",
+        lambda x: fg.movedim(x, (0, 1), (2, 0)),
+        lambda x: np.moveaxis(x, (0, 1), (2, 0)),
+        [S(r(2, 3, 4))],
+    ),
+    OpInfo(
+        "unfold",
+        lambda x: x.unfold(1, 2, 1),
+        lambda x: np.moveaxis(np.lib.stride_tricks.sliding_window_view(x, 2, axis=1), 1, 1),
+        [S(r(2, 4, 3))],
+    ),
+    OpInfo("tile", lambda x: fg.tile(x, (2, 1, 2)), lambda x: np.tile(x, (2, 1, 2)), [S(r(3, 2))]),
+    OpInfo(
+        "hstack", lambda a, b: fg.hstack([a, b]), lambda a, b: np.hstack([a, b]), [S(r(3), r(2))]
+    ),
+    OpInfo(
+        "vstack", lambda a, b: fg.vstack([a, b]), lambda a, b: np.vstack([a, b]), [S(r(4), r(2, 4))]
+    ),
+    OpInfo(
+        "dstack",
+        lambda a, b: fg.dstack([a, b]),
+        lambda a, b: np.dstack([a, b]),
+        [S(r(3, 4), r(3, 4))],
+    ),
+    OpInfo(
+        "column_stack",
+        lambda a, b: fg.column_stack([a, b]),
+        lambda a, b: np.column_stack([a, b]),
+        [S(r(3), r(3, 2))],
+    ),
+    OpInfo(
+        "meshgrid_xy",
+        lambda a, b: fg.meshgrid(a, b, indexing="xy")[0] * fg.meshgrid(a, b, indexing="xy")[1],
+        lambda a, b: np.prod(np.meshgrid(a, b, indexing="xy"), axis=0),
+        [S(r(3), r(2))],
+    ),
+    OpInfo(
+        "rot90", lambda x: fg.rot90(x, 1, (1, 2)), lambda x: np.rot90(x, 1, (1, 2)), [S(r(2, 3, 4))]
+    ),
+    OpInfo(
+        "diff",
+        lambda x, p: fg.diff(x, n=2, dim=0, prepend=p),
+        lambda x, p: np.diff(x, n=2, axis=0, prepend=p),
+        [S(r(3, 4), r(1, 4))],
+    ),
+    OpInfo("take", fg.take, np.take, [S(r(3, 4), ints([[0, 5], [-1, 11]]))]),
+    OpInfo("inner", fg.inner, np.inner, [S(r(3, 4), r(2, 4)), S(r(4), r(4))]),
+    OpInfo(
+        "tensordot",
+        lambda a, b: fg.tensordot(a, b, dims=([1, 2], [0, 1])),
+        lambda a, b: np.tensordot(a, b, axes=([1, 2], [0, 1])),
+        [S(r(2, 3, 4), r(3, 4, 2))],
+    ),
+    # linear algebra
+    OpInfo(
+        "inv", fg.linalg.inv, np.linalg.inv, [S(_well_conditioned(3)), S(_well_conditioned(2, 3))]
+    ),
+    OpInfo(
+        "det", fg.linalg.det, np.linalg.det, [S(_well_conditioned(3)), S(_well_conditioned(2, 3))]
+    ),
+    OpInfo(
+        "slogdet",
+        lambda a: fg.linalg.slogdet(a).logabsdet * fg.linalg.slogdet(a).sign,
+        lambda a: np.linalg.slogdet(a)[1] * np.linalg.slogdet(a)[0],
+        [S(-_well_conditioned(3)), S(_well_conditioned(2, 3))],
+    ),
+    OpInfo("logdet", fg.logdet, lambda a: np.log(np.linalg.det(a)), [S(_well_conditioned(2, 3))]),
+    OpInfo(
+        "solve",
+        fg.linalg.solve,
+        np.linalg.solve,
+        [S(_well_conditioned(3), r(3, 2)), S(_well_conditioned(2, 3), r(3, 1))],
+    ),
+    OpInfo(
+        "solve_vector",
+        fg.linalg.solve,
+        lambda a, b: np.linalg.solve(a, b[..., None])[..., 0],
+        [S(_well_conditioned(3), r(3)), S(_well_conditioned(2, 3), r(2, 3))],
+    ),
+    OpInfo(
+        "cholesky",
+        lambda a: fg.linalg.cholesky(a @ a.mT + fg.eye(3, dtype=a.dtype)),
+        lambda a: np.linalg.cholesky(a @ np.swapaxes(a, -1, -2) + np.eye(3)),
+        [S(r(3, 3)), S(r(2, 3, 3))],
+    ),
+    OpInfo(
+        "matrix_power",
+        lambda a: fg.linalg.matrix_power(a, -3),
+        lambda a: np.linalg.matrix_power(a, -3),
+        [S(_well_conditioned(3))],
+    ),
+    OpInfo(
+        "matrix_norm",
+        lambda a: fg.linalg.matrix_norm(a) + fg.linalg.matrix_norm(a, 1),
+        lambda a: np.linalg.norm(a, axis=(-2, -1)) + np.linalg.norm(a, 1, axis=(-2, -1)),
+        [S(r(2, 3, 4))],
+    ),
+    OpInfo(
+        "vector_norm",
+        lambda a: fg.linalg.vector_norm(a, 3, dim=1),
+        lambda a: np.linalg.norm(a, 3, axis=1),
+        [S(r(2, 3, 4))],
+    ),
+    OpInfo("cross", fg.linalg.cross, np.cross, [S(r(2, 3), r(2, 3))]),
+    OpInfo(
+        "multi_dot",
+        lambda a, b, c: fg.linalg.multi_dot([a, b, c]),
+        lambda a, b, c: a @ b @ c,
+        [S(r(3), r(3, 4), r(4, 2))],
+    ),
+    OpInfo(
+        "isclose",
+        lambda a, b: fg.isclose(a, b, rtol=0.1),
+        lambda a, b: np.isclose(a, b, rtol=0.1),
+        [S(r(3, 4), r(3, 4))],
+        differentiable=False,
+    ),
+    OpInfo(
+        "signbit",
+        fg.signbit,
+        np.signbit,
+        [S(np.array([-1.0, -0.0, 0.0, 2.0]))],
+        differentiable=False,
+    ),
+    OpInfo(
+        "count_nonzero",
+        lambda x: fg.count_nonzero(x > 0, dim=0),
+        lambda x: np.count_nonzero(x > 0, axis=0),
+        [S(r(3, 4))],
+        differentiable=False,
+    ),
 ]
 
 

@@ -476,3 +476,120 @@ def test_second_derivatives_of_products_with_two_zeros(op):
     assert first.tolist() == [0.0, 0.0, 0.0, 0.0]
     (second,) = fg.autograd.grad(first[1], x)
     assert second.tolist() == [0.0, 0.0, 0.0, 6.0]  # d2/dx1dx3 = x0 * x2
+
+
+# ------------------------------------------- edges of the ops composed of others
+# (values and gradients PyTorch 2 gives, checked with it once)
+
+INF, NAN = math.inf, math.nan
+
+
+def _native(monkeypatch):
+    from fusegrad.runtime import launch
+
+    monkeypatch.setattr(launch, "SMALL_WORK", 0)
+
+
+def test_xlogy_is_zero_where_x_is_zero_and_its_gradient_there_is_log_y(monkeypatch):
+    _native(monkeypatch)
+    x = fg.tensor([0.0, 0.0, 0.0, 0.0, 2.0], dtype=fg.float64, requires_grad=True)
+    y = fg.tensor([0.0, NAN, INF, 2.0, 3.0], dtype=fg.float64)
+    want = [0.0, NAN, 0.0, 0.0, 2 * math.log(3.0)]
+    for fn in (fg.xlogy, fg.jit(fg.xlogy)):
+        for _ in range(2):
+            out = fn(x, y)
+            np.testing.assert_allclose(out.detach().numpy(), want)
+            (grad,) = fg.autograd.grad(out.sum(), x)
+            np.testing.assert_allclose(grad.numpy()[[0, 3, 4]], [0.0, math.log(2.0), math.log(3.0)])
+
+
+@pytest.mark.parametrize("dtype", [fg.float16, fg.float32, fg.float64])
+def test_nan_to_num_defaults_to_the_largest_finite_value_of_the_dtype(dtype):
+    largest = fg.finfo(dtype).max
+    out = fg.nan_to_num(fg.tensor([INF, -INF, NAN, 1.5], dtype=dtype))
+    assert out.dtype is dtype
+    assert out.tolist() == [largest, -largest, 0.0, 1.5]
+    x = fg.tensor([INF, NAN, 1.5], requires_grad=True)
+    (grad,) = fg.autograd.grad(fg.nan_to_num(x, nan=2.0).sum(), x)
+    assert grad.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_finfo_and_iinfo_give_pytorchs_limits():
+    assert fg.finfo(fg.float32).eps == 2.0**-23 and fg.finfo().max == float(
+        np.finfo(np.float32).max
+    )
+    assert (
+        fg.finfo(fg.bfloat16).max == 3.3895313892515355e38 and fg.finfo(fg.bfloat16).eps == 2.0**-7
+    )
+    assert fg.finfo(fg.float16).resolution == 0.001 and fg.finfo(fg.float16).tiny == 2.0**-14
+    assert (fg.iinfo(fg.int32).min, fg.iinfo(fg.int64).max) == (-(2**31), 2**63 - 1)
+    with pytest.raises(TypeError):
+        fg.finfo(fg.int64)
+
+
+def test_logaddexp_of_equal_infinities_and_large_values(monkeypatch):
+    _native(monkeypatch)
+    a = fg.tensor([-INF, INF, 1000.0, -1000.0, 0.5])
+    b = fg.tensor([-INF, INF, 1000.0, -1000.5, NAN])
+    for fn in (fg.logaddexp, fg.jit(fg.logaddexp)):
+        for _ in range(2):
+            out = fn(a, b).tolist()
+            assert out[:2] == [-INF, INF] and math.isnan(out[4])
+            np.testing.assert_allclose(
+                out[2:4], [1000.0 + math.log(2), np.logaddexp(-1000.0, -1000.5)]
+            )
+    for fn in (fg.logaddexp2, fg.jit(fg.logaddexp2)):
+        assert fn(a[:3], b[:3]).tolist() == [-INF, INF, 1001.0]
+
+
+def test_hypot_does_not_overflow_where_the_squares_would(monkeypatch):
+    _native(monkeypatch)
+    big = fg.tensor([1e20, 3.0])
+    for fn in (fg.hypot, fg.jit(fg.hypot)):
+        np.testing.assert_allclose(
+            fn(big, big).numpy(), [1e20 * math.sqrt(2), 3 * math.sqrt(2)], rtol=1e-6
+        )
+
+
+def test_sinc_at_zero_is_one_with_every_derivative_of_its_series():
+    x = fg.tensor([0.0], dtype=fg.float64, requires_grad=True)
+    y = fg.sinc(x)
+    (first,) = fg.autograd.grad(y.sum(), x, create_graph=True)
+    (second,) = fg.autograd.grad(first.sum(), x)
+    assert y.item() == 1.0 and first.item() == 0.0
+    assert second.item() == pytest.approx(-(math.pi**2) / 3)
+
+
+def test_addmm_with_beta_zero_ignores_the_nans_of_input():
+    out = fg.addmm(fg.full((3, 1), NAN), fg.ones(3, 2), fg.ones(2, 4), beta=0)
+    assert out.shape == (3, 4) and out.tolist() == [[2.0] * 4] * 3
+
+
+def test_in_place_forms_of_the_composed_ops():
+    a, b, c = fg.ones(2, 3), fg.full((2, 3), 2.0), fg.full((3,), 4.0)
+    assert a.clone().addcmul_(b, c, value=0.5).tolist() == [[5.0] * 3] * 2
+    assert a.clone().addcdiv_(b, c).tolist() == [[1.5] * 3] * 2
+    assert a.clone().lerp_(b, 0.25).tolist() == [[1.25] * 3] * 2
+    assert fg.zeros(2, 2).addmm_(fg.eye(2), fg.full((2, 2), 3.0)).tolist() == [[3.0] * 2] * 2
+
+
+def test_unfold_select_and_movedim_refuse_what_pytorch_refuses():
+    x = fg.arange(10.0)
+    assert x.unfold(0, 4, 3).tolist() == [[0, 1, 2, 3], [3, 4, 5, 6], [6, 7, 8, 9]]
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 10"):
+        x.unfold(0, 11, 1)
+    with pytest.raises(RuntimeError, match="step is 0"):
+        x.unfold(0, 2, 0)
+    with pytest.raises(IndexError, match="out of range"):
+        fg.select(fg.ones(2, 3), 1, 3)
+    with pytest.raises(RuntimeError, match="same number of dims"):
+        fg.movedim(fg.ones(2, 3), (0, 1), 0)
+
+
+def test_meshgrid_xy_swaps_the_first_two_axes():
+    x, y = fg.tensor([1.0, 2.0, 3.0]), fg.tensor([10.0, 20.0])
+    gx, gy = fg.meshgrid(x, y, indexing="xy")
+    assert gx.tolist() == [[1, 2, 3], [1, 2, 3]] and gy.tolist() == [[10] * 3, [20] * 3]
+    with pytest.warns(UserWarning, match="indexing"):
+        ix, _ = fg.meshgrid(x, y)
+    assert ix.shape == (3, 2)

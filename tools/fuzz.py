@@ -910,6 +910,12 @@ UNARY = (
     "-{a}",
     "fg.log1p(fg.abs({a}))",
     "fg.expm1({a})",
+    "fg.atan({a})",
+    "fg.asinh({a})",
+    "fg.sinh({a})",
+    "fg.erfc({a})",
+    "fg.sinc({a})",
+    "fg.xlogy({a}, fg.abs({a}) + {eps})",
     "fg.rsqrt(fg.abs({a}) + {eps})",
     "fg.clamp({a}, {lo}, {hi})",
     "{a}.clamp(min={lo})",
@@ -931,9 +937,9 @@ def _unary(d: Draw):
 def _binary(d: Draw):
     a = d.pick()
     b = d.partner(a)
-    op = d.rng.choice(["+", "-", "*", "/", "**", "maximum", "minimum"])
+    op = d.rng.choice(["+", "-", "*", "/", "**", "maximum", "minimum", "logaddexp", "hypot"])
     form = d.rng.choice(["tensor", "tensor", "number", "number first", "0-d"])
-    if op in ("maximum", "minimum"):
+    if op in ("maximum", "minimum", "logaddexp", "hypot"):
         return f"fg.{op}({a.name}, {b.name})", [a, b]
     if op == "**":
         if form == "tensor":

@@ -12,6 +12,7 @@ kernels accumulate are ``FUSED_REDUCTIONS``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -298,6 +299,30 @@ def _binary_cross_entropy_with_logits(b, args, eqn):
     return e.add(e.mul(e.sub(one, t), x), e.mul(log_weight, smooth))
 
 
+def _log_add_exp(base_two):
+    """max + log1p(exp(-|x - y|)) (in base 2 for ``base_two``); equal operands
+    give max + log(2) directly, so two infinities of one sign are that
+    infinity rather than inf - inf."""
+
+    def lower(b, args, eqn):
+        x, y = args
+        e = mathfns.Emitter(b, x.type)
+        larger = e.select(e.gt(x, y), x, y)
+        distance = e.call("llvm.fabs", e.sub(x, y))
+        if base_two:
+            tail = e.mul(
+                mathfns.log1p(e, mathfns.exp(e, e.mul(distance, e.c(-math.log(2.0))))),
+                e.c(1.0 / math.log(2.0)),
+            )
+            doubled = e.add(x, e.c(1.0))
+        else:
+            tail = mathfns.log1p(e, mathfns.exp(e, b.fneg(distance)))
+            doubled = e.add(x, e.c(math.log(2.0)))
+        return e.select(e.eq(x, y), doubled, e.add(larger, tail))
+
+    return lower
+
+
 def _gelu(b, args, eqn):
     """x * 0.5 * (1 + erf(x / sqrt(2))), in the numpy implementation's order:
     its erf is the very code of the gradient's, which a kernel holding both
@@ -322,6 +347,9 @@ _APPROXIMATED = {
     P.log10: _libm("log10"),
     P.exp2: _libm("exp2"),
     P.atan2: _libm("atan2"),
+    P.hypot: _libm("hypot"),
+    P.logaddexp: _log_add_exp(base_two=False),
+    P.logaddexp2: _log_add_exp(base_two=True),
     **{prim: _libm(prim.name) for prim in (P.sinh, P.cosh, P.asin, P.acos, P.atan)},
     **{prim: _libm(prim.name) for prim in (P.asinh, P.acosh, P.atanh, P.erfc)},
     P.binary_cross_entropy: _binary_cross_entropy,
@@ -354,6 +382,8 @@ FUSED_REDUCTIONS = frozenset([P.reduce_sum, P.reduce_max, P.reduce_min])
 # Primitives that run through their numpy implementation, and why.
 IN_NUMPY = {
     P.matmul: "BLAS",
+    **dict.fromkeys((P.inverse, P.solve, P.det, P.logabsdet, P.det_sign, P.cholesky), "LAPACK"),
+    P.lower_part: "a triangle of matrices, rare (the gradient of a Cholesky factor)",
     P.reduce_prod: "rare; its gradient divides by each element",
     P.argmax: "an index, not a value to fuse",
     P.argmin: "an index, not a value to fuse",

@@ -96,6 +96,49 @@ DEFAULT_FOR_CATEGORY = {BOOL: bool_, INTEGER: int64, FLOATING: float32}
 _RANK = {bool_: 0, int32: 1, int64: 2, float16: 3, bfloat16: 3, float32: 4, float64: 5}
 
 
+class finfo:
+    """The limits of a floating dtype, as ``torch.finfo`` gives them."""
+
+    def __init__(self, dtype=None):
+        dtype = float32 if dtype is None else as_dtype(dtype)
+        if dtype.category != FLOATING:
+            raise TypeError(f"finfo() requires a floating point input type, got {dtype.name}")
+        if dtype is bfloat16:  # 8 exponent bits as float32's, 7 mantissa bits
+            self.bits, self.eps, self.max = 16, 2.0**-7, 3.3895313892515355e38
+            self.tiny, self.resolution = float(np.finfo(np.float32).tiny), 0.01
+        else:
+            info = np.finfo(np.float16 if dtype is float16 else dtype.np)
+            self.bits, self.eps, self.max = info.bits, float(info.eps), float(info.max)
+            self.tiny, self.resolution = float(info.tiny), 10.0**-info.precision
+        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, dtype.name
+
+    def __repr__(self):
+        return (
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+            f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+            f"dtype={self.dtype})"
+        )
+
+
+class iinfo:
+    """The limits of an integer dtype, as ``torch.iinfo`` gives them."""
+
+    def __init__(self, dtype):
+        dtype = as_dtype(dtype)
+        if dtype.category != INTEGER:
+            raise TypeError(f"iinfo() requires an integer input type, got {dtype.name}")
+        info = np.iinfo(dtype.np)
+        self.bits, self.min, self.max, self.dtype = (
+            info.bits,
+            int(info.min),
+            int(info.max),
+            dtype.name,
+        )
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
 def by_name(name: str) -> DType:
     return _BY_NAME[name]
 

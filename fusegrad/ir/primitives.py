@@ -584,6 +584,40 @@ atan2.defvjp(
     x=lambda g, y, x: -(g * y) / (x * x + y * y),
 )
 
+hypot = Primitive(
+    "hypot",
+    np.hypot,
+    _binary_rule("hypot", require=(dtypes.FLOATING,)),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="float",
+)
+hypot.defvjp(x=lambda g, x, out: g * (x / out), y=lambda g, y, out: g * (y / out))
+
+# log(exp(x) + exp(y)) never overflowing; each gradient a sigmoid of the difference
+logaddexp = Primitive(
+    "logaddexp",
+    np.logaddexp,
+    _binary_rule("logaddexp", require=(dtypes.FLOATING,)),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="float",
+)
+logaddexp.defvjp(x=lambda g, x, y: g * sigmoid(x - y), y=lambda g, x, y: g * sigmoid(y - x))
+
+logaddexp2 = Primitive(
+    "logaddexp2",
+    np.logaddexp2,
+    _binary_rule("logaddexp2", require=(dtypes.FLOATING,)),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="float",
+)
+logaddexp2.defvjp(
+    x=lambda g, x, y: g * sigmoid((x - y) * math.log(2.0)),
+    y=lambda g, x, y: g * sigmoid((y - x) * math.log(2.0)),
+)
+
 # Ties split the gradient evenly, as PyTorch does.
 maximum = Primitive(
     "maximum", np.maximum, _binary_rule("maximum"), inputs=("x", "y"), elementwise=True
@@ -1115,6 +1149,143 @@ matmul = Primitive(
     "matmul", _matmul_impl, _matmul_rule, inputs=("x", "y"), backward_name="MmBackward0"
 )
 matmul.defvjp(x=lambda g, y: matmul(g, swap_last(y)), y=_matmul_vjp_y)
+
+# ---------------------------------------------------------------- linear algebra
+# LAPACK through numpy, on stacks of square matrices (..., n, n). Each
+# gradient is written with these and matmul, so higher orders come for free.
+
+
+def _check_square(name, shape):
+    if len(shape) < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
+    if shape[-1] != shape[-2]:
+        raise RuntimeError(
+            f"linalg.{name}: A must be batches of square matrices, but they are "
+            f"{shape[-2]} by {shape[-1]} matrices"
+        )
+
+
+def _square_rule(name, shape_of=lambda shape: shape):
+    def rule(x):
+        _require_float(f"linalg.{name}", x)
+        _check_square(name, x.shape)
+        return shape_of(x.shape), x.dtype
+
+    return rule
+
+
+def _lapack(name, fn, failure):
+    """numpy's LAPACK call on square matrices, its LinAlgError as PyTorch's
+    RuntimeError (eagerly, the values are computed before the shape rule runs)."""
+
+    def impl(*arrays):
+        _check_square(name, arrays[0].shape)
+        try:
+            return fn(*arrays)
+        except np.linalg.LinAlgError:
+            raise RuntimeError(f"linalg.{name}: {failure}") from None
+
+    return impl
+
+
+_SINGULAR = "The input matrix is singular, so it has no inverse."
+
+
+def _as_matrices(g):
+    """A cotangent of one value per matrix, shaped to scale whole matrices."""
+    return reshape(g, shape=tuple(g.shape) + (1, 1))
+
+
+inverse = Primitive(
+    "inverse",
+    _lapack("inv", np.linalg.inv, _SINGULAR),
+    _square_rule("inv"),
+    backward_name="LinalgInvExBackward0",
+)
+inverse.defvjp(x=lambda g, out: -matmul(swap_last(out), matmul(g, swap_last(out))))
+
+
+def _solve_rule(a, b):
+    _square_rule("solve")(a)
+    dtype = _same_dtype("linalg.solve", a, b)
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+            f"({'x'.join(map(str, a.shape[-2:]))} and {'x'.join(map(str, b.shape[-2:]))})"
+        )
+    return broadcast_shapes(a.shape[:-2], b.shape[:-2]) + tuple(b.shape[-2:]), dtype
+
+
+# X = A^-1 B: B's cotangent solves with A's transpose, and A's is minus that times X^T
+solve = Primitive(
+    "solve",
+    _lapack("solve", np.linalg.solve, _SINGULAR),
+    _solve_rule,
+    inputs=("a", "b"),
+    backward_name="LinalgSolveExBackward0",
+)
+solve.defvjp(
+    a=lambda g, a, out: -matmul(solve(swap_last(a), g), swap_last(out)),
+    b=lambda g, a: solve(swap_last(a), g),
+)
+
+det = Primitive(
+    "det",
+    _lapack("det", np.linalg.det, _SINGULAR),
+    _square_rule("det", lambda shape: tuple(shape[:-2])),
+    backward_name="LinalgDetBackward0",
+)
+det.defvjp(x=lambda g, x, out: _as_matrices(g * out) * swap_last(inverse(x)))
+
+logabsdet = Primitive(
+    "logabsdet",
+    _lapack("slogdet", lambda x: np.linalg.slogdet(x)[1].astype(x.dtype, copy=False), _SINGULAR),
+    _square_rule("slogdet", lambda shape: tuple(shape[:-2])),
+    backward_name="LinalgSlogdetBackward0",
+)
+logabsdet.defvjp(x=lambda g, x: _as_matrices(g) * swap_last(inverse(x)))
+
+# the sign of the determinant: piecewise constant, so no rule
+det_sign = Primitive(
+    "det_sign",
+    _lapack("slogdet", lambda x: np.linalg.slogdet(x)[0].astype(x.dtype, copy=False), _SINGULAR),
+    _square_rule("slogdet", lambda shape: tuple(shape[:-2])),
+)
+
+
+def _lower_part_impl(x, diagonal_scale):
+    lower = np.tril(x)  # a new array
+    rows = np.arange(x.shape[-1])
+    lower[..., rows, rows] *= diagonal_scale
+    return lower
+
+
+# The lower triangle with the diagonal scaled: linear, and its own adjoint.
+lower_part = Primitive("lower_part", _lower_part_impl, lambda x, diagonal_scale: (x.shape, x.dtype))
+lower_part.defvjp(x=lambda g, diagonal_scale: lower_part(g, diagonal_scale=diagonal_scale))
+
+
+def _cholesky_vjp(g, out):
+    """Murray's rule, A = L L^T: with P the lower part of L^T G (diagonal
+    halved), the cotangent is S = L^-T P L^-1, made symmetric."""
+    inverse_l = inverse(out)
+    middle = lower_part(matmul(swap_last(out), g), diagonal_scale=0.5)
+    s = matmul(swap_last(inverse_l), matmul(middle, inverse_l))
+    return (s + swap_last(s)) * 0.5
+
+
+cholesky = Primitive(
+    "cholesky",
+    _lapack(
+        "cholesky",
+        np.linalg.cholesky,
+        "The factorization could not be completed because the input is not positive-definite.",
+    ),
+    _square_rule("cholesky"),
+    backward_name="LinalgCholeskyExBackward0",
+)
+cholesky.defvjp(x=_cholesky_vjp)
+
 
 # ------------------------------------------------------------------ random bits
 

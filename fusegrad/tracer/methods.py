@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from . import creation, einsum, indexing, ops  # noqa: F401  (they register their ops)
+from . import creation, einsum, indexing, linalg, ops  # noqa: F401  (they register their ops)
 from .tensor import Tensor
 
 for _name, _op in ops.METHODS.items():
@@ -123,7 +123,9 @@ for _name in (
     "sigmoid tanh clamp_min clamp_max square reciprocal log2 log10 exp2 atan2 cumsum cumprod "
     "tril triu scatter scatter_add index_add sin cos tan log1p expm1 rsqrt erf erfc sign floor "
     "ceil trunc round sinh cosh asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh "
-    "arccosh arctanh arctan2"
+    "arccosh arctanh arctan2 addcmul addcdiv lerp addmm addmv addr baddbmm addbmm frac logit "
+    "xlogy nan_to_num sgn deg2rad rad2deg sinc hypot not_equal greater greater_equal less "
+    "less_equal eq ne lt le gt ge logical_and logical_or logical_xor logical_not"
 ).split():
     setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 

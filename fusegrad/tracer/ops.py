@@ -22,6 +22,7 @@ import numpy as np
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import (
+    broadcast_shapes,
     infer_reshape,
     normalize_axes,
     normalize_dim,
@@ -1230,8 +1231,6 @@ def broadcast_to(input, size):
 
 @public(method=False)
 def broadcast_tensors(*tensors):
-    from ..ir.shapes import broadcast_shapes
-
     shape = broadcast_shapes(*[t.shape for t in tensors])
     return tuple(expand(t, shape) for t in tensors)
 
@@ -1834,6 +1833,500 @@ def is_floating_point(input) -> bool:
     return input.is_floating_point()
 
 
+# ------------------------------------------------ more of PyTorch's ops, composed
+
+
+@public
+def sgn(input):
+    return sign(input)
+
+
+@public
+def positive(input):
+    return as_tensor_arg(input)
+
+
+@public
+@_named("FracBackward0")
+def frac(input):
+    input = as_tensor_arg(input)
+    return input - P.trunc(input)
+
+
+@public
+def deg2rad(input):
+    return _to_float(as_tensor_arg(input)) * (math.pi / 180.0)
+
+
+@public
+def rad2deg(input):
+    return _to_float(as_tensor_arg(input)) * (180.0 / math.pi)
+
+
+@public
+@_named("LogitBackward0")
+def logit(input, eps=None):
+    x = _to_float(as_tensor_arg(input))
+    if eps is not None:
+        x = clamp(x, eps, 1.0 - eps)
+    return P.log(x / (1.0 - x))
+
+
+@public
+@_named("SincBackward0")
+def sinc(input):
+    y = _to_float(as_tensor_arg(input)) * math.pi
+    # near 0, the series 1 - y^2/6 + y^4/120 (its every derivative right at 0);
+    # elsewhere sin(y)/y, which then never sees y = 0, nor does its gradient
+    small = P.abs_(y) < 1e-3
+    squared = y * y
+    series = 1.0 - squared / 6.0 * (1.0 - squared / 20.0)
+    away = P.where(small, 1.0, y)
+    return P.where(small, series, P.sin(away) / away)
+
+
+def _floating_pair(a, b):
+    """Two operands (tensors or numbers) promoted to one floating dtype."""
+    a, b = _check_operand(a), _check_operand(b)
+    dtype = dtypes.result_type(a, b)
+    dtype = dtype if dtype.is_floating_point else dtypes.float32
+    return _cast(a, dtype), _cast(b, dtype)
+
+
+@public
+@_named("XlogyBackward0")
+def xlogy(input, other):
+    x, y = _floating_pair(input, other)
+    # xlogy(0, y) is 0 for every y but NaN; log sees 1 there when log(y) would
+    # make it NaN, so the gradient in x there is 0, as in PyTorch
+    defined_as_zero = (x == 0.0) & ((y <= 0.0) | (y == math.inf))
+    return x * P.log(P.where(defined_as_zero, 1.0, y))
+
+
+@public
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    a, b = as_tensor_arg(input), as_tensor_arg(other, "other")
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"{a._dtype.scalar_name} did not match {b._dtype.scalar_name}")
+    if a._dtype is dtypes.bool_:
+        return a == b
+    close = a == b
+    if a._dtype.is_floating_point:
+        finite = isfinite(a) & isfinite(b)
+        near = P.abs_(a - b) <= atol + rtol * P.abs_(b)
+        close = close | (finite & near)
+        if equal_nan:
+            close = close | (isnan(a) & isnan(b))
+    else:
+        close = close | (
+            P.abs_(_cast(a - b, dtypes.float64)) <= atol + rtol * P.abs_(_cast(b, dtypes.float64))
+        )
+    return close
+
+
+@public
+def isposinf(input):
+    input = as_tensor_arg(input)
+    return input == math.inf if input._dtype.is_floating_point else input != input
+
+
+@public
+def isneginf(input):
+    input = as_tensor_arg(input)
+    return input == -math.inf if input._dtype.is_floating_point else input != input
+
+
+@public
+def signbit(input):
+    input = as_tensor_arg(input)
+    if not input._dtype.is_floating_point:
+        return input < 0
+    # -0 is below nothing, but its reciprocal is -inf
+    return (input < 0.0) | ((input == 0.0) & (1.0 / input < 0.0))
+
+
+@_named("NanToNumBackward0")
+def _nan_to_num(input, nan, posinf, neginf):
+    out = P.where(input == math.inf, constant(posinf, input._dtype), input)
+    out = P.where(input == -math.inf, constant(neginf, input._dtype), out)
+    return P.where(isnan(input), constant(nan, input._dtype), out)
+
+
+@public
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    input = as_tensor_arg(input)
+    if not input._dtype.is_floating_point:
+        return clone(input)
+    # the tensor's own dtype's bounds, though a float16 one computes in float32
+    largest = dtypes.finfo(input._dtype).max
+    posinf = largest if posinf is None else posinf
+    return _nan_to_num(input, nan, posinf, -largest if neginf is None else neginf)
+
+
+@public
+@_named("AddcmulBackward0")
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return input + tensor1 * tensor2 * value if value != 1 else input + tensor1 * tensor2
+
+
+@public
+@_named("AddcdivBackward0")
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return input + tensor1 / tensor2 * value if value != 1 else input + tensor1 / tensor2
+
+
+@public
+@_named(
+    lambda input, end, weight: "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
+)
+def lerp(input, end, weight):
+    input, end = as_tensor_arg(input), as_tensor_arg(end, "end")
+    step = end - input
+    if not isinstance(weight, Tensor):  # PyTorch's two formulas: exact at both ends
+        return input + step * weight if builtins.abs(weight) < 0.5 else end - step * (1.0 - weight)
+    return P.where(P.abs_(weight) < 0.5, input + step * weight, end - step * (1.0 - weight))
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """beta * input + alpha * product; input only shapes the result when beta
+    is 0 (its NaNs do not reach it), as in PyTorch."""
+    product = product if alpha == 1 else product * alpha
+    if beta == 0:
+        shape = broadcast_shapes(input.shape, product.shape)
+        return product if product.shape == shape else clone(broadcast_to(product, shape))
+    return (input if beta == 1 else input * beta) + product
+
+
+@public
+@_named("AddmmBackward0")
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
+
+
+@public
+@_named("AddmvBackward0")
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+
+
+@public
+@_named("AddrBackward0")
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+
+
+@public
+@_named("BaddbmmBackward0")
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+@public
+@_named("AddbmmBackward0")
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return _scaled_sum(input, P.reduce_sum(bmm(batch1, batch2), axes=(0,)), beta, alpha)
+
+
+@public
+@_named("SelectBackward0")
+def select(input, dim, index):
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dim, input.ndim)
+    size = input.shape[axis]
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} "
+            f"at dimension {axis}"
+        )
+    spec = (("slice", None, None, None),) * axis + (("int", index % size),)
+    return P.index(input, spec=spec)
+
+
+@public
+def movedim(input, source, destination):
+    input = as_tensor_arg(input)
+    sources = _dims_arg(source, input.ndim, "source")
+    destinations = _dims_arg(destination, input.ndim, "destination")
+    if len(sources) != len(destinations):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(_ints(source))} dims) "
+            f"should contain the same number of dims as destination "
+            f"({list(_ints(destination))} dims)"
+        )
+    rest = iter(d for d in range(input.ndim) if d not in sources)
+    moved = dict(zip(destinations, sources))
+    return permute(input, tuple(moved[d] if d in moved else next(rest) for d in range(input.ndim)))
+
+
+moveaxis = public(movedim, name="moveaxis")
+swapdims = public(transpose, name="swapdims")
+
+
+@public(function=False)
+@_named("UnfoldBackward0")
+def unfold(input, dimension, size, step):
+    """Every window of ``size`` elements ``step`` apart along ``dimension``,
+    as a new last dimension (a copy here; a view in PyTorch)."""
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dimension, builtins.max(input.ndim, 1))
+    length = input.shape[axis] if input.ndim else 1
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0 or size > length:
+        raise RuntimeError(
+            f"maximum size for tensor at dimension {axis} is {length} but size is {size}"
+        )
+    x = movedim(input, axis, -1) if input.ndim else P.reshape(input, shape=(1,))
+    windows = P.windows(x, kernel=(size,), stride=(step,), dilation=(1,))  # (..., size, count)
+    out = movedim(windows, -1, axis)
+    return out if input.ndim else P.reshape(out, shape=(size,))
+
+
+@public(function=False)
+def view_as(input, other):
+    return input.view(other.shape)
+
+
+@public(function=False)
+def reshape_as(input, other):
+    return reshape(input, other.shape)
+
+
+@public(function=False)
+def ndimension(input):
+    return input.ndim
+
+
+@public
+def ravel(input):
+    return reshape(input, -1)
+
+
+@public
+def tile(input, dims):
+    input = as_tensor_arg(input)
+    dims = tuple(_ints(dims))
+    return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
+
+
+def _lifted_shape(shape, ndim):
+    """numpy's atleast_Nd: a vector is a row of a matrix and the middle of a 3-d tensor."""
+    if len(shape) >= ndim:
+        return shape
+    if ndim == 3 and len(shape) == 2:
+        return shape + (1,)
+    if ndim == 3 and len(shape) == 1:
+        return (1,) + shape + (1,)
+    return (1,) * (ndim - len(shape)) + shape
+
+
+def _at_least(ndim, tensors):
+    """Each tensor reshaped to ``ndim`` dimensions or more: one tensor for one
+    given, a tuple for several or for one sequence."""
+    sequence = len(tensors) == 1 and isinstance(tensors[0], (tuple, list))
+    lifted = tuple(
+        reshape(t, _lifted_shape(as_tensor_arg(t).shape, ndim))
+        for t in (tensors[0] if sequence else tensors)
+    )
+    return lifted[0] if len(lifted) == 1 and not sequence else lifted
+
+
+@public(method=False)
+def atleast_1d(*tensors):
+    return _at_least(1, tensors)
+
+
+@public(method=False)
+def atleast_2d(*tensors):
+    return _at_least(2, tensors)
+
+
+@public(method=False)
+def atleast_3d(*tensors):
+    return _at_least(3, tensors)
+
+
+@public(method=False)
+def hstack(tensors):
+    tensors = _at_least(1, (tensors,))
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+@public(method=False)
+def vstack(tensors):
+    return cat(_at_least(2, (tensors,)), 0)
+
+
+row_stack = public(vstack, name="row_stack", method=False)
+
+
+@public(method=False)
+def dstack(tensors):
+    return cat(_at_least(3, (tensors,)), 2)
+
+
+@public(method=False)
+def column_stack(tensors):
+    columns = [reshape(t, (t.numel(), 1)) if as_tensor_arg(t).ndim <= 1 else t for t in tensors]
+    return cat(columns, 1)
+
+
+@public(method=False)
+def meshgrid(*tensors, indexing=None):
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn(
+            "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+            "argument.",
+            UserWarning,
+            stacklevel=2,
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(
+            f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
+    for t in tensors:
+        if as_tensor_arg(t).ndim > 1:
+            raise RuntimeError(
+                f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}"
+            )
+        if t._dtype is not tensors[0]._dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    axes = [reshape(t, -1) for t in tensors]
+    swap = indexing == "xy" and len(axes) >= 2  # "xy": "ij" with the first two swapped
+    if swap:
+        axes[0], axes[1] = axes[1], axes[0]
+    shape = tuple(a.shape[0] for a in axes)
+    grids = [
+        expand(reshape(a, tuple(-1 if d == k else 1 for d in range(len(axes)))), shape)
+        for k, a in enumerate(axes)
+    ]
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def _triangle_indices(row, col, offset, lower, dtype, name):
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{name} expects non-negative row and col, got {row} and {col}")
+    rows, cols = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
+    dtype = dtypes.int64 if dtype is None else dtypes.as_dtype(dtype)
+    return Tensor._make(np.stack([rows, cols]).astype(dtype.np), dtype)
+
+
+@public(method=False)
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    return _triangle_indices(row, col, offset, True, dtype, "tril_indices")
+
+
+@public(method=False)
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    return _triangle_indices(row, col, offset, False, dtype, "triu_indices")
+
+
+@public
+def rot90(input, k=1, dims=(0, 1)):
+    input = as_tensor_arg(input)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    a, b = (normalize_dim(d, input.ndim) for d in dims)
+    if a == b:
+        raise RuntimeError(
+            f"expected rotation dims to be different, but got dim0 = {a} and dim1 = {b}"
+        )
+    k %= 4
+    if k == 1:
+        return transpose(flip(input, (b,)), a, b)
+    if k == 2:
+        return flip(input, (a, b))
+    if k == 3:
+        return flip(transpose(input, a, b), (b,))
+    return clone(input)
+
+
+@public
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    input = as_tensor_arg(input)
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    axis = normalize_dim(dim, input.ndim)
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = cat(parts, axis) if len(parts) > 1 else input
+    for _ in range(n):
+        size = x.shape[axis]
+        if size == 0:
+            break
+        x = narrow(x, axis, 1, size - 1) - narrow(x, axis, 0, size - 1)
+    return x
+
+
+@public
+def count_nonzero(input, dim=None):
+    input = as_tensor_arg(input)
+    return sum(input != 0, dim)
+
+
+@public
+def take(input, index):
+    input = as_tensor_arg(input)
+    index = _as_index_tensor(index)
+    flat = reshape(input, -1)
+    _check_bounds(index, flat.shape[0], 0, "take")
+    return index_with_arrays(flat, [index])
+
+
+@public
+def diagflat(input, offset=0):
+    return diag(reshape(as_tensor_arg(input), -1), offset)
+
+
+# ---------------------------------------------------------- products, composed
+
+
+@public
+def inner(input, other):
+    input, other = as_tensor_arg(input), as_tensor_arg(other, "other")
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    return tensordot(input, other, ([-1], [-1]))
+
+
+@public(method=False)
+def tensordot(a, b, dims=2):
+    a, b = as_tensor_arg(a, "a"), as_tensor_arg(b, "b")
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        dims_a, dims_b = (list(_ints(d)) for d in dims)
+    dims_a = [normalize_dim(d, a.ndim) for d in dims_a]
+    dims_b = [normalize_dim(d, b.ndim) for d in dims_b]
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size {a.shape[da]} in dim "
+                f"{da} and second has size {b.shape[db]} in dim {db}"
+            )
+    free_a = [d for d in range(a.ndim) if d not in dims_a]
+    free_b = [d for d in range(b.ndim) if d not in dims_b]
+    contracted = math.prod(a.shape[d] for d in dims_a)
+    left = reshape(permute(a, free_a + dims_a), (math.prod(a.shape[d] for d in free_a), contracted))
+    right = reshape(
+        permute(b, dims_b + free_b), (contracted, math.prod(b.shape[d] for d in free_b))
+    )
+    shape = tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b)
+    return reshape(mm(*_promote_all([left, right], "tensordot")), shape)
+
+
 for _prim in P.PRIMITIVES.values():
     if _prim.public:
         globals()[_prim.name] = public(op_of(_prim))
@@ -1850,6 +2343,11 @@ for _alias, _name in (
     ("arcsinh", "asinh"),
     ("arccosh", "acosh"),
     ("arctanh", "atanh"),
+    ("not_equal", "ne"),
+    ("greater", "gt"),
+    ("greater_equal", "ge"),
+    ("less", "lt"),
+    ("less_equal", "le"),
 ):
     FUNCTIONS[_alias] = FUNCTIONS[_name]
     METHODS[_alias] = METHODS[_name]

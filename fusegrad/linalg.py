@@ -1,0 +1,40 @@
+"""``fusegrad.linalg``: PyTorch's ``torch.linalg`` (inverses, solves,
+determinants, Cholesky factors, norms and products). Singular values and
+eigendecompositions are not here yet."""
+
+from .tracer.linalg import (
+    cholesky,
+    det,
+    inv,
+    matrix_norm,
+    matrix_power,
+    multi_dot,
+    slogdet,
+    solve,
+    vecdot,
+    vector_norm,
+)
+from .tracer.linalg import (
+    linalg_cross as cross,
+)
+from .tracer.linalg import (
+    linalg_norm as norm,
+)
+from .tracer.ops import diagonal, matmul
+
+__all__ = [
+    "cholesky",
+    "cross",
+    "det",
+    "diagonal",
+    "inv",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "multi_dot",
+    "norm",
+    "slogdet",
+    "solve",
+    "vecdot",
+    "vector_norm",
+]

@@ -1,0 +1,225 @@
+"""Linear algebra: PyTorch's ``torch.linalg`` functions and their older
+top-level spellings (``torch.inverse``, ``torch.det``, ``Tensor.slogdet``).
+The factorizations are primitives (LAPACK through numpy, see primitives.py);
+norms, powers and products are compositions of ops."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import namedtuple
+
+from ..ir import primitives as P
+from ..ir.shapes import normalize_axes, normalize_dim
+from .creation import eye
+from .ops import (
+    _named,
+    _promote_all,
+    _to_float,
+    abs,
+    amax,
+    amin,
+    as_tensor_arg,
+    expand,
+    matmul,
+    norm,
+    public,
+    reshape,
+    stack,
+    sum,
+    unsqueeze,
+    where,
+)
+
+
+def _result_type(name, fields):
+    """A named tuple printed as PyTorch prints its return types."""
+    base = namedtuple(name, fields)
+
+    def __repr__(self):
+        items = ",\n".join(f"{field}={value!r}" for field, value in zip(fields, self))
+        return f"fusegrad.return_types.{name}(\n{items})"
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__})
+
+
+SlogdetResult = _result_type("slogdet", ["sign", "logabsdet"])
+
+
+def _matrices(A):
+    return _to_float(as_tensor_arg(A, "A"))
+
+
+@public
+def inverse(input):
+    return P.inverse(_matrices(input))
+
+
+@public
+def det(input):
+    return P.det(_matrices(input))
+
+
+@public
+def slogdet(input):
+    A = _matrices(input)
+    return SlogdetResult(P.det_sign(A), P.logabsdet(A))
+
+
+@public
+@_named("LogdetBackward0")
+def logdet(input):
+    """log(det(A)): NaN for a negative determinant, -inf for a zero one."""
+    A = _matrices(input)
+    sign, logabsdet = P.det_sign(A), P.logabsdet(A)
+    return where(sign < 0.0, math.nan, logabsdet)
+
+
+@public
+def cholesky(input, upper=False):
+    lower = P.cholesky(_matrices(input))
+    return P.swap_last(lower) if upper else lower
+
+
+def solve(A, B, *, left=True):
+    """X with A X = B (X A = B for ``left=False``). B is one vector per matrix
+    where it has A's batch shape with one size (or is 1-d), as in PyTorch."""
+    A, B = _promote_all([_matrices(A), as_tensor_arg(B, "B")], "linalg.solve")
+    if not left:
+        return P.swap_last(solve(P.swap_last(A), P.swap_last(B)))
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    if vector:
+        return P.solve(A, unsqueeze(B, -1))[..., 0]
+    return P.solve(A, B)
+
+
+def inv(A):
+    return inverse(A)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    x = as_tensor_arg(x, "x")
+    if dtype is not None:
+        x = x.to(dtype)
+    if dim is None and not keepdim:
+        x = reshape(x, -1)
+    return norm(x, _vector_ord(ord), dim, keepdim)
+
+
+def _vector_ord(ord):
+    return "fro" if ord == 2 else ord
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """The Frobenius norm, or the largest (ord inf, 1) or smallest (-inf, -1)
+    absolute row or column sum. The spectral and nuclear norms need singular
+    values, which fusegrad does not compute: they raise."""
+    A = _to_float(as_tensor_arg(A, "A"))
+    if dtype is not None:
+        A = A.to(dtype)
+    if A.ndim < 2:
+        raise RuntimeError(
+            "linalg.matrix_norm: The input tensor A must have at least 2 dimensions."
+        )
+    rows, cols = (normalize_dim(d, A.ndim) for d in dim)
+    if ord == "fro":
+        return norm(A, "fro", (rows, cols), keepdim)
+    if ord in (math.inf, -math.inf, 1, -1):
+        summed, across = (cols, rows) if ord in (math.inf, -math.inf) else (rows, cols)
+        sums = sum(abs(A), summed, keepdim=True)
+        extreme = amax if ord > 0 else amin
+        out = extreme(sums, across, keepdim=True)
+        return (
+            out
+            if keepdim
+            else reshape(out, tuple(s for d, s in enumerate(A.shape) if d not in (rows, cols)))
+        )
+    if ord in ("nuc", 2, -2):
+        raise RuntimeError(
+            f"linalg.matrix_norm: ord={ord!r} needs singular values, which fusegrad does not "
+            "compute; the Frobenius norm and ord=1, -1, inf, -inf are supported"
+        )
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+    """A vector norm of the flattened input (ord None, dim None), of a vector
+    or along one dim; a matrix norm for 2-d inputs or two dims."""
+    A = as_tensor_arg(A, "A")
+    if dim is not None:
+        dims = normalize_axes(dim, A.ndim)
+        if len(dims) == 2:
+            return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
+        return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    if A.ndim == 1:
+        return vector_norm(A, ord, None, keepdim, dtype=dtype)
+    raise RuntimeError(
+        f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+        f"Got {A.ndim}D."
+    )
+
+
+@public
+def matrix_power(input, n):
+    """A^n by repeated squaring; a negative n powers the inverse."""
+    A = as_tensor_arg(input)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            "linalg.matrix_power: A must be batches of square matrices, but they are "
+            f"{A.shape[-2] if A.ndim > 1 else 1} by {A.shape[-1]} matrices"
+        )
+    if n == 0:
+        return expand(eye(A.shape[-1], dtype=A.dtype), A.shape).clone()
+    if n < 0:
+        A, n = inverse(A), -n
+    result, power = None, A
+    while n:
+        if n & 1:
+            result = power if result is None else matmul(result, power)
+        n >>= 1
+        if n:
+            power = matmul(power, power)
+    return result
+
+
+def multi_dot(tensors):
+    """The product of the matrices, first and last may be vectors, multiplied
+    left to right."""
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    return functools.reduce(matmul, tensors)
+
+
+def vecdot(x, y, *, dim=-1):
+    return sum(as_tensor_arg(x, "x") * as_tensor_arg(y, "y"), dim)
+
+
+@public
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along ``dim`` (the first dimension of
+    size 3 when not given, as torch.cross did)."""
+    a, b = as_tensor_arg(input), as_tensor_arg(other, "other")
+    if dim is None:
+        dim = next((d for d, size in enumerate(a.shape) if size == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return linalg_cross(a, b, dim=dim)
+
+
+def linalg_cross(input, other, *, dim=-1):
+    a, b = as_tensor_arg(input), as_tensor_arg(other, "other")
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    axis = normalize_dim(dim, a.ndim)
+    if a.shape[axis] != 3 or b.shape[axis] != 3:
+        raise RuntimeError(
+            f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[axis]} "
+            f"and {b.shape[axis]}"
+        )
+    a0, a1, a2 = (a.select(axis, k) for k in range(3))
+    b0, b1, b2 = (b.select(axis, k) for k in range(3))
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis)
