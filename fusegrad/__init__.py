@@ -11,7 +11,18 @@ tensor([[4.5000, 4.5000],
 
 import warnings as _warnings
 
-from . import autograd, backends, cuda, distributed, linalg, nn, optim, utils
+from . import (
+    autograd,
+    backends,
+    cuda,
+    distributed,
+    distributions,
+    linalg,
+    nn,
+    optim,
+    special,
+    utils,
+)
 from . import tracer as _tracer
 from .autograd.transforms import grad, value_and_grad
 from .ir.dtypes import bfloat16, finfo, float16, float32, float64, iinfo, int32, int64
@@ -33,7 +44,10 @@ from .tracer.creation import (
     from_numpy,
     full,
     full_like,
+    hamming_window,
+    hann_window,
     linspace,
+    logspace,
     ones,
     ones_like,
     rand,

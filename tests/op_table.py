@@ -28,6 +28,33 @@ def pos(*shape):
     return r(*shape, lo=0.2, hi=2.0)
 
 
+def _digamma(x):
+    """Digamma from its series sum_k 1/(k+1) - 1/(k+x) - Euler's gamma, summed
+    far enough (with the tail's integral) for double precision; x > 0 shifted
+    down by the recurrence where negative."""
+    x = np.asarray(x, np.float64)
+    shift = np.where(x < 1, np.ceil(1 - x), 0.0)
+    z = x + shift
+    k = np.arange(200000.0)[:, None]
+    total = (1 / (k + 1) - 1 / (k + z.ravel())).sum(0) - np.euler_gamma
+    # the tail beyond the sum: its integral and half its first term (Euler-Maclaurin)
+    total += np.log((200000 + z.ravel()) / 200001) + 0.5 * (1 / 200001 - 1 / (200000 + z.ravel()))
+    out = total.reshape(z.shape)
+    for step in range(int(shift.max()) if shift.size else 0):
+        below = step < shift
+        out = np.where(below, out - 1 / (z - step - 1), out)
+    return out
+
+
+def _polygamma_by_differences(x, n):
+    """psi^(n) as the n-th derivative of math.lgamma's derivative, by series."""
+    x = np.asarray(x, np.float64)
+    k = np.arange(100000.0)[:, None]
+    total = ((k + x.ravel()) ** -(n + 1)).sum(0)
+    tail = (100000 + x.ravel()) ** -n / n + 0.5 * (100000 + x.ravel()) ** -(n + 1)
+    return ((-1) ** (n + 1) * math.factorial(n) * (total + tail)).reshape(x.shape)
+
+
 def _well_conditioned(*sizes):
     """n by n matrices (a stack of them for more sizes) whose diagonal
     dominates: far from singular."""
@@ -264,6 +291,46 @@ OPS = [
     OpInfo("sin", fg.sin, np.sin, UNARY_SAMPLES),
     OpInfo("cos", fg.cos, np.cos, UNARY_SAMPLES),
     OpInfo("tan", fg.tan, np.tan, [S(r(3, 4, lo=-1.2, hi=1.2))]),
+    OpInfo(
+        "lgamma",
+        fg.lgamma,
+        np.vectorize(math.lgamma),
+        [S(r(3, 4, lo=0.2, hi=20.0)), S(np.array([-2.5, -0.3, 0.7, 3.5]))],
+    ),
+    OpInfo(
+        "digamma",
+        fg.digamma,
+        _digamma,
+        [S(r(3, 4, lo=0.2, hi=20.0)), S(np.array([-2.5, -0.3, 0.7, 3.5]))],
+    ),
+    OpInfo(
+        "polygamma",
+        lambda x: fg.polygamma(2, x),
+        lambda x: _polygamma_by_differences(x, 2),
+        [S(r(3, 4, lo=0.5, hi=5.0))],
+        rtol32=1e-4,
+    ),
+    OpInfo(
+        "mvlgamma",
+        lambda x: fg.mvlgamma(x, 3),
+        lambda x: (
+            sum(np.vectorize(math.lgamma)(x - k / 2) for k in range(3)) + 1.5 * math.log(math.pi)
+        ),
+        [S(r(3, 4, lo=1.5, hi=6.0))],
+    ),
+    OpInfo("entr", fg.special.entr, lambda x: -x * np.log(x), [S(pos(3, 4))]),
+    OpInfo(
+        "ndtr",
+        fg.special.ndtr,
+        lambda x: 0.5 * np.vectorize(math.erfc)(-x / math.sqrt(2)),
+        UNARY_SAMPLES,
+    ),
+    OpInfo(
+        "xlog1py",
+        fg.special.xlog1py,
+        lambda x, y: x * np.log1p(y),
+        [S(r(3, 4), pos(3, 4)), S(r(3), 2.5)],
+    ),
     OpInfo("sinh", fg.sinh, np.sinh, UNARY_SAMPLES),
     OpInfo("cosh", fg.cosh, np.cosh, UNARY_SAMPLES),
     OpInfo("asin", fg.asin, np.arcsin, [S(r(3, 4, lo=-0.9, hi=0.9)), S(r(lo=-0.9, hi=0.9))]),
@@ -829,6 +896,153 @@ OPS = [
         lambda a, b: fg.tensordot(a, b, dims=([1, 2], [0, 1])),
         lambda a, b: np.tensordot(a, b, axes=([1, 2], [0, 1])),
         [S(r(2, 3, 4), r(3, 4, 2))],
+    ),
+    OpInfo("median", fg.median, lambda x: np.sort(x.ravel())[(x.size - 1) // 2], [S(r(3, 4))]),
+    OpInfo(
+        "median_dim",
+        lambda x: fg.median(x, 1).values,
+        lambda x: np.sort(x, 1)[:, (x.shape[1] - 1) // 2],
+        [S(r(3, 4)), S(r(3, 5))],
+    ),
+    OpInfo(
+        "nanmedian",
+        lambda x: fg.nanmedian(fg.where(x > 1.5, float("nan"), x), 0).values,
+        lambda x: np.array([np.sort(c[c <= 1.5])[(np.sum(c <= 1.5) - 1) // 2] for c in x.T]),
+        [S(np.array([[0.3, 1.9, -1.0], [1.7, 0.2, 0.5], [-0.4, 0.1, 1.2], [0.9, -1.1, 1.6]]))],
+    ),
+    OpInfo(
+        "nansum",
+        lambda x: fg.nansum(fg.where(x > 1.5, float("nan"), x), 1),
+        lambda x: np.nansum(np.where(x > 1.5, np.nan, x), 1),
+        [S(r(3, 4))],
+    ),
+    OpInfo(
+        "nanmean",
+        lambda x: fg.nanmean(fg.where(x > 1.5, float("nan"), x)),
+        lambda x: np.nanmean(np.where(x > 1.5, np.nan, x)),
+        [S(r(3, 4))],
+    ),
+    OpInfo(
+        "var_mean",
+        lambda x: fg.var_mean(x, 1)[0] * fg.var_mean(x, 1)[1],
+        lambda x: x.var(1, ddof=1) * x.mean(1),
+        [S(r(3, 4))],
+    ),
+    OpInfo("fmax", fg.fmax, np.fmax, BINARY_SAMPLES),
+    OpInfo("fmin", fg.fmin, np.fmin, BINARY_SAMPLES),
+    OpInfo(
+        "index_fill",
+        lambda x: fg.index_fill(x, 1, fg.tensor([0, -1]), -2.0),
+        lambda x: np.concatenate([np.full((3, 1), -2.0), x[:, 1:3], np.full((3, 1), -2.0)], 1),
+        [S(r(3, 4))],
+    ),
+    OpInfo(
+        "index_copy",
+        lambda x, y: fg.index_copy(x, 1, fg.tensor([3, 0]), y),
+        lambda x, y: np.concatenate([y[:, 1:], x[:, 1:3], y[:, :1]], 1),
+        [S(r(3, 4), r(3, 2))],
+    ),
+    OpInfo(
+        "block_diag",
+        lambda a, b: fg.block_diag(a, b),
+        lambda a, b: np.block([[a, np.zeros((2, 1))], [np.zeros((1, 3)), b[None]]]),
+        [S(r(2, 3), r(1))],
+    ),
+    OpInfo(
+        "cartesian_prod",
+        fg.cartesian_prod,
+        lambda a, b: np.stack(np.meshgrid(a, b, indexing="ij"), -1).reshape(-1, 2),
+        [S(r(3), r(2))],
+    ),
+    OpInfo("kron", fg.kron, np.kron, [S(r(2, 3), r(3, 2)), S(r(2), r(2, 2))]),
+    OpInfo(
+        "cdist",
+        fg.cdist,
+        lambda a, b: np.sqrt(((a[..., :, None, :] - b[..., None, :, :]) ** 2).sum(-1)),
+        [S(r(3, 4), r(2, 4)), S(r(2, 3, 4), r(2, 2, 4))],
+    ),
+    OpInfo("dist", fg.dist, lambda a, b: np.sqrt(((a - b) ** 2).sum()), [S(r(3, 4), r(4))]),
+    OpInfo(
+        "tensor_split",
+        lambda x: fg.tensor_split(x, 3, dim=1)[0],
+        lambda x: x[:, :2],
+        [S(r(3, 4))],
+    ),
+    OpInfo("trapezoid", fg.trapezoid, lambda y: np.trapezoid(y, axis=-1), [S(r(3, 4))]),
+    OpInfo("cov", fg.cov, np.cov, [S(r(3, 5))]),
+    OpInfo("corrcoef", fg.corrcoef, np.corrcoef, [S(r(3, 5))]),
+    OpInfo(
+        "searchsorted",
+        lambda s, v: fg.searchsorted(s, v),
+        lambda s, v: np.searchsorted(s, v),
+        [S(np.sort(r(6)), r(3, 4))],
+        differentiable=False,
+    ),
+    OpInfo(
+        "masked_select",
+        lambda x: fg.masked_select(x, x > 0.5),
+        lambda x: x[x > 0.5],
+        [S(r(3, 4))],
+        jit=False,
+    ),
+    OpInfo(
+        "kthvalue",
+        lambda x: fg.kthvalue(x, 2, 0).values,
+        lambda x: np.sort(x, 0)[1],
+        [S(r(3, 4))],
+    ),
+    OpInfo(
+        "quantile",
+        lambda x: fg.quantile(x, fg.tensor([0.2, 0.5], dtype=x.dtype), dim=1, keepdim=True),
+        lambda x: np.quantile(x, [0.2, 0.5], axis=1, keepdims=True),
+        [S(r(3, 5))],
+    ),
+    OpInfo(
+        "quantile_midpoint",
+        lambda x: fg.quantile(x, 0.3, interpolation="midpoint"),
+        lambda x: np.quantile(x, 0.3, method="midpoint"),
+        [S(r(3, 5))],
+    ),
+    OpInfo(
+        "nanquantile",
+        lambda x: fg.nanquantile(fg.where(x > 1.5, float("nan"), x), 0.4, dim=0),
+        lambda x: np.nanquantile(np.where(x > 1.5, np.nan, x), 0.4, axis=0),
+        [S(np.array([[0.3, 1.9, -1.0], [1.7, 0.2, 0.5], [-0.4, 0.1, 1.2], [0.9, -1.1, 1.6]]))],
+    ),
+    OpInfo("msort", fg.msort, lambda x: np.sort(x, 0), [S(r(3, 4))]),
+    OpInfo(  # computed in float64 (tests/test_tensor_ops.py), compared in the input's dtype
+        "float_power", lambda x: fg.float_power(x, 3).to(x.dtype), lambda x: x**3, [S(r(3, 4))]
+    ),
+    OpInfo(
+        "ldexp",
+        lambda x: fg.ldexp(x, fg.tensor([1, -2, 0, 3])),
+        lambda x: np.ldexp(x, [1, -2, 0, 3]),
+        [S(r(3, 4))],
+    ),
+    OpInfo(
+        "isin",
+        lambda x: fg.isin(fg.round(x), fg.tensor([-1.0, 1.0], dtype=x.dtype)),
+        lambda x: np.isin(np.round(x), [-1.0, 1.0]),
+        [S(r(3, 4))],
+        differentiable=False,
+    ),
+    OpInfo(
+        "cummax",
+        lambda x: fg.cummax(x, 1).values,
+        lambda x: np.maximum.accumulate(x, 1),
+        [S(r(3, 5))],
+    ),
+    OpInfo(
+        "cummin",
+        lambda x: fg.cummin(x, 0).values,
+        lambda x: np.minimum.accumulate(x, 0),
+        [S(r(4, 3))],
+    ),
+    OpInfo(
+        "logcumsumexp",
+        lambda x: fg.logcumsumexp(x, 1),
+        lambda x: np.logaddexp.accumulate(x, 1),
+        [S(r(3, 5)), S(r(2, 3) * 300)],
     ),
     # linear algebra
     OpInfo(

@@ -593,3 +593,41 @@ def test_meshgrid_xy_swaps_the_first_two_axes():
     with pytest.warns(UserWarning, match="indexing"):
         ix, _ = fg.meshgrid(x, y)
     assert ix.shape == (3, 2)
+
+
+def test_unique_and_bincount_give_pytorchs_results_eagerly_and_refuse_to_compile():
+    x = fg.tensor([[3, 1, 3], [1, 1, 2], [3, 1, 3]])
+    values, inverse, counts = fg.unique(x, return_inverse=True, return_counts=True)
+    assert (values.tolist(), inverse.tolist(), counts.tolist()) == (
+        [1, 2, 3],
+        [[2, 0, 2], [0, 0, 1], [2, 0, 2]],
+        [4, 1, 4],
+    )
+    rows, row_of = fg.unique(x, dim=0, return_inverse=True)
+    assert rows.tolist() == [[1, 1, 2], [3, 1, 3]] and row_of.tolist() == [1, 0, 1]
+    runs, counts = fg.unique_consecutive(fg.tensor([2.0, 1, 2, 2, 3, 1]), return_counts=True)
+    assert runs.tolist() == [2, 1, 2, 3, 1] and counts.tolist() == [1, 1, 2, 1, 1]
+    assert fg.bincount(fg.tensor([1, 1, 3, 0])).tolist() == [1, 2, 0, 1]
+    weighted = fg.bincount(fg.tensor([1, 1, 3]), fg.tensor([0.5, 1.0, 2.0]), minlength=5)
+    assert weighted.dtype is fg.float32 and weighted.tolist() == [0, 1.5, 0, 2, 0]
+    with pytest.raises(RuntimeError, match="non-negative"):
+        fg.bincount(fg.tensor([-1, 1]))
+    for fn in (fg.unique, fg.bincount, lambda t: fg.masked_select(t, t > 1)):
+        with pytest.raises(fg.TracingError, match="shape depends on"):
+            fg.jit(fn)(fg.tensor([1, 2, 2]))
+
+
+def test_float_power_computes_in_float64():
+    assert fg.float_power(fg.ones(2), 2).dtype is fg.float64
+    assert fg.float_power(fg.tensor([2, 3]), fg.tensor([0.5])).dtype is fg.float64
+
+
+def test_windows_and_logspace_are_numpys():
+    np.testing.assert_allclose(fg.hann_window(7, periodic=False).numpy(), np.hanning(7), atol=1e-7)
+    np.testing.assert_allclose(fg.hann_window(8).numpy(), np.hanning(9)[:-1], atol=1e-7)
+    np.testing.assert_allclose(
+        fg.hamming_window(6, periodic=False, dtype=fg.float64).numpy(), np.hamming(6)
+    )
+    assert fg.hann_window(1).tolist() == [1.0] and fg.hann_window(0).shape == (0,)
+    np.testing.assert_allclose(fg.logspace(0, 3, 4, base=2).numpy(), [1, 2, 4, 8])
+    np.testing.assert_allclose(fg.logspace(-1, 1, 5).numpy(), np.logspace(-1, 1, 5), rtol=1e-6)

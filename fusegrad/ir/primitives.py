@@ -447,6 +447,88 @@ erfc = Primitive(
 )
 erfc.defvjp(x=lambda g, x: g * (exp(-(x * x)) * (-2.0 / math.sqrt(math.pi))))
 
+# ------------------------------------------------------- gamma function family
+# log|Gamma(x)| and its derivatives psi^(n) (digamma n = 0, then polygamma):
+# each derivative rule is the next function, so every order comes for free.
+# numpy has none of them: the values come from the recurrence
+# psi^(n)(x) = psi^(n)(x + 1) - (-1)^n n! / x^(n+1), which moves x up to where
+# the asymptotic series is exact to double precision, and, for digamma below
+# 1/2, the reflection psi(x) = psi(1 - x) - pi / tan(pi x).
+
+
+def _lgamma_of(value):
+    try:
+        return math.lgamma(value)
+    except ValueError:  # the poles, 0, -1, -2, ...
+        return math.inf
+
+
+_lgamma_scalar = np.frompyfunc(_lgamma_of, 1, 1)
+# B_2k / (2k), k = 1..7: the asymptotic series of digamma
+_DIGAMMA_SERIES = [1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12]
+# B_2k, k = 1..7, for the series of the higher derivatives
+_BERNOULLI = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6]
+_ASYMPTOTIC_FROM = 16.0  # the series' next term is below 1e-17 relative from here
+
+
+def _lgamma_impl(x):
+    return np.asarray(_lgamma_scalar(x.astype(np.float64)), np.float64).astype(x.dtype)
+
+
+def _polygamma_values(n, x):
+    """psi^(n)(x) in float64, x an array (poles give inf or nan, as PyTorch)."""
+    x = np.array(x, np.float64)
+    out = np.zeros_like(x)
+    poles = (x <= 0) & (x == np.floor(x))
+    if n == 0:
+        reflected = x < 0.5
+        z = np.where(reflected, 1.0 - x, x)
+    else:
+        reflected, z = np.zeros_like(x, bool), x.copy()
+    z = np.where(poles | np.isnan(z), _ASYMPTOTIC_FROM, z)
+    sign_n, factorial = (-1.0) ** (n + 1), math.factorial(n)
+    while (z < _ASYMPTOTIC_FROM).any():
+        low = z < _ASYMPTOTIC_FROM
+        out[low] += sign_n * factorial / z[low] ** (n + 1)
+        z[low] += 1.0
+    if n == 0:
+        inverse_square = 1.0 / (z * z)
+        tail = np.zeros_like(z)
+        for coefficient in reversed(_DIGAMMA_SERIES):
+            tail = (tail + coefficient) * inverse_square
+        out += np.log(z) - 0.5 / z - tail
+        with np.errstate(all="ignore"):
+            out = np.where(reflected, out - np.pi / np.tan(np.pi * x), out)
+    else:
+        series = math.factorial(n - 1) / z**n + factorial / (2 * z ** (n + 1))
+        for k, bernoulli in enumerate(_BERNOULLI, start=1):
+            series += (
+                bernoulli * math.factorial(2 * k + n - 1) / math.factorial(2 * k) / z ** (2 * k + n)
+            )
+        out += sign_n * series
+    if n == 0:
+        out = np.where(poles, np.where(x == 0, -np.inf, np.nan), out)  # PyTorch's: -inf at 0 only
+    else:
+        out = np.where(poles, np.inf if n % 2 else -np.inf, out)
+    return np.where(np.isnan(x), np.nan, out)
+
+
+lgamma = Primitive("lgamma", _lgamma_impl, _float_unary_rule("lgamma"), public="float")
+digamma = Primitive(
+    "digamma",
+    lambda x: _polygamma_values(0, x).astype(x.dtype),
+    _float_unary_rule("digamma"),
+    public="float",
+)
+polygamma = Primitive(
+    "polygamma",
+    lambda x, n: _polygamma_values(n, x).astype(x.dtype),
+    lambda x, n: _float_unary_rule("polygamma")(x),
+)
+lgamma.defvjp(x=lambda g, x: g * digamma(x))
+digamma.defvjp(x=lambda g, x: g * polygamma(x, n=1))
+polygamma.defvjp(x=lambda g, x, n: g * polygamma(x, n=n + 1))
+
 # GELU, x * Phi(x) for the normal distribution's Phi: a primitive, so that its
 # gradient is the cotangent times one local derivative, Phi(x) + x * phi(x),
 # as PyTorch computes it. Composed of erf, the gradient distributed the
@@ -833,6 +915,57 @@ def _cumprod_vjp(g, x, out, axis, reverse):
         after(g * without_first),
         where(second_zero, first_zero_x * after(g * without_both), where(is_zero, 0.0, nonzero)),
     )
+
+
+def _logcumsumexp_vjp(g, x, out, axis, reverse):
+    """d out_j / d x_i is exp(x_i - out_j) for each j the scan reaches from i:
+    summed over j in log space, positive and negative cotangents apart, so no
+    exponential overflows (PyTorch's way)."""
+
+    def reaching(log_weights):
+        return exp(x + logcumsumexp(log_weights - out, axis=axis, reverse=not reverse))
+
+    # a zero weight's log is -1e4, not -inf: exp underflows to exactly 0 all
+    # the same, and this rule's own derivative meets no inf - inf
+    positive, negative = g > 0.0, g < 0.0
+    log_positive = where(positive, log(where(positive, g, 1.0)), -1e4)
+    log_negative = where(negative, log(where(negative, -g, 1.0)), -1e4)
+    gradient = reaching(log_positive) - reaching(log_negative)
+    # a NaN cotangent is neither sign: it reaches its inputs as NaN here
+    nan_reaches = cumsum(convert(g != g, dtype=g.dtype), axis=axis, reverse=not reverse) > 0.0
+    return where(nan_reaches, math.nan, gradient)
+
+
+def _logcumsumexp_rule(x, axis, reverse):
+    _require_float("logcumsumexp", x)
+    return x.shape, x.dtype
+
+
+logcumsumexp = Primitive("logcumsumexp", _scan(np.logaddexp), _logcumsumexp_rule)
+logcumsumexp.defvjp(x=_logcumsumexp_vjp)
+
+
+def _running_extreme_impl(x, axis, minimum):
+    """Where the running maximum (minimum) along ``axis`` was found: the last
+    of equal values, and any NaN, which then stays the extreme (PyTorch's)."""
+    values = np.moveaxis(x, axis, -1)
+    running = (np.minimum if minimum else np.maximum).accumulate(values, axis=-1)
+    previous = np.concatenate([values[..., :1], running[..., :-1]], axis=-1)
+    with np.errstate(invalid="ignore"):
+        found = (values <= previous) if minimum else (values >= previous)
+    if values.dtype.kind == "f":
+        found |= np.isnan(values)
+    steps = np.arange(values.shape[-1])
+    indices = np.maximum.accumulate(np.where(found, steps, 0), axis=-1)
+    return np.ascontiguousarray(np.moveaxis(indices, -1, axis)).astype(np.int64)
+
+
+# an index, piecewise constant: no rule (the values gathered with it carry the gradient)
+running_extreme = Primitive(
+    "running_extreme",
+    _running_extreme_impl,
+    lambda x, axis, minimum: (x.shape, dtypes.int64),
+)
 
 
 cumprod = Primitive("cumprod", _scan(np.multiply), _scan_rule)

@@ -215,6 +215,41 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     return _finish(np.linspace(start, end, steps).astype(dtype.np), dtype, requires_grad)
 
 
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
+    if not isinstance(steps, int) or steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    values = np.logspace(start, end, steps, base=base)
+    return _finish(values.astype(dtype.np), dtype, requires_grad)
+
+
+def _window(name, coefficients, window_length, periodic, dtype, requires_grad):
+    """A generalized cosine window: sum of c_k cos(2 pi k n / N), signs alternating."""
+    if not isinstance(window_length, int) or window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got {window_length}")
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    if window_length <= 1:
+        return _finish(np.ones(window_length, dtype.np), dtype, requires_grad)
+    period = window_length if periodic else window_length - 1
+    phase = 2 * np.pi * np.arange(window_length) / period
+    values = sum((-1) ** k * c * np.cos(k * phase) for k, c in enumerate(coefficients))
+    return _finish(values.astype(dtype.np), dtype, requires_grad)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
+    return _window("hann_window", (0.5, 0.5), window_length, periodic, dtype, requires_grad)
+
+
+def hamming_window(
+    window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, device=None,
+    requires_grad=False,
+):  # fmt: skip
+    check_device(device)
+    return _window("hamming_window", (alpha, beta), window_length, periodic, dtype, requires_grad)
+
+
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     check_device(device)
     for name, value in (("n", n), ("m", m)):

@@ -125,7 +125,8 @@ for _name in (
     "ceil trunc round sinh cosh asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh "
     "arccosh arctanh arctan2 addcmul addcdiv lerp addmm addmv addr baddbmm addbmm frac logit "
     "xlogy nan_to_num sgn deg2rad rad2deg sinc hypot not_equal greater greater_equal less "
-    "less_equal eq ne lt le gt ge logical_and logical_or logical_xor logical_not"
+    "less_equal eq ne lt le gt ge logical_and logical_or logical_xor logical_not index_fill "
+    "index_copy fmax fmin heaviside float_power ldexp absolute lgamma digamma"
 ).split():
     setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 
@@ -162,3 +163,6 @@ def copy_(self, src):
 Tensor.fill_ = fill_
 Tensor.zero_ = lambda self: fill_(self, 0)
 Tensor.copy_ = copy_
+Tensor.where = lambda self, condition, other: ops.where(condition, self, other)
+Tensor.polygamma = lambda self, n: ops.polygamma(n, self)
+Tensor.argwhere = lambda self: ops.argwhere(self)

@@ -33,7 +33,7 @@ from ..runtime import autograd
 from . import devices
 from .numbers import TracedNumber
 from .symbolic import SymInt, hinted
-from .tensor import Tensor, constant, constant_array, recording
+from .tensor import Size, Tensor, constant, constant_array, recording
 
 # ------------------------------------------------------------------ plumbing
 
@@ -2325,6 +2325,722 @@ def tensordot(a, b, dims=2):
     )
     shape = tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b)
     return reshape(mm(*_promote_all([left, right], "tensordot")), shape)
+
+
+# --------------------------------------- more reductions, splits and products
+
+
+MedianResult = _return_type("median")
+AminmaxResult = namedtuple("aminmax", ["min", "max"])
+
+
+def _lower_median(input, dim, keepdim, skip_nan):
+    """The lower median along ``dim`` and where it is: the (n-1)//2-th of the
+    sorted values, or NaN (the first one) where a row holds one, unless
+    ``skip_nan``, which takes the median of the other values."""
+    x, axis, order = _order(input, dim, False)  # NaNs sort last
+    n = x.shape[axis]
+    nans = sum(isnan(x), axis, keepdim=True)
+    if skip_nan:
+        rank = clamp_min((n - nans - 1) // 2, 0)
+    else:
+        rank = where(nans > 0, n - nans, (n - 1) // 2)
+    indices = gather(order, axis, rank)
+    values = gather(x, axis, indices)
+    if not keepdim or input.ndim == 0:
+        shape = input.shape if input.ndim == 0 else reduced_shape(x.shape, (axis,), False)
+        values, indices = P.reshape(values, shape=shape), P.reshape(indices, shape=shape)
+    return values, indices
+
+
+def _shared_between_ties(x, value):
+    """``value``, with its gradient shared evenly between the elements of x
+    equal to it (NaN ones where it is NaN), as PyTorch's median of a whole
+    tensor shares it. ``x - stop_gradient(x)`` is 0 with x's gradient, so the
+    value stays exactly the element's (infinite ones take no gradient)."""
+    if not x._dtype.is_floating_point:
+        return value
+    tie = (x == value) | (isnan(x) & isnan(value))
+    movable = tie & P.logical_not(isinf(x))
+    count = sum(tie)
+    offset = sum(P.where(movable, x - P.stop_gradient(x), 0.0)) / _cast(count, x._dtype)
+    return P.stop_gradient(value) + offset
+
+
+def _median(input, dim, keepdim, skip_nan, name, backward_name):
+    input = as_tensor_arg(input)
+    if dim is None:
+        if input.numel() == 0:
+            if not input._dtype.is_floating_point:
+                raise RuntimeError("median() input tensor cannot be empty")
+            return reshape(sum(input) * math.nan, ())
+        flat = reshape(input, -1)
+        values, _ = _lower_median(flat, 0, False, skip_nan)
+        result = values = _shared_between_ties(flat, values)
+    else:
+        _require_nonempty(input, normalize_axes(dim, input.ndim), name)
+        values, indices = _lower_median(input, dim, keepdim, skip_nan)
+        result = MedianResult(values, indices)
+    if values.grad_fn is not None:
+        values.grad_fn.label = backward_name
+    return result
+
+
+@public
+def median(input, dim=None, keepdim=False):
+    """The lower of the two middle values (PyTorch's median), NaN where there is one."""
+    name = "MedianBackward0" if dim is None else "MedianBackward1"
+    return _median(input, dim, keepdim, False, "median", name)
+
+
+@public
+def nanmedian(input, dim=None, keepdim=False):
+    name = "NanmedianBackward0" if dim is None else "MedianBackward1"
+    return _median(input, dim, keepdim, True, "nanmedian", name)
+
+
+@public
+def aminmax(input, *, dim=None, keepdim=False):
+    return AminmaxResult(
+        amin(input, () if dim is None else dim, keepdim),
+        amax(input, () if dim is None else dim, keepdim),
+    )
+
+
+@public
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    input = as_tensor_arg(input)
+    if input._dtype.is_floating_point:
+        input = P.where(isnan(input), 0.0, input)
+    return sum(input, dim, keepdim, dtype=dtype)
+
+
+@public
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    input = as_tensor_arg(input)
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(
+            "nanmean(): expected input to have floating point or complex dtype but got "
+            + input._dtype.scalar_name
+        )
+    present = P.logical_not(isnan(input))
+    return nansum(input, dim, keepdim, dtype=dtype) / sum(present, dim, keepdim)
+
+
+@public
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+@public
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+@public
+def fmax(input, other):
+    """The larger of the two, the other where one is NaN."""
+    return _binary(_nan_ignoring(P.maximum), input, other)
+
+
+@public
+def fmin(input, other):
+    return _binary(_nan_ignoring(P.minimum), input, other)
+
+
+def _nan_ignoring(prim):
+    def op(a, b):
+        if not a._dtype.is_floating_point:
+            return prim(a, b)
+        return P.where(isnan(a), b, P.where(isnan(b), a, prim(a, b)))
+
+    return op
+
+
+@public
+def heaviside(input, values):
+    input, values = as_tensor_arg(input), as_tensor_arg(values, "values")
+    if input._dtype is not values._dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
+    return P.where(input == 0, values, _cast(input > 0, input._dtype))
+
+
+def _eager_only(what):
+    if recording.trace is not None:
+        recording.trace.unsupported(f"{what} (its result's shape depends on the input's values)")
+
+
+@public
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values (slices along ``dim``), sorted, with where each
+    element went and how often each value occurs. Eager only, no gradient."""
+    input = as_tensor_arg(input)
+    _eager_only("unique")
+    data = (
+        input._data if dim is None else np.moveaxis(input._data, normalize_dim(dim, input.ndim), 0)
+    )
+    values, inverse, counts = np.unique(
+        data.reshape(-1) if dim is None else data.reshape(data.shape[0], -1),
+        return_inverse=True,
+        return_counts=True,
+        axis=None if dim is None else 0,
+    )
+    if dim is None:
+        inverse = inverse.reshape(input.shape)
+    else:
+        values = np.moveaxis(
+            values.reshape((-1,) + data.shape[1:]), 0, normalize_dim(dim, input.ndim)
+        )
+    result = [Tensor._make(np.ascontiguousarray(values), input._dtype)]
+    if return_inverse:
+        result.append(Tensor._make(inverse.astype(np.int64)))
+    if return_counts:
+        result.append(Tensor._make(counts.astype(np.int64)))
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+@public
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Each run of equal consecutive values (slices along ``dim``) once. Eager only."""
+    input = as_tensor_arg(input)
+    _eager_only("unique_consecutive")
+    axis = 0 if dim is None else normalize_dim(dim, input.ndim)
+    data = input._data.reshape(-1) if dim is None else np.moveaxis(input._data, axis, 0)
+    rows = data.reshape(data.shape[0], -1)
+    starts = np.ones(len(rows), bool)
+    starts[1:] = np.any(rows[1:] != rows[:-1], axis=1)
+    values = data[starts]
+    if dim is not None:
+        values = np.moveaxis(values, 0, axis)
+    result = [Tensor._make(np.ascontiguousarray(values), input._dtype)]
+    if return_inverse:
+        inverse = np.cumsum(starts) - 1
+        result.append(
+            Tensor._make(inverse.reshape(input.shape if dim is None else -1).astype(np.int64))
+        )
+    if return_counts:
+        result.append(
+            Tensor._make(np.diff(np.append(np.flatnonzero(starts), len(rows))).astype(np.int64))
+        )
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+@public
+def bincount(input, weights=None, minlength=0):
+    """How often each non-negative integer occurs (weights summed instead when
+    given). Eager only, no gradient."""
+    input = as_tensor_arg(input)
+    _eager_only("bincount")
+    if input.ndim != 1 or input._dtype.category != dtypes.INTEGER:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if input.numel() and int(input._data.min()) < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is None:
+        return Tensor._make(np.bincount(input._data, minlength=minlength).astype(np.int64))
+    weights = as_tensor_arg(weights, "weights")
+    counts = np.bincount(input._data, weights._data, minlength=minlength)
+    dtype = weights._dtype if weights._dtype.is_floating_point else dtypes.float64
+    return Tensor._make(counts.astype(dtype.np), dtype)
+
+
+@public
+def masked_select(input, mask):
+    """The elements where ``mask`` (broadcast with input) holds, as a vector.
+    Eager only: how many there are is a value."""
+    input, mask = as_tensor_arg(input), as_tensor_arg(mask, "mask")
+    if mask._dtype is not dtypes.bool_:
+        raise RuntimeError(
+            f"masked_select: expected BoolTensor for mask, got {mask._dtype.scalar_name}"
+        )
+    shape = broadcast_shapes(input.shape, mask.shape)
+    return expand(input, shape)[expand(mask, shape)]
+
+
+@public
+def index_fill(input, dim, index, value):
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dim, builtins.max(input.ndim, 1))
+    index = _as_index_tensor(index, "index_fill")
+    size = input.shape[axis] if input.ndim else 1
+    _check_bounds(index, size, axis, "index_fill_")
+    return P.where(_positions_hit(index, size, axis, input.ndim), _cast(value, input._dtype), input)
+
+
+def _positions_hit(index, size, axis, ndim):
+    """A bool tensor, 1 along every axis but ``axis``: whether each position
+    along it is in ``index``."""
+    wrapped = P.where(index < 0, index + size, index)
+    flat = P.reshape(wrapped, shape=(index.numel(), 1))
+    hit = any(flat == P.reshape(positions(size), shape=(1, size)), 0)
+    return P.reshape(hit, shape=tuple(size if d == axis else 1 for d in range(ndim)))
+
+
+@public
+def index_copy(input, dim, index, source):
+    """input with ``source[..., i, ...]`` at ``input[..., index[i], ...]``."""
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dim, builtins.max(input.ndim, 1))
+    index = _as_index_tensor(index, "index_copy")
+    zeros = P.broadcast_to(constant(0, input._dtype), shape=input.shape)
+    placed = index_add(zeros, dim, index, source)
+    return P.where(
+        _positions_hit(index, input.shape[axis] if input.ndim else 1, axis, input.ndim),
+        placed,
+        input,
+    )
+
+
+@public(method=False)
+def block_diag(*tensors):
+    """The matrices (scalars and vectors as one row) along a diagonal, zeros elsewhere."""
+    if not tensors:
+        return Tensor._make(np.zeros((1, 0), np.float32))
+    blocks = _promote_all(
+        [reshape(t, _lifted_shape(as_tensor_arg(t).shape, 2)) for t in tensors], "block_diag"
+    )
+    for k, b in enumerate(blocks):
+        if b.ndim != 2:
+            raise RuntimeError(
+                f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {k} has "
+                f"{b.ndim} dimensions"
+            )
+    width = builtins.sum(b.shape[1] for b in blocks)
+    rows, before = [], 0
+    for b in blocks:
+        after = width - before - b.shape[1]
+        rows.append(P.pad(b, widths=((0, 0), (before, after)), value=0))
+        before += b.shape[1]
+    return cat(rows, 0)
+
+
+@public(method=False)
+def cartesian_prod(*tensors):
+    if len(tensors) == 1:
+        return as_tensor_arg(tensors[0])
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([reshape(g, -1) for g in grids], 1)
+
+
+@public
+def kron(input, other):
+    a, b = as_tensor_arg(input), as_tensor_arg(other, "other")
+    ndim = builtins.max(a.ndim, b.ndim)
+    a = reshape(a, (1,) * (ndim - a.ndim) + a.shape)
+    b = reshape(b, (1,) * (ndim - b.ndim) + b.shape)
+    interleaved_a = reshape(a, tuple(s for size in a.shape for s in (size, 1)))
+    interleaved_b = reshape(b, tuple(s for size in b.shape for s in (1, size)))
+    return reshape(interleaved_a * interleaved_b, tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+@public(method=False)
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """The p-norm distance between each row of x1 and each row of x2 (per batch)."""
+    x1, x2 = as_tensor_arg(x1, "x1"), as_tensor_arg(x2, "x2")
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(
+            f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D, X2 got: {x2.ndim}D"
+        )
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(
+            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
+        )
+    differences = unsqueeze(x1, -2) - unsqueeze(x2, -3)
+    return norm(differences, p, -1)
+
+
+@public
+def dist(input, other, p=2):
+    return norm(reshape(as_tensor_arg(input) - other, -1), p)
+
+
+@public
+def tensor_split(input, indices_or_sections, dim=0):
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dim, input.ndim)
+    size = input.shape[axis]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        longer, length = size % sections, size // sections
+        cuts = [k * length + builtins.min(k, longer) for k in range(1, sections)]
+    else:
+        cuts = list(indices_or_sections)
+    parts = []
+    for start, stop in zip([0, *cuts], [*cuts, size]):
+        start, stop = builtins.min(start, size), builtins.min(stop, size)  # past the end: empty
+        parts.append(narrow(input, axis, start, builtins.max(stop - start, 0)))
+    return tuple(parts)
+
+
+def _split_along(input, sections, dim, name):
+    input = as_tensor_arg(input)
+    if isinstance(sections, int) and input.shape[dim] % sections:
+        raise RuntimeError(
+            f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+            f"dimension {input.shape[dim]} is not divisible by the split_size {sections}!"
+        )
+    return tensor_split(input, sections, dim)
+
+
+@public
+def hsplit(input, indices_or_sections):
+    return _split_along(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit")
+
+
+@public
+def vsplit(input, indices_or_sections):
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with "
+            f"{input.ndim} dimensions!"
+        )
+    return _split_along(input, indices_or_sections, 0, "vsplit")
+
+
+@public
+def dsplit(input, indices_or_sections):
+    if input.ndim < 3:
+        raise RuntimeError(
+            f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with "
+            f"{input.ndim} dimensions!"
+        )
+    return _split_along(input, indices_or_sections, 2, "dsplit")
+
+
+@public(method=False)
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """For each value, how many of the sorted sequence's last-dim values lie
+    below it (at or below it for ``right``): compares every pair, so it
+    compiles, with memory the product of the two sizes."""
+    sequence = as_tensor_arg(sorted_sequence, "sorted_sequence")
+    values = input if isinstance(input, Tensor) else constant(input, sequence._dtype)
+    if sorter is not None:
+        sequence = take_along_dim(sequence, sorter, -1)
+    right = right or side == "right"
+    if sequence.ndim > 1 and sequence.shape[:-1] != values.shape[:-1]:
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+            "dimensions of boundaries tensor and input value tensor must match, but we got "
+            f"boundaries tensor {list(sequence.shape)} and input value tensor {list(values.shape)}"
+        )
+    rows = sequence if sequence.ndim == 1 else unsqueeze(sequence, -2)
+    columns = unsqueeze(values, -1)
+    below = rows <= columns if right else rows < columns
+    return sum(below, -1, dtype=dtypes.int32 if out_int32 else dtypes.int64)
+
+
+@public
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    if as_tensor_arg(boundaries, "boundaries").ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+@public(method=False)
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    y = as_tensor_arg(y, "y")
+    axis = normalize_dim(dim, y.ndim)
+    n = y.shape[axis]
+    if n == 0:
+        return sum(y, axis)
+    pairs = narrow(y, axis, 1, n - 1) + narrow(y, axis, 0, n - 1)
+    if x is None:
+        return sum(pairs, axis) * ((1.0 if dx is None else dx) * 0.5)
+    x = as_tensor_arg(x, "x")
+    if x.ndim == 1:
+        x = reshape(x, tuple(-1 if d == axis else 1 for d in range(y.ndim)))
+        along = axis
+    else:
+        along = normalize_dim(dim, x.ndim)
+    steps = diff(x, dim=along)
+    return sum(pairs * steps, axis) * 0.5
+
+
+trapz = public(trapezoid, name="trapz", method=False)
+
+
+@public
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance of the rows (variables) over the columns (observations),
+    weighted as numpy's cov."""
+    x = _to_float(as_tensor_arg(input))
+    if x.ndim > 2:
+        raise RuntimeError(
+            "cov(): expected input to have two or fewer dimensions but got an input with "
+            f"{x.ndim} dimensions"
+        )
+    x = reshape(x, (1, -1)) if x.ndim < 2 else x
+    observations = x.shape[1]
+    weights = None
+    for given in (fweights, aweights):
+        if given is not None:
+            given = _cast(as_tensor_arg(given, "weights"), x._dtype)
+            weights = given if weights is None else weights * given
+    if weights is None:
+        total = constant(float(observations), x._dtype)
+        average = mean(x, 1, keepdim=True)
+        centered = x - average
+        scale = total - correction
+        product = matmul(centered, transpose(centered, 0, 1))
+    else:
+        total = sum(weights)
+        average = sum(x * weights, 1, keepdim=True) / total
+        centered = x - average
+        if correction == 0:
+            scale = total
+        elif aweights is None:
+            scale = total - correction
+        else:
+            scale = (
+                total - correction * sum(weights * _cast(as_tensor_arg(aweights), x._dtype)) / total
+            )
+        product = matmul(centered * weights, transpose(centered, 0, 1))
+    out = product / P.maximum(scale, constant(0.0, x._dtype))
+    return P.reshape(out, shape=()) if as_tensor_arg(input).ndim < 2 else out
+
+
+@public
+def corrcoef(input):
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = P.sqrt(diagonal(c))
+    r = c / unsqueeze(d, 1) / unsqueeze(d, 0)
+    return clamp(r, -1.0, 1.0)
+
+
+# -------------------------------------------- order statistics and the rest
+
+
+CummaxResult = _return_type("cummax")
+CumminResult = _return_type("cummin")
+
+
+def _running(input, dim, minimum, result_type, backward_name):
+    input = as_tensor_arg(input)
+    x = input if input.ndim else P.reshape(input, shape=(1,))
+    axis = normalize_dim(dim, x.ndim)
+    indices = P.running_extreme(x, axis=axis, minimum=minimum)
+    values = gather(x, axis, indices)
+    if input.ndim == 0:
+        values, indices = P.reshape(values, shape=()), P.reshape(indices, shape=())
+    if values.grad_fn is not None:
+        values.grad_fn.label = backward_name
+    return result_type(values, indices)
+
+
+@public
+def cummax(input, dim):
+    return _running(input, dim, False, CummaxResult, "CummaxBackward0")
+
+
+@public
+def cummin(input, dim):
+    return _running(input, dim, True, CumminResult, "CumminBackward0")
+
+
+@public
+@_named("LogcumsumexpBackward0")
+def logcumsumexp(input, dim):
+    input = _to_float(as_tensor_arg(input))
+    x = input if input.ndim else P.reshape(input, shape=(1,))
+    out = P.logcumsumexp(x, axis=normalize_dim(dim, x.ndim), reverse=False)
+    return out if input.ndim else P.reshape(out, shape=())
+
+
+KthvalueResult = _return_type("kthvalue")
+
+
+@public
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest value along ``dim`` (k from 1) and where it is."""
+    input = as_tensor_arg(input)
+    x, axis, order = _order(input, dim, False)
+    if not 1 <= k <= x.shape[axis]:
+        raise IndexError(f"kthvalue(): selected number k out of range for dimension {axis}")
+    indices = narrow(order, axis, k - 1, 1)
+    values = gather(x, axis, indices)
+    if not keepdim or input.ndim == 0:
+        shape = input.shape if input.ndim == 0 else reduced_shape(x.shape, (axis,), False)
+        values, indices = P.reshape(values, shape=shape), P.reshape(indices, shape=shape)
+    if values.grad_fn is not None:
+        values.grad_fn.label = "KthvalueBackward0"
+    return KthvalueResult(values, indices)
+
+
+def _quantile(input, q, dim, keepdim, interpolation, skip_nan, name):
+    """numpy's quantile: q in [0, 1] of the sorted values, the rank q * (n-1)
+    between two of them resolved by ``interpolation``; NaN where a row holds
+    one (``skip_nan``: of the other values)."""
+    input = as_tensor_arg(input)
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    methods = ("linear", "lower", "higher", "midpoint", "nearest")
+    if interpolation not in methods:
+        raise RuntimeError(
+            f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+            f"Got {interpolation}"
+        )
+    scalar_q = not isinstance(q, Tensor)
+    qs = constant_array(np.atleast_1d(np.asarray(q, np.float64)), dtypes.float64) if scalar_q else q
+    if ((qs._data < 0) | (qs._data > 1)).any():
+        raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+    x = reshape(input, -1) if dim is None else input
+    axis = 0 if dim is None else normalize_dim(dim, x.ndim)
+    x = movedim(x, axis, -1)
+    values = sort(x, -1).values  # NaNs last
+    n = x.shape[-1]
+    nans = sum(isnan(x), -1, keepdim=True)
+    count = n - nans if skip_nan else constant(n, dtypes.int64)
+    qs64 = reshape(_cast(qs, dtypes.float64), (-1,) + (1,) * x.ndim)
+    rank = qs64 * _cast(count - 1, dtypes.float64)
+    last = float(builtins.max(n - 1, 0))  # ranks stay inside the rows, whatever q holds
+    below = clamp(P.floor(rank), 0.0, last)
+    above = clamp(P.ceil(rank), 0.0, last)
+    if interpolation == "nearest":
+        below = above = clamp(P.round_(rank), 0.0, last)
+    elif interpolation == "lower":
+        above = below
+    elif interpolation == "higher":
+        below = above
+    stacked = expand(unsqueeze(values, 0), (qs64.shape[0],) + values.shape)
+    positions_shape = stacked.shape[:-1] + (1,)  # one rank per row and q
+    low = gather(stacked, -1, expand(_cast(below, dtypes.int64), positions_shape))
+    high = gather(stacked, -1, expand(_cast(above, dtypes.int64), positions_shape))
+    if interpolation == "midpoint":
+        out = low + (high - low) * 0.5
+    elif interpolation == "linear":
+        out = low + (high - low) * _cast(rank - below, input._dtype)
+    else:
+        out = low
+    if not skip_nan:
+        out = P.where(nans > 0, math.nan, out)
+    else:
+        out = P.where(count == 0, math.nan, out)
+    out = P.reshape(out, shape=out.shape[:-1])  # the rank axis, one position
+    if keepdim:
+        kept = [1] * input.ndim if dim is None else list(input.shape)
+        if dim is not None:
+            kept[axis] = 1
+        out = P.reshape(out, shape=(out.shape[0], *kept))
+    return P.reshape(out, shape=out.shape[1:]) if scalar_q and np.ndim(q) == 0 else out
+
+
+@public
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    return _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
+
+
+@public
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    return _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
+
+
+@public
+def msort(input):
+    return sort(input, 0).values
+
+
+@public
+def narrow_copy(input, dim, start, length):
+    return clone(narrow(input, dim, start, length))
+
+
+@public
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    elements = as_tensor_arg(elements, "elements")
+    tests = (
+        test_elements
+        if isinstance(test_elements, Tensor)
+        else constant_array(np.atleast_1d(np.asarray(test_elements)), elements._dtype)
+    )
+    found = any(unsqueeze(elements, -1) == reshape(tests, -1), -1)
+    return P.logical_not(found) if invert else found
+
+
+@public
+def float_power(input, exponent):
+    """input ** exponent in float64."""
+    base = _cast(_check_operand(input), dtypes.float64)
+    return pow(
+        base, _cast(exponent, dtypes.float64) if isinstance(exponent, Tensor) else float(exponent)
+    )
+
+
+@public
+def ldexp(input, other):
+    """input * 2 ** other."""
+    input = _to_float(as_tensor_arg(input))
+    return input * P.exp2(_cast(as_tensor_arg(other, "other"), input._dtype))
+
+
+@public
+def vdot(input, other):
+    return dot(input, other)
+
+
+@public
+def is_complex(input) -> bool:
+    return False
+
+
+@public
+def isreal(input):
+    input = as_tensor_arg(input)
+    return P.logical_not(P.broadcast_to(constant(False, dtypes.bool_), shape=input.shape))
+
+
+@public
+def is_nonzero(input) -> bool:
+    input = as_tensor_arg(input)
+    if input.numel() != 1:
+        if input.numel() == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+@public(method=False)
+@_named("PolygammaBackward0")
+def polygamma(n, input):
+    if not isinstance(n, int) or n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    x = _to_float(as_tensor_arg(input))
+    return P.digamma(x) if n == 0 else P.polygamma(x, n=n)
+
+
+@public
+@_named("MvlgammaBackward0")
+def mvlgamma(input, p):
+    """The log of the multivariate gamma function of dimension p."""
+    x = _to_float(as_tensor_arg(input))
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if bool((x._data <= (p - 1) / 2).any()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2, but got {x._data.min()}")
+    terms = [P.lgamma(x - k / 2.0) for k in range(p)]
+    return functools.reduce(operator.add, terms) + p * (p - 1) / 4.0 * math.log(math.pi)
+
+
+absolute = public(abs, name="absolute")
+
+
+@public(method=False, name="broadcast_shapes")
+def _broadcast_shapes(*shapes):
+    return Size(broadcast_shapes(*[(s,) if isinstance(s, int) else tuple(s) for s in shapes]))
+
+
+@public(function=False)
+def get_device(input) -> int:
+    return -1  # PyTorch's answer for a CPU tensor
+
+
+@public(function=False)
+def data_ptr(input) -> int:
+    return input._data.ctypes.data
 
 
 for _prim in P.PRIMITIVES.values():
