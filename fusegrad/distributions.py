@@ -154,6 +154,9 @@ class Normal(Distribution):
     def cdf(self, value):
         return 0.5 * (1 + ops.erf((value - self.loc) / (self.scale * math.sqrt(2))))
 
+    def icdf(self, value):
+        return self.loc + self.scale * ops.erfinv(2 * value - 1) * math.sqrt(2)
+
     def entropy(self):
         return 0.5 + _HALF_LOG_TWO_PI + self.scale.log()
 

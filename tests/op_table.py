@@ -28,6 +28,14 @@ def pos(*shape):
     return r(*shape, lo=0.2, hi=2.0)
 
 
+def _erfinv_by_bisection(y):
+    low, high = -10.0, 10.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        low, high = (middle, high) if math.erf(middle) < y else (low, middle)
+    return (low + high) / 2
+
+
 def _digamma(x):
     """Digamma from its series sum_k 1/(k+1) - 1/(k+x) - Euler's gamma, summed
     far enough (with the tail's integral) for double precision; x > 0 shifted
@@ -330,6 +338,12 @@ OPS = [
         fg.special.xlog1py,
         lambda x, y: x * np.log1p(y),
         [S(r(3, 4), pos(3, 4)), S(r(3), 2.5)],
+    ),
+    OpInfo(
+        "erfinv",
+        fg.erfinv,
+        np.vectorize(_erfinv_by_bisection),
+        [S(r(3, 4, lo=-0.99, hi=0.99)), S(np.array([0.0, 1e-9, -0.9, 0.95]))],
     ),
     OpInfo("sinh", fg.sinh, np.sinh, UNARY_SAMPLES),
     OpInfo("cosh", fg.cosh, np.cosh, UNARY_SAMPLES),
@@ -1043,6 +1057,70 @@ OPS = [
         lambda x: fg.logcumsumexp(x, 1),
         lambda x: np.logaddexp.accumulate(x, 1),
         [S(r(3, 5)), S(r(2, 3) * 300)],
+    ),
+    OpInfo(
+        "index_put_accumulate",
+        lambda x, v: fg.index_put(x, (fg.tensor([0, 2, 0]), fg.tensor([1, 3, 1])), v, True),
+        lambda x, v: (
+            x + np.array([[0, v[0] + v[2], 0, 0], [0, 0, 0, 0], [0, 0, 0, v[1]]], dtype=np.float64)
+        ),
+        [S(r(3, 4), r(3))],
+    ),
+    OpInfo(
+        "put",
+        lambda x, v: fg.put(x, fg.tensor([0, 5, 11]), v),
+        lambda x, v: (
+            np.where(np.isin(np.arange(12), [0, 5, 11]).reshape(3, 4), 0, x)
+            + np.bincount([0, 5, 11], v, 12).reshape(3, 4)
+        ),
+        [S(r(3, 4), r(3))],
+    ),
+    OpInfo(
+        "bitwise",
+        lambda a, b: ((a & b) | (a ^ 6)) + (~a) + (a << b % 70) + (a >> (b - 3)),
+        lambda a, b: ((a & b) | (a ^ 6)) + ~a + np.left_shift(a, b % 70) + np.right_shift(a, b - 3),
+        [S(ints([[5, -5, 1, 7], [0, -1, 2**40, 3]]), ints([[64, 3, 0, 1], [2, 65, 3, -7]]))],
+        differentiable=False,
+    ),
+    OpInfo(
+        "bitwise_bool",
+        lambda a, b: (a > 0) & (b > 0) | ~(a > 1) ^ (b > 2),
+        lambda a, b: (a > 0) & (b > 0) | ~(a > 1) ^ (b > 2),
+        [S(ints([[5, -5, 1, 7]]), ints([[1, 3, 0, 4]]))],
+        differentiable=False,
+    ),
+    OpInfo(
+        "select_scatter",
+        lambda x, v: fg.select_scatter(x, v, 0, -1),
+        lambda x, v: np.concatenate([x[:-1], v[None]]),
+        [S(r(3, 4), r(4))],
+    ),
+    OpInfo(
+        "slice_scatter",
+        lambda x, v: fg.slice_scatter(x, v, 1, 1, 4, 2),
+        lambda x, v: np.stack([x[:, 0], v[:, 0], x[:, 2], v[:, 1]], 1),
+        [S(r(3, 4), r(3, 2))],
+    ),
+    OpInfo(
+        "combinations",
+        lambda x: fg.combinations(x, 2, with_replacement=True),
+        lambda x: np.array([[x[i], x[j]] for i in range(3) for j in range(i, 3)]),
+        [S(r(3))],
+    ),
+    OpInfo("vander", lambda x: fg.vander(x, 4), lambda x: np.vander(x, 4), [S(r(3))]),
+    OpInfo(
+        "unravel_index",
+        lambda i: fg.stack(fg.unravel_index(i, (3, 4))),
+        lambda i: np.stack(np.unravel_index(i % 12, (3, 4))),
+        [S(ints([0, 5, 11, -1]))],
+        differentiable=False,
+    ),
+    OpInfo(
+        "gcd_lcm",
+        lambda a, b: fg.gcd(a, b) * 1000 + fg.lcm(a, b),
+        lambda a, b: np.gcd(a, b) * 1000 + np.lcm(a, b),
+        [S(ints([12, -18, 0, 7]), ints([8, 12, 5, 0]))],
+        differentiable=False,
     ),
     # linear algebra
     OpInfo(

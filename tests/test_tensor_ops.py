@@ -631,3 +631,25 @@ def test_windows_and_logspace_are_numpys():
     assert fg.hann_window(1).tolist() == [1.0] and fg.hann_window(0).shape == (0,)
     np.testing.assert_allclose(fg.logspace(0, 3, 4, base=2).numpy(), [1, 2, 4, 8])
     np.testing.assert_allclose(fg.logspace(-1, 1, 5).numpy(), np.logspace(-1, 1, 5), rtol=1e-6)
+
+
+def test_python_callables_storage_offsets_and_more_samplers():
+    x = fg.arange(6.0).reshape(2, 3)
+    assert x.clone().apply_(lambda v: v * v).tolist() == [[0, 1, 4], [9, 16, 25]]
+    assert x.clone().map_(fg.tensor([1.0, 2.0, 3.0]), lambda a, b: a - b).tolist() == [
+        [-1, -1, -1],
+        [2, 2, 2],
+    ]
+    with pytest.raises(fg.TracingError, match="each element"):
+        fg.jit(lambda t: t.clone().apply_(abs))(x)
+    assert [x[1].storage_offset(), x[:, 2:].storage_offset(), x.t()[2].storage_offset()] == [
+        3,
+        2,
+        2,
+    ]
+    fg.manual_seed(0)
+    logs = fg.empty(50000, dtype=fg.float64).log_normal_(0.5, 0.25).log()
+    assert abs(logs.mean().item() - 0.5) < 0.01 and abs(logs.std().item() - 0.25) < 0.01
+    cauchy = fg.empty(50001, dtype=fg.float64).cauchy_(2.0, 3.0)
+    assert abs(cauchy.median().item() - 2.0) < 0.1
+    assert abs(((cauchy - 2.0).abs() < 3.0).double().mean().item() - 0.5) < 0.01

@@ -188,6 +188,17 @@ class Lowering:
     applies: object = None
 
 
+def _shift(b, x, count, left):
+    """x shifted by count bits. LLVM's shifts by the width or more (or by a
+    negative count, unsigned a huge one) are poison: they give 0 here, or
+    the sign for a right shift, as numpy's and PyTorch's."""
+    width = ir.Constant(x.type, x.type.width)
+    in_range = b.icmp_unsigned("<", count, width)
+    if left:
+        return b.select(in_range, b.shl(x, count), ir.Constant(x.type, 0))
+    return b.ashr(x, b.select(in_range, count, ir.Constant(x.type, x.type.width - 1)))
+
+
 _EXACT = {
     P.add: _arith(lambda b, x, y: b.fadd(x, y), lambda b, x, y: b.add(x, y)),
     P.sub: _arith(lambda b, x, y: b.fsub(x, y), lambda b, x, y: b.sub(x, y)),
@@ -213,6 +224,12 @@ _EXACT = {
     P.logical_and: lambda b, args, eqn: b.and_(*args),
     P.logical_or: lambda b, args, eqn: b.or_(*args),
     P.logical_not: lambda b, args, eqn: b.xor(args[0], ir.Constant(BOOL, 1)),
+    P.bitwise_and: lambda b, args, eqn: b.and_(*args),
+    P.bitwise_or: lambda b, args, eqn: b.or_(*args),
+    P.bitwise_xor: lambda b, args, eqn: b.xor(*args),
+    P.bitwise_not: lambda b, args, eqn: b.xor(args[0], ir.Constant(args[0].type, -1)),
+    P.left_shift: lambda b, args, eqn: _shift(b, *args, left=True),
+    P.right_shift: lambda b, args, eqn: _shift(b, *args, left=False),
     P.where: lambda b, args, eqn: b.select(*args),
     P.convert: _convert,
     P.stop_gradient: lambda b, args, eqn: args[0],
@@ -384,8 +401,9 @@ IN_NUMPY = {
     P.matmul: "BLAS",
     **dict.fromkeys((P.inverse, P.solve, P.det, P.logabsdet, P.det_sign, P.cholesky), "LAPACK"),
     P.lower_part: "a triangle of matrices, rare (the gradient of a Cholesky factor)",
-    **dict.fromkeys((P.lgamma, P.digamma, P.polygamma), "special functions, rare"),
+    **dict.fromkeys((P.lgamma, P.digamma, P.polygamma, P.erfinv), "special functions, rare"),
     P.logcumsumexp: "a scan along an axis",
+    **dict.fromkeys((P.gcd, P.lcm), "a loop per element (Euclid's), rare"),
     P.running_extreme: "a scan along an axis, to an index",
     P.reduce_prod: "rare; its gradient divides by each element",
     P.argmax: "an index, not a value to fuse",

@@ -447,6 +447,37 @@ erfc = Primitive(
 )
 erfc.defvjp(x=lambda g, x: g * (exp(-(x * x)) * (-2.0 / math.sqrt(math.pi))))
 
+# Giles's approximation of erfinv ("Approximating the erfinv function", 2010),
+# highest power first: one polynomial in w - 2.5 for w = -log(1 - y^2) < 5,
+# one in sqrt(w) - 3 beyond; two Newton steps on erf then make it exact.
+_ERFINV_CENTRAL = [
+    2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 2.1858087e-04,
+    -1.25372503e-03, -4.17768164e-03, 2.46640727e-01, 1.50140941,
+]  # fmt: skip
+_ERFINV_TAIL = [
+    -2.00214257e-04, 1.00950558e-04, 1.34934322e-03, -3.67342844e-03, 5.73950773e-03,
+    -7.6224613e-03, 9.43887047e-03, 1.00167406, 2.83297682,
+]  # fmt: skip
+
+
+def _erfinv_impl(y):
+    y64 = y.astype(np.float64)
+    with np.errstate(all="ignore"):
+        w = -np.log((1.0 - y64) * (1.0 + y64))
+        central = np.polyval(_ERFINV_CENTRAL, w - 2.5)
+        tail = np.polyval(_ERFINV_TAIL, np.sqrt(w) - 3.0)
+        x = np.where(w < 5.0, central, tail) * y64
+        for _ in range(2):
+            error = np.asarray(_erf_scalar(x), np.float64) - y64
+            x = x - error / (np.exp(-(x * x)) * (2.0 / math.sqrt(math.pi)))
+        x = np.where(np.abs(y64) == 1.0, np.copysign(np.inf, y64), x)
+        x = np.where(np.abs(y64) > 1.0, np.nan, x)
+    return x.astype(y.dtype)
+
+
+erfinv = Primitive("erfinv", _erfinv_impl, _float_unary_rule("erfinv"), public="float")
+erfinv.defvjp(x=lambda g, out: g * (exp(out * out) * (math.sqrt(math.pi) / 2.0)))
+
 # ------------------------------------------------------- gamma function family
 # log|Gamma(x)| and its derivatives psi^(n) (digamma n = 0, then polygamma):
 # each derivative rule is the next function, so every order comes for free.
@@ -792,6 +823,35 @@ def _where_rule(cond, x, y):
 
 where = Primitive("where", np.where, _where_rule, inputs=("cond", "x", "y"), elementwise=True)
 where.defvjp(x=lambda g, cond: where(cond, g, 0.0), y=lambda g, cond: where(cond, 0.0, g))
+
+
+# The bits of integers (and of bools, for and, or, xor): no derivative, so no rules.
+def _bitwise(name, impl, kinds=(dtypes.INTEGER, dtypes.BOOL)):
+    return Primitive(
+        name, impl, _binary_rule(name, require=kinds), inputs=("x", "y"), elementwise=True
+    )
+
+
+def _bitwise_not_rule(x):
+    if x.dtype.category not in (dtypes.INTEGER, dtypes.BOOL):
+        raise TypeError(f"bitwise_not does not support {x.dtype}")
+    return x.shape, x.dtype
+
+
+bitwise_and = _bitwise("bitwise_and", np.bitwise_and)
+bitwise_or = _bitwise("bitwise_or", np.bitwise_or)
+bitwise_xor = _bitwise("bitwise_xor", np.bitwise_xor)
+bitwise_not = Primitive("bitwise_not", np.invert, _bitwise_not_rule, elementwise=True)
+# shifts by a negative count or by the width or more give 0 (-1 for a negative
+# number shifted right), as PyTorch's and numpy's
+left_shift = _bitwise("left_shift", np.left_shift, kinds=(dtypes.INTEGER,))
+right_shift = _bitwise("right_shift", np.right_shift, kinds=(dtypes.INTEGER,))
+
+
+# Euclid's algorithm per element is a loop: numpy's, in compiled programs too
+gcd = Primitive("gcd", np.gcd, _binary_rule("gcd", require=(dtypes.INTEGER,)), inputs=("x", "y"))
+lcm = Primitive("lcm", np.lcm, _binary_rule("lcm", require=(dtypes.INTEGER,)), inputs=("x", "y"))
+
 
 # ------------------------------------------------------------------ reductions
 

@@ -118,42 +118,12 @@ def trunc_normal_(
     uniform = _draw(creation.rand, tensor, generator).double() * (2 * high - 2 * low) + (
         2 * low - 1
     )
-    values = _erfinv(uniform) * (std * math.sqrt(2.0)) + mean
+    values = ops.erfinv(uniform) * (std * math.sqrt(2.0)) + mean
     return _fill(tensor, ops.clamp(values, min=a, max=b))
 
 
 def _normal_cdf(x: float) -> float:
     return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
-
-
-def _erfinv(y: Tensor) -> Tensor:
-    """The inverse of erf on (-1, 1), in float64: Giles's approximation
-    ("Approximating the erfinv function", 2010), then two Newton steps on erf."""
-    w = -ops.log((1.0 - y) * (1.0 + y))
-    central = w - 2.5
-    central_poly = _horner(
-        central,
-        (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 2.1858087e-04),
-        (-1.25372503e-03, -4.17768164e-03, 2.46640727e-01, 1.50140941),
-    )
-    tail = ops.sqrt(w) - 3.0
-    tail_poly = _horner(
-        tail,
-        (-2.00214257e-04, 1.00950558e-04, 1.34934322e-03, -3.67342844e-03, 5.73950773e-03),
-        (-7.6224613e-03, 9.43887047e-03, 1.00167406, 2.83297682),
-    )
-    x = ops.where(w < 5.0, central_poly, tail_poly) * y
-    for _ in range(2):
-        x = x - (ops.erf(x) - y) / (ops.exp(-(x * x)) * (2.0 / math.sqrt(math.pi)))
-    return x
-
-
-def _horner(x: Tensor, *coefficient_groups) -> Tensor:
-    coefficients = [c for group in coefficient_groups for c in group]
-    result = x * 0.0 + coefficients[0]
-    for c in coefficients[1:]:
-        result = result * x + c
-    return result
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

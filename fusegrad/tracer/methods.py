@@ -3,6 +3,8 @@ two spellings, as in PyTorch), plus the in-place variants."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir import dtypes
 from ..ir import primitives as P
 from . import creation, einsum, indexing, linalg, ops  # noqa: F401  (they register their ops)
@@ -43,15 +45,23 @@ def _reflected(prim, floating=False):
     return method
 
 
-def _no_bitwise(self, other):
-    raise TypeError("bitwise operators are only supported for bool tensors")
+def _bits(op):
+    """``self <op> other`` for the bitwise operators, NotImplemented for an
+    operand they do not take."""
 
-
-def _logical(op):
     def method(self, other):
-        if self.dtype.name != "bool" or (isinstance(other, Tensor) and other.dtype.name != "bool"):
-            _no_bitwise(self, other)
+        if not isinstance(other, (Tensor, *ops._NUMBERS)):
+            return NotImplemented
         return op(self, other)
+
+    return method
+
+
+def _reflected_bits(op):
+    def method(self, other):
+        if not isinstance(other, (Tensor, *ops._NUMBERS)):
+            return NotImplemented
+        return op(other, self)
 
     return method
 
@@ -89,12 +99,14 @@ Tensor.__lt__ = _operator(P.lt)
 Tensor.__le__ = _operator(P.le)
 Tensor.__gt__ = _operator(P.gt)
 Tensor.__ge__ = _operator(P.ge)
-Tensor.__and__ = Tensor.__rand__ = _logical(ops.logical_and)
-Tensor.__or__ = Tensor.__ror__ = _logical(ops.logical_or)
-Tensor.__xor__ = Tensor.__rxor__ = _logical(ops.logical_xor)
-Tensor.__invert__ = lambda self: (
-    ops.logical_not(self) if self.dtype.name == "bool" else _no_bitwise(self, None)
-)
+Tensor.__and__, Tensor.__rand__ = _bits(ops.bitwise_and), _reflected_bits(ops.bitwise_and)
+Tensor.__or__, Tensor.__ror__ = _bits(ops.bitwise_or), _reflected_bits(ops.bitwise_or)
+Tensor.__xor__, Tensor.__rxor__ = _bits(ops.bitwise_xor), _reflected_bits(ops.bitwise_xor)
+Tensor.__lshift__ = _bits(ops.bitwise_left_shift)
+Tensor.__rlshift__ = _reflected_bits(ops.bitwise_left_shift)
+Tensor.__rshift__ = _bits(ops.bitwise_right_shift)
+Tensor.__rrshift__ = _reflected_bits(ops.bitwise_right_shift)
+Tensor.__invert__ = ops.bitwise_not
 Tensor.__getitem__ = indexing.getitem
 Tensor.__setitem__ = indexing.setitem
 
@@ -126,7 +138,9 @@ for _name in (
     "arccosh arctanh arctan2 addcmul addcdiv lerp addmm addmv addr baddbmm addbmm frac logit "
     "xlogy nan_to_num sgn deg2rad rad2deg sinc hypot not_equal greater greater_equal less "
     "less_equal eq ne lt le gt ge logical_and logical_or logical_xor logical_not index_fill "
-    "index_copy fmax fmin heaviside float_power ldexp absolute lgamma digamma"
+    "index_copy fmax fmin heaviside float_power ldexp absolute lgamma digamma index_put put "
+    "bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift "
+    "erfinv gcd lcm"
 ).split():
     setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 
@@ -136,6 +150,11 @@ Tensor.__imul__ = _forward(Tensor.mul_)
 Tensor.__itruediv__ = _forward(Tensor.div_)
 Tensor.__ifloordiv__ = _forward(Tensor.floor_divide_)
 Tensor.__imod__ = _forward(Tensor.remainder_)
+Tensor.__iand__ = _forward(Tensor.bitwise_and_)
+Tensor.__ior__ = _forward(Tensor.bitwise_or_)
+Tensor.__ixor__ = _forward(Tensor.bitwise_xor_)
+Tensor.__ilshift__ = _forward(Tensor.bitwise_left_shift_)
+Tensor.__irshift__ = _forward(Tensor.bitwise_right_shift_)
 
 
 def masked_fill_(self, mask, value):
@@ -165,4 +184,19 @@ Tensor.zero_ = lambda self: fill_(self, 0)
 Tensor.copy_ = copy_
 Tensor.where = lambda self, condition, other: ops.where(condition, self, other)
 Tensor.polygamma = lambda self, n: ops.polygamma(n, self)
+
+
+def _elementwise_python(self, fn, *others):
+    """``fn`` of each element (and the matching elements of others), in
+    place: plain Python, eager only, no gradient, as PyTorch's CPU-only
+    ``apply_`` and ``map_``."""
+    ops._eager_only("apply_ and map_", "Python code runs on each element")
+    self._check_inplace()
+    arrays = [np.broadcast_to(o._data, self.shape) for o in others]
+    values = np.vectorize(fn, otypes=[self._dtype.np])(self._data, *arrays)
+    return self._commit_inplace(Tensor._make(np.asarray(values, self._dtype.np), self._dtype))
+
+
+Tensor.apply_ = lambda self, callable: _elementwise_python(self, callable)
+Tensor.map_ = lambda self, tensor, callable: _elementwise_python(self, callable, tensor)
 Tensor.argwhere = lambda self: ops.argwhere(self)

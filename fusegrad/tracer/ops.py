@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import itertools
 import math
 import operator
 import warnings
@@ -2465,9 +2466,9 @@ def heaviside(input, values):
     return P.where(input == 0, values, _cast(input > 0, input._dtype))
 
 
-def _eager_only(what):
+def _eager_only(what, why="its result's shape depends on the input's values"):
     if recording.trace is not None:
-        recording.trace.unsupported(f"{what} (its result's shape depends on the input's values)")
+        recording.trace.unsupported(f"{what} ({why})")
 
 
 @public
@@ -3023,6 +3024,192 @@ def mvlgamma(input, p):
         raise RuntimeError(f"All elements must be greater than (p-1)/2, but got {x._data.min()}")
     terms = [P.lgamma(x - k / 2.0) for k in range(p)]
     return functools.reduce(operator.add, terms) + p * (p - 1) / 4.0 * math.log(math.pi)
+
+
+def _linear_positions(shape, indices):
+    """Where input[indices] (integer tensors, one per leading dimension,
+    broadcast together) lies in the flattened input."""
+    indices = [_as_index_tensor(i, "index_put") for i in indices]
+    grid = broadcast_shapes(*[i.shape for i in indices])
+    linear = None
+    for axis, index in enumerate(indices):
+        size = shape[axis]
+        _check_bounds(index, size, axis, "index_put")
+        wrapped = expand(P.where(index < 0, index + size, index), grid)
+        stride = math.prod(shape[axis + 1 : len(indices)])
+        linear = wrapped * stride if linear is None else linear + wrapped * stride
+    return linear, grid
+
+
+@public
+def index_put(input, indices, values, accumulate=False):
+    """input with ``values`` at input[indices] (indices a tuple of integer
+    tensors); with ``accumulate`` they are added, repeated positions summed."""
+    input = as_tensor_arg(input)
+    indices = tuple(indices)
+    values = _cast(
+        values if isinstance(values, Tensor) else constant(values, input._dtype), input._dtype
+    )
+    if not accumulate:
+        return P.index_put(input, values, *indices, spec=(("array",),) * len(indices))
+    linear, grid = _linear_positions(input.shape, indices)
+    rest = input.shape[len(indices) :]
+    rows = reshape(input, (math.prod(input.shape[: len(indices)]),) + rest)
+    added = expand(values, grid + rest)
+    flat = index_add(rows, 0, reshape(linear, -1), reshape(added, (-1,) + rest))
+    return reshape(flat, input.shape)
+
+
+@public
+def put(input, index, source, accumulate=False):
+    """input with ``source`` at the flattened positions ``index``."""
+    input = as_tensor_arg(input)
+    flat = reshape(input, -1)
+    index, source = reshape(_as_index_tensor(index, "put"), -1), reshape(source, -1)
+    return reshape(index_put(flat, (index,), source, accumulate), input.shape)
+
+
+@public(function=False)
+def storage_offset(input) -> int:
+    """How many elements into its storage the tensor's first one lies."""
+    storage = input._data
+    while storage.base is not None and isinstance(storage.base, np.ndarray):
+        storage = storage.base
+    offset = input._data.__array_interface__["data"][0] - storage.__array_interface__["data"][0]
+    return offset // input._data.itemsize
+
+
+def _bits(prim, name, a, b):
+    a, b = _check_operand(a), _check_operand(b)
+    dtype = dtypes.result_type(a, b)
+    if dtype.category == dtypes.FLOATING:
+        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{dtype.scalar_name}'")
+    return prim(_cast(a, dtype), _cast(b, dtype))
+
+
+@public
+def bitwise_and(input, other):
+    return _bits(P.bitwise_and, "bitwise_and", input, other)
+
+
+@public
+def bitwise_or(input, other):
+    return _bits(P.bitwise_or, "bitwise_or", input, other)
+
+
+@public
+def bitwise_xor(input, other):
+    return _bits(P.bitwise_xor, "bitwise_xor", input, other)
+
+
+@public
+def bitwise_not(input):
+    input = as_tensor_arg(input)
+    if input._dtype.category == dtypes.FLOATING:
+        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{input._dtype.scalar_name}'")
+    return P.bitwise_not(input)
+
+
+@public
+def bitwise_left_shift(input, other):
+    return _bits(P.left_shift, "lshift", input, other)
+
+
+@public
+def bitwise_right_shift(input, other):
+    return _bits(P.right_shift, "rshift", input, other)
+
+
+@public
+def gcd(input, other):
+    return _bits(P.gcd, "gcd", input, other)
+
+
+@public
+def lcm(input, other):
+    return _bits(P.lcm, "lcm", input, other)
+
+
+def _scattered(input, src, spec, name):
+    """input with ``src`` written where ``spec`` indexes: the functional
+    form of an assignment into a view."""
+    input, src = as_tensor_arg(input), as_tensor_arg(src, "src")
+    target = P.index(input, spec=spec).shape
+    if src.shape != target:
+        raise RuntimeError(
+            f"expected src to have a size equal to the slice of self. src size = "
+            f"{list(src.shape)}, slice size = {list(target)}"
+        )
+    return P.index_put(input, _cast(src, input._dtype), spec=spec)
+
+
+@public
+def select_scatter(input, src, dim, index):
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dim, input.ndim)
+    size = input.shape[axis]
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} "
+            f"at dimension {axis}"
+        )
+    spec = (("slice", None, None, None),) * axis + (("int", index % size),)
+    return _scattered(input, src, spec, "select_scatter")
+
+
+@public
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    input = as_tensor_arg(input)
+    axis = normalize_dim(dim, input.ndim)
+    spec = (("slice", None, None, None),) * axis + (("slice", start, end, step),)
+    return _scattered(input, src, spec, "slice_scatter")
+
+
+@public(method=False)
+def combinations(input, r=2, with_replacement=False):
+    """The r-element combinations of a vector's elements, one per row."""
+    input = as_tensor_arg(input)
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    choose = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(choose(range(input.shape[0]), r))
+    if not rows:
+        return P.index(input, spec=(("slice", 0, 0, None),))  # PyTorch's empty vector
+    positions_taken = constant_array(np.array(rows, np.int64).reshape(-1), dtypes.int64)
+    return reshape(index_with_arrays(input, [positions_taken]), (len(rows), r))
+
+
+@public(method=False)
+def vander(x, N=None, increasing=False):
+    """The powers x^0 .. x^(N-1) of each element, one row each (highest first
+    unless ``increasing``)."""
+    x = as_tensor_arg(x, "x")
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    count = x.shape[0] if N is None else N
+    if count < 0:
+        raise RuntimeError("N must be non-negative.")
+    powers = range(count) if increasing else range(count - 1, -1, -1)
+    columns = [
+        pow(x, k) if k else P.broadcast_to(constant(1, x._dtype), shape=x.shape) for k in powers
+    ]
+    return stack(columns, 1) if columns else reshape(x, (x.shape[0], 0)) * 0
+
+
+@public(method=False)
+def unravel_index(indices, shape):
+    """The coordinates, one tensor per dimension of ``shape``, of flat positions."""
+    indices = _as_index_tensor(indices, "unravel_index")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    total = math.prod(shape)
+    if bool(any((indices < -total) | (indices >= builtins.max(total, 1)))):
+        raise RuntimeError("index out of bounds for the unraveled shape")
+    rest = P.where(indices < 0, indices + total, indices)
+    coordinates = []
+    for size in reversed(shape):
+        coordinates.append(_binary(P.remainder, rest, size))
+        rest = _binary(P.floor_divide, rest, size)
+    return tuple(reversed(coordinates))
 
 
 absolute = public(abs, name="absolute")

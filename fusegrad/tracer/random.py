@@ -457,6 +457,23 @@ def geometric_(self, p, *, generator=None) -> Tensor:
     return _fill(self, P.floor(P.log1p(-u) / math.log1p(-p)) + 1.0)
 
 
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
+    require_floating(self._dtype, "cauchy_cpu")
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    u = uniform(stream(generator, "cauchy_"), self.shape, self._dtype)
+    angle = (u - 0.5) * math.pi
+    return _fill(self, P.sin(angle) / P.cos(angle) * sigma + median)
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None) -> Tensor:
+    require_floating(self._dtype, "log_normal_cpu")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    z = standard_normal(stream(generator, "log_normal_"), self.shape, self._dtype)
+    return _fill(self, P.exp(z * std + mean))
+
+
 def _largest(dtype) -> int:
     """The top of ``random_()``'s default range: the largest integer the dtype
     holds exactly (floats: 2**digits) or at all."""
@@ -499,7 +516,9 @@ def random_(self, *bounds, to=None, generator=None) -> Tensor:
     return _fill(self, values)
 
 
-for _method in (uniform_, normal_, bernoulli_, exponential_, geometric_, random_):
+for _method in (
+    uniform_, normal_, bernoulli_, exponential_, geometric_, random_, cauchy_, log_normal_
+):  # fmt: skip
     setattr(Tensor, _method.__name__, _method)
 Tensor.bernoulli = bernoulli
 Tensor.multinomial = multinomial
