@@ -1,10 +1,12 @@
 """``fusegrad.linalg``: PyTorch's ``torch.linalg`` (inverses, solves,
-determinants, Cholesky factors, norms and products). Singular values and
-eigendecompositions are not here yet."""
+determinants, Cholesky factors, symmetric eigendecompositions, norms and
+products). Singular value decompositions are not here yet."""
 
 from .tracer.linalg import (
     cholesky,
     det,
+    eigh,
+    eigvalsh,
     inv,
     matrix_norm,
     matrix_power,
@@ -27,6 +29,8 @@ __all__ = [
     "cross",
     "det",
     "diagonal",
+    "eigh",
+    "eigvalsh",
     "inv",
     "matmul",
     "matrix_norm",

@@ -1154,6 +1154,14 @@ OPS = [
         lambda a: np.linalg.cholesky(a @ np.swapaxes(a, -1, -2) + np.eye(3)),
         [S(r(3, 3)), S(r(2, 3, 3))],
     ),
+    OpInfo(  # eigenvalues, and the squares of the vectors' entries (their signs are arbitrary)
+        "eigh",
+        lambda a: (lambda w, v: w.unsqueeze(-2) + v * v)(*fg.linalg.eigh(a + a.mT)),
+        lambda a: (lambda w, v: w[..., None, :] + v * v)(
+            *np.linalg.eigh(a + np.swapaxes(a, -1, -2))
+        ),
+        [S(r(3, 3)), S(r(2, 4, 4))],
+    ),
     OpInfo(
         "matrix_power",
         lambda a: fg.linalg.matrix_power(a, -3),

@@ -1446,6 +1446,47 @@ det_sign = Primitive(
 )
 
 
+def _eigh_impl(x):
+    values, vectors = _lapack("eigh", np.linalg.eigh, "The algorithm failed to converge.")(x)
+    return np.concatenate([values[..., None, :], vectors], axis=-2)
+
+
+def _eigh_parts(stacked):
+    """(eigenvalues, eigenvectors) from eigh's one output: the values as its
+    first row, the vectors (columns) below them."""
+    rows = (("slice", None, None, None),) * (stacked.ndim - 2)
+    values = index(stacked, spec=rows + (("int", 0),))
+    vectors = index(stacked, spec=rows + (("slice", 1, None, None),))
+    return values, vectors
+
+
+def _eigh_vjp(g, out):
+    """A = V diag(w) V^T: the cotangent is V (diag(gw) + F * (V^T gV)) V^T,
+    F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it (and where two values
+    are equal, whose vectors have no derivative), made symmetric."""
+    values, vectors = _eigh_parts(out)
+    g_values, g_vectors = _eigh_parts(g)
+    gaps = reshape(values, shape=values.shape[:-1] + (1, values.shape[-1])) - reshape(
+        values, shape=values.shape + (1,)
+    )
+    same = gaps == 0.0
+    mixed = matmul(swap_last(vectors), g_vectors)
+    scaled = where(same, 0.0, mixed / where(same, 1.0, gaps))
+    weighted = vectors * reshape(g_values, shape=g_values.shape[:-1] + (1, g_values.shape[-1]))
+    full = matmul(matmul(vectors, scaled) + weighted, swap_last(vectors))
+    return (full + swap_last(full)) * 0.5  # on symmetric matrices, as PyTorch's
+
+
+# one output, values stacked over vectors, so that one LAPACK call serves both
+eigh = Primitive(
+    "eigh",
+    _eigh_impl,
+    _square_rule("eigh", lambda shape: tuple(shape[:-2]) + (shape[-1] + 1, shape[-1])),
+    backward_name="LinalgEighBackward0",
+)
+eigh.defvjp(x=_eigh_vjp)
+
+
 def _lower_part_impl(x, diagonal_scale):
     lower = np.tril(x)  # a new array
     rows = np.arange(x.shape[-1])

@@ -81,6 +81,26 @@ def cholesky(input, upper=False):
     return P.swap_last(lower) if upper else lower
 
 
+EighResult = _result_type("eigh", ["eigenvalues", "eigenvectors"])
+
+
+def eigh(A, UPLO="L"):
+    """The eigenvalues (ascending) and eigenvectors (columns) of symmetric
+    matrices, from their lower triangle (upper for ``UPLO="U"``)."""
+    A = _matrices(A)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    if UPLO == "U":
+        A = P.swap_last(A)
+    stacked = P.eigh(A)
+    rows = (slice(None),) * (A.ndim - 2)
+    return EighResult(stacked[rows + (0,)], stacked[rows + (slice(1, None),)])
+
+
+def eigvalsh(A, UPLO="L"):
+    return eigh(A, UPLO).eigenvalues
+
+
 def solve(A, B, *, left=True):
     """X with A X = B (X A = B for ``left=False``). B is one vector per matrix
     where it has A's batch shape with one size (or is 1-d), as in PyTorch."""
