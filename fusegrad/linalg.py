@@ -1,6 +1,6 @@
 """``fusegrad.linalg``: PyTorch's ``torch.linalg`` (inverses, solves,
-determinants, Cholesky factors, symmetric eigendecompositions, norms and
-products). Singular value decompositions are not here yet."""
+determinants, Cholesky factors, symmetric eigendecompositions,
+singular value decompositions, pseudo-inverses, norms and products)."""
 
 from .tracer.linalg import (
     cholesky,
@@ -10,9 +10,13 @@ from .tracer.linalg import (
     inv,
     matrix_norm,
     matrix_power,
+    matrix_rank,
     multi_dot,
+    pinv,
     slogdet,
     solve,
+    svd,
+    svdvals,
     vecdot,
     vector_norm,
 )
@@ -35,10 +39,14 @@ __all__ = [
     "matmul",
     "matrix_norm",
     "matrix_power",
+    "matrix_rank",
     "multi_dot",
+    "pinv",
     "norm",
     "slogdet",
     "solve",
+    "svd",
+    "svdvals",
     "vecdot",
     "vector_norm",
 ]

@@ -1162,6 +1162,23 @@ OPS = [
         ),
         [S(r(3, 3)), S(r(2, 4, 4))],
     ),
+    OpInfo(  # the values, and products that do not see the factors' arbitrary signs
+        "svd",
+        lambda a: (lambda u, s, vh: fg.cat([s, (u @ vh).flatten(), (u * u).flatten()]))(
+            *fg.linalg.svd(a, full_matrices=False)
+        ),
+        lambda a: (lambda u, s, vh: np.concatenate([s, (u @ vh).ravel(), (u * u).ravel()]))(
+            *np.linalg.svd(a, full_matrices=False)
+        ),
+        [S(r(3, 3)), S(r(4, 2)), S(r(2, 4))],
+    ),
+    OpInfo("pinv", fg.linalg.pinv, np.linalg.pinv, [S(r(4, 3)), S(r(2, 3, 5))]),
+    OpInfo(
+        "matrix_norm_spectral",
+        lambda a: fg.linalg.matrix_norm(a, 2) + fg.linalg.matrix_norm(a, "nuc"),
+        lambda a: np.linalg.norm(a, 2, axis=(-2, -1)) + np.linalg.norm(a, "nuc", axis=(-2, -1)),
+        [S(r(2, 3, 4))],
+    ),
     OpInfo(
         "matrix_power",
         lambda a: fg.linalg.matrix_power(a, -3),

@@ -400,7 +400,8 @@ FUSED_REDUCTIONS = frozenset([P.reduce_sum, P.reduce_max, P.reduce_min])
 IN_NUMPY = {
     P.matmul: "BLAS",
     **dict.fromkeys(
-        (P.inverse, P.solve, P.det, P.logabsdet, P.det_sign, P.cholesky, P.eigh), "LAPACK"
+        (P.inverse, P.solve, P.det, P.logabsdet, P.det_sign, P.cholesky, P.eigh, P.svd),
+        "LAPACK",
     ),
     P.lower_part: "a triangle of matrices, rare (the gradient of a Cholesky factor)",
     **dict.fromkeys((P.lgamma, P.digamma, P.polygamma, P.erfinv), "special functions, rare"),

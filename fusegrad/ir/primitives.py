@@ -1367,12 +1367,14 @@ def _square_rule(name, shape_of=lambda shape: shape):
     return rule
 
 
-def _lapack(name, fn, failure):
-    """numpy's LAPACK call on square matrices, its LinAlgError as PyTorch's
-    RuntimeError (eagerly, the values are computed before the shape rule runs)."""
+def _lapack(name, fn, failure, square=True):
+    """numpy's LAPACK call (on square matrices unless told otherwise), its
+    LinAlgError as PyTorch's RuntimeError (eagerly, the values are computed
+    before the shape rule runs)."""
 
     def impl(*arrays):
-        _check_square(name, arrays[0].shape)
+        if square:
+            _check_square(name, arrays[0].shape)
         try:
             return fn(*arrays)
         except np.linalg.LinAlgError:
@@ -1485,6 +1487,69 @@ eigh = Primitive(
     backward_name="LinalgEighBackward0",
 )
 eigh.defvjp(x=_eigh_vjp)
+
+
+def _svd_impl(x):
+    reduced = _lapack(
+        "svd",
+        lambda a: np.linalg.svd(a, full_matrices=False),
+        "The algorithm failed to converge.",
+        square=False,
+    )
+    u, s, vh = reduced(x)
+    return np.concatenate([u, s[..., None, :], np.swapaxes(vh, -1, -2)], axis=-2)
+
+
+def _svd_rule(x):
+    _require_float("linalg.svd", x)
+    if x.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    m, n = x.shape[-2], x.shape[-1]
+    return tuple(x.shape[:-2]) + (m + 1 + n, min(m, n)), x.dtype
+
+
+def svd_parts(stacked, m):
+    """(U, singular values, V) from svd's one output, stacked in that order
+    along the rows: U is m by k, V n by k, k the smaller size."""
+    rows = (("slice", None, None, None),) * (stacked.ndim - 2)
+    u = index(stacked, spec=rows + (("slice", 0, m, None),))
+    values = index(stacked, spec=rows + (("int", m),))
+    v = index(stacked, spec=rows + (("slice", m + 1, None, None),))
+    return u, values, v
+
+
+def _svd_vjp(g, out, x_shape):
+    """Townsend's rule for A = U S V^T (reduced): with F_ij = 1 / (s_j^2 - s_i^2)
+    off the diagonal (0 on it, and where two values are equal),
+    U [(F * (U^T gU - gU^T U)) S + diag(gS) + S (F * (V^T gV - gV^T V))] V^T,
+    plus, for the directions outside U's and V's spans,
+    (gU - U U^T gU) S^-1 V^T + U S^-1 (gV^T - gV^T V V^T)."""
+    m = x_shape[-2]
+    u, values, v = svd_parts(out, m)
+    g_u, g_values, g_v = svd_parts(g, m)
+    row = values.shape[:-1] + (1, values.shape[-1])
+    column = values.shape + (1,)
+    squares = values * values
+    gaps = reshape(squares, shape=row) - reshape(squares, shape=column)
+    same = gaps == 0.0
+    inverse_gaps = where(same, 0.0, 1.0 / where(same, 1.0, gaps))
+    ut_gu = matmul(swap_last(u), g_u)
+    vt_gv = matmul(swap_last(v), g_v)
+    middle = (inverse_gaps * (ut_gu - swap_last(ut_gu))) * reshape(values, shape=row) + reshape(
+        values, shape=column
+    ) * (inverse_gaps * (vt_gv - swap_last(vt_gv)))
+    core = matmul(matmul(u, middle) + u * reshape(g_values, shape=row), swap_last(v))
+    reciprocal = 1.0 / values
+    outside_u = (g_u - matmul(u, ut_gu)) * reshape(reciprocal, shape=row)
+    outside_v = (swap_last(g_v) - matmul(swap_last(vt_gv), swap_last(v))) * reshape(
+        reciprocal, shape=column
+    )
+    return core + matmul(outside_u, swap_last(v)) + matmul(u, outside_v)
+
+
+# one output, U, the singular values and V stacked, so that one LAPACK call serves all
+svd = Primitive("svd", _svd_impl, _svd_rule, backward_name="LinalgSvdBackward0")
+svd.defvjp(x=_svd_vjp)
 
 
 def _lower_part_impl(x, diagonal_scale):

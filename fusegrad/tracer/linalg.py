@@ -9,6 +9,7 @@ import functools
 import math
 from collections import namedtuple
 
+from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import normalize_axes, normalize_dim
 from .creation import eye
@@ -22,6 +23,8 @@ from .ops import (
     as_tensor_arg,
     expand,
     matmul,
+    maximum,
+    movedim,
     norm,
     public,
     reshape,
@@ -101,6 +104,68 @@ def eigvalsh(A, UPLO="L"):
     return eigh(A, UPLO).eigenvalues
 
 
+SvdResult = _result_type("svd", ["U", "S", "Vh"])
+TorchSvdResult = _result_type("svd", ["U", "S", "V"])
+
+
+def _svd_of(A):
+    A = _matrices(A)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    return P.svd_parts(P.svd(A), A.shape[-2])
+
+
+def svd(A, full_matrices=True):
+    """A = U diag(S) Vh, the singular values descending. The full U and Vh
+    of a non-square matrix hold columns no gradient is defined for: only the
+    reduced ones (``full_matrices=False``) are computed then."""
+    A = _matrices(A)
+    if full_matrices and A.ndim >= 2 and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            "linalg.svd: full_matrices=True of a non-square matrix is not supported; "
+            "use full_matrices=False (the reduced factors)"
+        )
+    u, values, v = _svd_of(A)
+    return SvdResult(u, values, P.swap_last(v))
+
+
+def svdvals(A):
+    return _svd_of(A)[1]
+
+
+@public(name="svd")
+def _torch_svd(input, some=True, compute_uv=True):
+    """``torch.svd``: U, S and V (not V^T), reduced unless ``some=False``."""
+    u, values, vh = svd(input, full_matrices=not some)
+    return TorchSvdResult(u, values, P.swap_last(vh))
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
+    """The pseudo-inverse V diag(1/s) U^T, singular values at or below the
+    tolerance (max(atol, rtol * the largest)) taken as 0."""
+    u, values, v = _svd_of(A)
+    if rtol is None:
+        rtol = (
+            0.0
+            if atol is not None
+            else max(u.shape[-2], v.shape[-2]) * dtypes.finfo(values.dtype).eps
+        )
+    largest = amax(values, -1, keepdim=True)
+    tolerance = largest * rtol if atol is None else maximum(largest * rtol, atol)
+    kept = values > tolerance
+    reciprocal = where(kept, 1.0 / where(kept, values, 1.0), 0.0)
+    return matmul(v * unsqueeze(reciprocal, -2), P.swap_last(u))
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
+    values = svdvals(A)
+    if rtol is None:
+        rtol = 0.0 if atol is not None else max(A.shape[-2:]) * dtypes.finfo(values.dtype).eps
+    largest = amax(values, -1, keepdim=True)
+    tolerance = largest * rtol if atol is None else maximum(largest * rtol, atol)
+    return sum(values > tolerance, -1)
+
+
 def solve(A, B, *, left=True):
     """X with A X = B (X A = B for ``left=False``). B is one vector per matrix
     where it has A's batch shape with one size (or is 1-d), as in PyTorch."""
@@ -131,9 +196,9 @@ def _vector_ord(ord):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """The Frobenius norm, or the largest (ord inf, 1) or smallest (-inf, -1)
-    absolute row or column sum. The spectral and nuclear norms need singular
-    values, which fusegrad does not compute: they raise."""
+    """The Frobenius norm; the largest (ord inf, 1) or smallest (-inf, -1)
+    absolute row or column sum; the largest (2) or smallest (-2) singular
+    value, or their sum (nuclear)."""
     A = _to_float(as_tensor_arg(A, "A"))
     if dtype is not None:
         A = A.to(dtype)
@@ -155,10 +220,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
             else reshape(out, tuple(s for d, s in enumerate(A.shape) if d not in (rows, cols)))
         )
     if ord in ("nuc", 2, -2):
-        raise RuntimeError(
-            f"linalg.matrix_norm: ord={ord!r} needs singular values, which fusegrad does not "
-            "compute; the Frobenius norm and ord=1, -1, inf, -inf are supported"
-        )
+        values = svdvals(movedim(A, (rows, cols), (-2, -1)))
+        out = sum(values, -1) if ord == "nuc" else (amax if ord == 2 else amin)(values, -1)
+        if keepdim:
+            out = unsqueeze(unsqueeze(out, min(rows, cols)), max(rows, cols))
+        return out
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
