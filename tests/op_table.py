@@ -36,6 +36,23 @@ def _erfinv_by_bisection(y):
     return (low + high) / 2
 
 
+def _scatter_reduce_ref(x, v, ufunc, mean=False, include_self=True):
+    """scatter_reduce along dim 0 with the index of the table's samples."""
+    index = np.array([[0, 1, 3], [2, 1, 3], [0, 0, 3]])
+    columns = np.broadcast_to(np.arange(3), index.shape)
+    out = x.copy()
+    hit = np.zeros(x.shape, bool)
+    hit[index, columns] = True
+    if not include_self:
+        out[hit] = -np.inf if ufunc is np.maximum else 0.0
+    ufunc.at(out, (index, columns), v)
+    if mean:
+        counts = np.ones(x.shape)
+        np.add.at(counts, (index, columns), 1.0)
+        out = out / counts
+    return out
+
+
 def _digamma(x):
     """Digamma from its series sum_k 1/(k+1) - 1/(k+x) - Euler's gamma, summed
     far enough (with the tail's integral) for double precision; x > 0 shifted
@@ -1121,6 +1138,22 @@ OPS = [
         lambda a, b: np.gcd(a, b) * 1000 + np.lcm(a, b),
         [S(ints([12, -18, 0, 7]), ints([8, 12, 5, 0]))],
         differentiable=False,
+    ),
+    OpInfo(
+        "scatter_reduce_mean",
+        lambda x, v: fg.scatter_reduce(
+            x, 0, fg.tensor([[0, 1, 3], [2, 1, 3], [0, 0, 3]]), v, "mean"
+        ),
+        lambda x, v: _scatter_reduce_ref(x, v, np.add, mean=True),
+        [S(r(4, 3), r(3, 3))],
+    ),
+    OpInfo(
+        "scatter_reduce_amax",
+        lambda x, v: fg.scatter_reduce(
+            x, 0, fg.tensor([[0, 1, 3], [2, 1, 3], [0, 0, 3]]), v, "amax", include_self=False
+        ),
+        lambda x, v: _scatter_reduce_ref(x, v, np.maximum, include_self=False),
+        [S(r(4, 3), r(3, 3))],
     ),
     # linear algebra
     OpInfo(

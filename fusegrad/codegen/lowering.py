@@ -415,6 +415,7 @@ IN_NUMPY = {
     P.transpose: "a view: kernels read it through strides",
     P.index: "gathers and views",
     P.scatter_add: "scatters",
+    P.scatter_extreme: "scatters",
     P.index_put: "scatters",
     P.concatenate: "a copy numpy makes at memory speed",
     P.random_bits: "a routine (runtime/routines.py): Philox's rounds for each counter",

@@ -1205,6 +1205,12 @@ def _scatter_add_impl(v, *indices, spec, shape):
     return out
 
 
+def _scatter_extreme_impl(x, v, *indices, spec, minimum):
+    out = x.copy()
+    (np.minimum if minimum else np.maximum).at(out, spec_to_numpy(spec, indices), v)
+    return out
+
+
 def _scatter_add_rule(v, *indices, spec, shape):
     return shape, v.dtype
 
@@ -1218,6 +1224,16 @@ index = Primitive(
     view=True,
 )
 index.defvjp(x=lambda g, indices, x_shape, spec: scatter_add(g, *indices, spec=spec, shape=x_shape))
+
+# x with each of v's values folded in at its indexed place by maximum (or
+# minimum); NaN wins, as in PyTorch. Its gradient, shared between ties, is
+# composed where it is used (scatter_reduce), so no rule.
+scatter_extreme = Primitive(
+    "scatter_extreme",
+    _scatter_extreme_impl,
+    lambda x, v, *indices, spec, minimum: (x.shape, x.dtype),
+    inputs=("x", "v", "*indices"),
+)
 
 # The transpose of index: zeros of `shape` with v added at the indexed places.
 scatter_add = Primitive(

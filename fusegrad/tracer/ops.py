@@ -1731,6 +1731,69 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
 
 
 @public
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """input with each ``src[i][j]`` reduced into ``[index[i][j]][j]`` (dim 0;
+    likewise for others) by "sum", "mean", "amax" or "amin", input's own value
+    taking part unless ``include_self`` is False. An extreme's gradient is
+    shared evenly between the values equal to it, as PyTorch shares it."""
+    if reduce not in ("sum", "mean", "amax", "amin", "prod"):
+        raise RuntimeError(
+            f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+        )
+    if reduce == "prod":
+        raise RuntimeError('scatter_reduce(): reduce="prod" is not supported by fusegrad')
+    input, index, axis, src = _scatter_args("scatter_reduce", input, dim, index, src)
+    src = _cast(_check_operand(src), input._dtype)
+    grids, spec = _grids(index, axis), (("array",),) * input.ndim
+
+    def scattered(values):
+        values = expand(values, index.shape)
+        return P.scatter_add(values, *grids, spec=spec, shape=input.shape)
+
+    received = scattered(P.broadcast_to(constant(1, input._dtype), shape=index.shape))
+    hit = received > 0
+    if reduce in ("sum", "mean"):
+        base = input if include_self else P.where(hit, constant(0, input._dtype), input)
+        total = base + scattered(src)
+        if reduce == "sum":
+            return total
+        count = received + 1 if include_self else P.where(hit, received, 1)
+        if input._dtype.is_floating_point:
+            return total / count
+        return _binary(P.floor_divide, total, count)
+    minimum = reduce == "amin"
+    if include_self:
+        base = input
+    else:  # where src reaches, start from the reduction's identity
+        if input._dtype.is_floating_point:
+            identity = math.inf if minimum else -math.inf
+        else:
+            limits = np.iinfo(input._dtype.np)
+            identity = int(limits.max if minimum else limits.min)
+        base = P.where(hit, constant(identity, input._dtype), input)
+    value = P.scatter_extreme(base, expand(src, index.shape), *grids, spec=spec, minimum=minimum)
+    if not input._dtype.is_floating_point:
+        return value
+    return _shared_by_ties(input, src, value, hit, include_self, axis, index, scattered)
+
+
+def _shared_by_ties(input, src, value, hit, include_self, axis, index, scattered):
+    """``value`` (each place's extreme), its gradient shared evenly between
+    the values equal to it: the src elements reduced there and, when
+    included, input's own. ``t - stop_gradient(t)`` is 0 with t's gradient."""
+    src = expand(src, index.shape)
+    src_tie = src == gather(value, axis, index)
+    self_tie = (input == value) if include_self else P.logical_not(hit)
+    ties = scattered(_cast(src_tie, input._dtype)) + _cast(self_tie, input._dtype)
+    movable_src = src_tie & P.logical_not(isinf(src))
+    movable_self = self_tie & P.logical_not(isinf(input))
+    offset = scattered(P.where(movable_src, src - P.stop_gradient(src), 0.0)) + P.where(
+        movable_self, input - P.stop_gradient(input), 0.0
+    )
+    return P.stop_gradient(value) + offset / ties
+
+
+@public
 @_named("ScatterAddBackward0")
 def scatter_add(input, dim, index, src):
     """input with ``src[i][j]`` added at ``[index[i][j]][j]`` (dim 0; likewise for others)."""
