@@ -61,6 +61,9 @@ from .tracer.creation import (
     zeros,
     zeros_like,
 )
+from .tracer.creation import (
+    range_ as range,
+)
 from .tracer.devices import device, get_default_device, set_default_device
 from .tracer.random import (
     Generator,

@@ -53,6 +53,12 @@ def _scatter_reduce_ref(x, v, ufunc, mean=False, include_self=True):
     return out
 
 
+def _placed_in_order(mask, values):
+    out = np.zeros(mask.shape)
+    out[mask] = values[: mask.sum()]
+    return out
+
+
 def _digamma(x):
     """Digamma from its series sum_k 1/(k+1) - 1/(k+x) - Euler's gamma, summed
     far enough (with the tail's integral) for double precision; x > 0 shifted
@@ -1154,6 +1160,33 @@ OPS = [
         ),
         lambda x, v: _scatter_reduce_ref(x, v, np.maximum, include_self=False),
         [S(r(4, 3), r(3, 3))],
+    ),
+    OpInfo(
+        "renorm",
+        lambda x: fg.renorm(x, 2, 0, 1.5),
+        lambda x: (
+            x * np.where((n := np.sqrt((x * x).sum(1, keepdims=True))) > 1.5, 1.5 / (n + 1e-7), 1.0)
+        ),
+        [S(r(3, 4))],
+    ),
+    OpInfo(
+        "histc",
+        lambda x: fg.histc(x, bins=4, min=-1, max=1),
+        lambda x: np.histogram(x[(x >= -1) & (x <= 1)], 4, (-1, 1))[0].astype(x.dtype),
+        [S(r(3, 4))],
+        differentiable=False,
+    ),
+    OpInfo("nextafter", fg.nextafter, np.nextafter, [S(r(3, 4), r(3, 4))]),
+    OpInfo("angle", fg.angle, np.angle, [S(r(3, 4))]),
+    OpInfo(
+        "masked_scatter",
+        lambda x, v: x.masked_scatter(x > 0.5, v),
+        lambda x, v: (
+            np.where(x > 0.5, np.cumsum(x > 0.5).reshape(x.shape) * 0, x)
+            + _placed_in_order(x > 0.5, v)
+        ),
+        [S(r(3, 4), r(12))],
+        jit=False,
     ),
     # linear algebra
     OpInfo(

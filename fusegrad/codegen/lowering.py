@@ -365,6 +365,7 @@ _APPROXIMATED = {
     P.exp2: _libm("exp2"),
     P.atan2: _libm("atan2"),
     P.hypot: _libm("hypot"),
+    P.nextafter: _libm("nextafter"),
     P.logaddexp: _log_add_exp(base_two=False),
     P.logaddexp2: _log_add_exp(base_two=True),
     **{prim: _libm(prim.name) for prim in (P.sinh, P.cosh, P.asin, P.acos, P.atan)},

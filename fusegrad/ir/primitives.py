@@ -697,6 +697,18 @@ atan2.defvjp(
     x=lambda g, y, x: -(g * y) / (x * x + y * y),
 )
 
+# the next float after x toward y: x moved by an ulp, so its derivative in x
+# is 1 (PyTorch's), in y 0 (piecewise constant)
+nextafter = Primitive(
+    "nextafter",
+    np.nextafter,
+    _binary_rule("nextafter", require=(dtypes.FLOATING,)),
+    inputs=("x", "y"),
+    elementwise=True,
+    public="float",
+)
+nextafter.defvjp(x=lambda g: g, y=lambda g: g * 0.0)
+
 hypot = Primitive(
     "hypot",
     np.hypot,

@@ -5,6 +5,7 @@ The random ones draw from a generator (random.py).
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 import warnings
@@ -205,6 +206,28 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     ]
     dtype = dtypes.as_dtype(dtype) if dtype is not None else default
     return _finish(np.arange(*values).astype(dtype.np), dtype, requires_grad)
+
+
+def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """The deprecated ``torch.range``: from start to end inclusive, float32 by default."""
+    check_device(device)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    warnings.warn(
+        "torch.range is deprecated and will be removed in a future release because its "
+        "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+        "which produces values in [start, end).",
+        UserWarning,
+        stacklevel=2,
+    )
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    count = math.floor((end - start) / step) + 1
+    values = start + step * np.arange(count, dtype=np.float64)
+    return _finish(values.astype(dtype.np), dtype, requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):

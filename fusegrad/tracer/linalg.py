@@ -157,6 +157,11 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     return matmul(v * unsqueeze(reciprocal, -2), P.swap_last(u))
 
 
+@public
+def pinverse(input, rcond=1e-15):
+    return pinv(input, rtol=rcond)
+
+
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     values = svdvals(A)
     if rtol is None:

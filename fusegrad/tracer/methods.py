@@ -140,7 +140,7 @@ for _name in (
     "less_equal eq ne lt le gt ge logical_and logical_or logical_xor logical_not index_fill "
     "index_copy fmax fmin heaviside float_power ldexp absolute lgamma digamma index_put put "
     "bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift "
-    "erfinv gcd lcm scatter_reduce"
+    "erfinv gcd lcm scatter_reduce renorm masked_scatter nextafter"
 ).split():
     setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 

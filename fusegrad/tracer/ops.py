@@ -3275,6 +3275,75 @@ def unravel_index(indices, shape):
     return tuple(reversed(coordinates))
 
 
+@public
+def real(input):
+    return as_tensor_arg(input)  # every tensor here is real
+
+
+resolve_conj = public(real, name="resolve_conj")
+resolve_neg = public(real, name="resolve_neg")
+
+
+@public
+def angle(input):
+    """A real number's angle: 0, or pi below 0 (NaN stays NaN)."""
+    x = _to_float(as_tensor_arg(input))
+    return P.where(x < 0.0, math.pi, P.where(isnan(x), x, 0.0))
+
+
+@public
+@_named("RenormBackward0")
+def renorm(input, p, dim, maxnorm):
+    """Each slice along ``dim`` whose p-norm exceeds ``maxnorm`` scaled down to it."""
+    input = _to_float(as_tensor_arg(input))
+    axis = normalize_dim(dim, input.ndim)
+    others = tuple(d for d in range(input.ndim) if d != axis)
+    norms = norm(input, p, others, keepdim=True)
+    scale = P.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)  # PyTorch's 1e-7
+    return input * scale
+
+
+@public
+def histc(input, bins=100, min=0, max=0):
+    """Counts of the values in ``bins`` equal bins between min and max (the
+    data's own range when both are 0); values outside are not counted."""
+    input = _to_float(as_tensor_arg(input))
+    low, high = float(min), float(max)
+    if low == high:
+        low, high = float(amin(input).item()), float(amax(input).item())
+    if low == high:
+        low, high = low - 1, high + 1
+    if low > high:
+        raise RuntimeError("max must be larger than min")
+    values = reshape(input, -1)
+    inside = (values >= low) & (values <= high)
+    position = P.floor((values - low) * (bins / (high - low)))
+    bin_of = _cast(clamp(position, 0, bins - 1), dtypes.int64)
+    counted = _cast(inside, input._dtype)
+    return P.scatter_add(counted, bin_of, spec=(("array",),), shape=(bins,))
+
+
+@public
+def masked_scatter(input, mask, source):
+    """input with the elements of ``source``, in order, where ``mask``
+    (broadcast to input) holds. Eager only: how many is a value."""
+    input, mask = as_tensor_arg(input), as_tensor_arg(mask, "mask")
+    _eager_only("masked_scatter")
+    if input.ndim == 0:
+        input, mask = reshape(input, (1,)), reshape(mask, (1,))
+        return reshape(masked_scatter(input, mask, source), ())
+    places = np.nonzero(np.broadcast_to(mask._data, input.shape))
+    count = len(places[0])
+    source = as_tensor_arg(source, "source")
+    if source.numel() < count:
+        raise RuntimeError(
+            "masked_scatter: expected source to have at least as many elements as ones in mask"
+        )
+    taken = _cast(P.index(reshape(source, -1), spec=(("slice", 0, count, None),)), input._dtype)
+    arrays = [Tensor._make(p.astype(np.int64)) for p in places]
+    return P.index_put(input, taken, *arrays, spec=(("array",),) * input.ndim)
+
+
 absolute = public(abs, name="absolute")
 
 
