@@ -59,6 +59,21 @@ def _placed_in_order(mask, values):
     return out
 
 
+def _group_norm_ref(x, groups):
+    grouped = x.reshape(x.shape[0], groups, -1)
+    centered = grouped - grouped.mean(-1, keepdims=True)
+    return (centered / np.sqrt((centered**2).mean(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+
+
+def _window_coverage(size, kernel, padding):
+    """How many k x k windows (stride 1, padded) cover each pixel."""
+    covered = np.zeros([s + 2 * padding for s in size])
+    for i in range(covered.shape[0] - kernel + 1):
+        for j in range(covered.shape[1] - kernel + 1):
+            covered[i : i + kernel, j : j + kernel] += 1
+    return covered[padding : padding + size[0], padding : padding + size[1]]
+
+
 def _digamma(x):
     """Digamma from its series sum_k 1/(k+1) - 1/(k+x) - Euler's gamma, summed
     far enough (with the tail's integral) for double precision; x > 0 shifted
@@ -1638,6 +1653,60 @@ NN_OPS = [
         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
         lambda q, k, v, m: _sdpa(q, k, v, m),
         [S(r(2, 2, 4), r(2, 5, 4), r(2, 5, 3), r(2, 5))],
+    ),
+    OpInfo(
+        "hardswish_hardsigmoid",
+        lambda x: F.hardswish(x) + F.hardsigmoid(x * 2),
+        lambda x: x * np.clip(x + 3, 0, 6) / 6 + np.clip(2 * x / 6 + 0.5, 0, 1),
+        [S(r(3, 4) * 2.5)],
+    ),
+    OpInfo(
+        "celu",
+        lambda x: F.celu(x, 1.5),
+        lambda x: np.where(x > 0, x, 1.5 * np.expm1(x / 1.5)),
+        UNARY_SAMPLES,
+    ),
+    OpInfo(
+        "glu",
+        lambda x: F.glu(x, 1),
+        lambda x: x[:, :2] / (1 + np.exp(-x[:, 2:])),
+        [S(r(3, 4))],
+    ),
+    OpInfo(
+        "prelu",
+        F.prelu,
+        lambda x, w: np.where(x > 0, x, x * w.reshape(-1, 1)),
+        [S(r(2, 3, 4), r(3))],
+    ),
+    OpInfo(
+        "group_norm",
+        lambda x, w, b: F.group_norm(x, 2, w, b),
+        lambda x, w, b: _group_norm_ref(x, 2) * w[:, None] + b[:, None],
+        [S(r(2, 4, 5), r(4), r(4))],
+    ),
+    OpInfo(
+        "rms_norm",
+        lambda x, w: F.rms_norm(x, (4,), w, 1e-6),
+        lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w,
+        [S(r(3, 4), r(4))],
+    ),
+    OpInfo(
+        "cosine_similarity",
+        F.cosine_similarity,
+        lambda a, b: (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1),
+        [S(r(3, 4), r(3, 4))],
+    ),
+    OpInfo(
+        "pixel_shuffle",
+        lambda x: F.pixel_shuffle(x, 2),
+        lambda x: x.reshape(1, 2, 2, 2, 3, 2).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 6, 4),
+        [S(r(1, 8, 3, 2))],
+    ),
+    OpInfo(
+        "fold_unfold",
+        lambda x: F.fold(F.unfold(x, 2, padding=1) * 2.0, (3, 4), 2, padding=1),
+        lambda x: x * 2.0 * _window_coverage((3, 4), 2, 1),
+        [S(r(2, 2, 3, 4))],
     ),
 ]
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..runtime.grad_mode import no_grad
-from ..tracer import ops
+from ..tracer import creation, ops
 from ..tracer.ops import _named, gelu, log_softmax, sigmoid, softmax, tanh
 from ..tracer.random import bernoulli_mask
 from ..tracer.tensor import Tensor, constant_array
@@ -1077,3 +1077,386 @@ def cross_entropy(
         smooth = -ops.mean(logp, 1 if input.ndim > 1 else 0)
         loss = loss * (1 - label_smoothing) + _reduce(smooth, reduction) * label_smoothing
     return loss
+
+
+# ------------------------------------ more activations, norms, distances, losses
+
+
+@_named("HardsigmoidBackward0")
+def _hardsigmoid(input):
+    return ops.where(input <= -3, 0.0, ops.where(input >= 3, 1.0, input / 6 + 0.5))
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _hardsigmoid(input)
+    return _inplace(input, out) if inplace else out
+
+
+@_named("HardswishBackward0")
+def _hardswish(input):
+    return ops.where(input <= -3, 0.0, ops.where(input >= 3, input, input * (input + 3) / 6))
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _hardswish(input)
+    return _inplace(input, out) if inplace else out
+
+
+@_named("HardshrinkBackward0")
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return ops.where((input >= -lambd) & (input <= lambd), 0.0, input)
+
+
+@_named("SoftshrinkBackward0")
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return ops.where(input > lambd, input - lambd, ops.where(input < -lambd, input + lambd, 0.0))
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - ops.tanh(input)
+
+
+@_named("ThresholdBackward0")
+def _threshold(input, threshold, value):
+    return ops.where(input > threshold, input, value)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    out = _threshold(input, threshold, value)
+    return _inplace(input, out) if inplace else out
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    out = ops.where(input > 0, input, (ops.exp(input / alpha) - 1.0) * alpha)
+    return _inplace(input, out) if inplace else out
+
+
+@_named("GluBackward0")
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {dim % input.ndim} is size {size}"
+        )
+    first, second = ops.chunk(input, 2, dim)
+    return first * sigmoid(second)
+
+
+@_named("PreluKernelBackward0")
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """max(0, x) + weight * min(0, x), one weight per channel (dimension 1) or one in all."""
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.ndim > 1 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {weight.numel()} and channel size = {channels}."
+            )
+        weight = weight.reshape((channels,) + (1,) * (input.ndim - 2)) if input.ndim > 1 else weight
+    return ops.where(input > 0, input, input * weight)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU with a slope drawn uniformly from [lower, upper] per element
+    in training, their mean otherwise."""
+    if training:
+        slopes = creation.empty(input.shape, dtype=input.dtype).uniform_(lower, upper)
+        out = ops.where(input >= 0, input, input * slopes)
+    else:
+        out = _leaky_relu(input, (lower + upper) / 2)
+    return _inplace(input, out) if inplace else out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalizes each sample's channels (dimension 1) in ``num_groups`` groups
+    over the group's channels and the other dimensions, then scales and shifts
+    per channel."""
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"Expected at least 2 dimensions for input tensor but received {input.ndim}"
+        )
+    batch, channels = input.shape[0], input.shape[1]
+    if channels % num_groups:
+        raise RuntimeError(
+            f"Expected number of channels in input to be divisible by num_groups, but got input "
+            f"of shape {list(input.shape)} and num_groups={num_groups}"
+        )
+    grouped = input.reshape(batch, num_groups, -1)
+    mean = ops.mean(grouped, 2, keepdim=True)
+    centered = grouped - mean
+    variance = ops.mean(centered * centered, 2, keepdim=True)
+    out = (centered * ops.rsqrt(variance + eps)).reshape(input.shape)
+    shape = (1, channels) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """Normalizes each sample's each channel over its other dimensions (or
+    by running statistics when ``use_input_stats`` is False)."""
+    if input.ndim < 3:
+        raise ValueError(f"expected a batch of channels with spatial dimensions, got {input.ndim}D")
+    batch, channels = input.shape[0], input.shape[1]
+    shape = (1, channels) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        axes = tuple(range(2, input.ndim))
+        mean = ops.mean(input, axes, keepdim=True)
+        centered = input - mean
+        squares = ops.sum(centered * centered, axes, keepdim=True)
+        count = math.prod(input.shape[2:])
+        out = centered * ops.rsqrt(squares / ops.divisor(count) + eps)
+        if running_mean is not None and running_var is not None:
+            with no_grad():
+                batch_mean = ops.mean(mean.reshape(batch, channels), 0)
+                unbiased = ops.mean(squares.reshape(batch, channels), 0) / ops.divisor(
+                    max(count - 1, 0)
+                )
+                running_mean.copy_(batch_mean * momentum + running_mean * (1 - momentum))
+                running_var.copy_(unbiased * momentum + running_var * (1 - momentum))
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+        out = (input - mean) * ops.rsqrt(var + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the trailing ``normalized_shape``
+    dimensions (eps the dtype's machine epsilon when not given), times weight."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape) :]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+        )
+    eps = dtypes.finfo(input.dtype).eps if eps is None else eps
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = input * ops.rsqrt(ops.mean(input * input, dims, keepdim=True) + eps)
+    return out * weight if weight is not None else out
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """x1 . x2 / max(|x1| |x2|, eps) along ``dim``, as PyTorch computes it
+    (each norm clamped at sqrt(eps) before the product)."""
+    x1, x2 = ops.broadcast_tensors(x1, x2)
+    root = math.sqrt(eps)
+    norm1 = ops.clamp(ops.norm(x1, 2, dim, keepdim=True), min=root)
+    norm2 = ops.clamp(ops.norm(x2, 2, dim, keepdim=True), min=root)
+    return ops.sum((x1 / norm1) * (x2 / norm2), dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return ops.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) to (*, C, H r, W r)."""
+    r = upscale_factor
+    *lead, channels, height, width = input.shape
+    if channels % (r * r):
+        raise RuntimeError(
+            f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+            f"of upscale_factor, but input.size(-3)={channels} is not divisible by {r * r}"
+        )
+    out = input.reshape(*lead, channels // (r * r), r, r, height, width)
+    n = len(lead)
+    out = out.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return out.reshape(*lead, channels // (r * r), height * r, width * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) to (*, C r^2, H, W)."""
+    r = downscale_factor
+    *lead, channels, height, width = input.shape
+    if height % r or width % r:
+        raise RuntimeError(
+            f"pixel_unshuffle expects height and width to be divisible by downscale_factor, "
+            f"but got {height} and {width} for downscale_factor={r}"
+        )
+    out = input.reshape(*lead, channels, height // r, r, width // r, r)
+    n = len(lead)
+    out = out.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return out.reshape(*lead, channels * r * r, height // r, width // r)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) to (N, C k_h k_w, L), each column one window."""
+    if input.ndim != 4:
+        raise NotImplementedError(
+            "Input Error: Only 4D input Tensors are supported (got {input.ndim}D)"
+        )
+    kernel, dilation, padding, stride = (
+        _tuple(value, 2, name)
+        for value, name in (
+            (kernel_size, "kernel_size"),
+            (dilation, "dilation"),
+            (padding, "padding"),
+            (stride, "stride"),
+        )
+    )
+    x = P.pad(input, widths=((0, 0), (0, 0)) + tuple((p, p) for p in padding), value=0)
+    cols = P.windows(x, kernel=kernel, stride=stride, dilation=dilation)  # (N, C, *k, *out)
+    batch = input.shape[0]
+    return cols.reshape(batch, input.shape[1] * kernel[0] * kernel[1], -1)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, unfold's adjoint: columns (N, C k_h k_w, L) summed into (N, C, H, W)."""
+    size, kernel, dilation, padding, stride = (
+        _tuple(value, 2, name)
+        for value, name in (
+            (output_size, "output_size"),
+            (kernel_size, "kernel_size"),
+            (dilation, "dilation"),
+            (padding, "padding"),
+            (stride, "stride"),
+        )
+    )
+    padded = tuple(s + 2 * p for s, p in zip(size, padding))
+    counts = tuple(
+        P.window_count(s, k, st, d) for s, k, st, d in zip(padded, kernel, stride, dilation)
+    )
+    batch, rows, columns = input.shape
+    channels = rows // (kernel[0] * kernel[1])
+    if channels * kernel[0] * kernel[1] != rows or math.prod(counts) != columns:
+        raise RuntimeError(
+            f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+            f"and its dimension 2 to match the calculated number of sliding blocks "
+            f"{counts[0]} * {counts[1]} = {math.prod(counts)}, but got input.size(1)={rows}, "
+            f"input.size(2)={columns}."
+        )
+    cols = input.reshape(batch, channels, *kernel, *counts)
+    image = P.fold(cols, size=padded, kernel=kernel, stride=stride, dilation=dilation)
+    return image[:, :, padding[0] : padding[0] + size[0], padding[1] : padding[1] + size[1]]
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean", **legacy):
+    reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
+    return _reduce(ops.clamp(-target * (input1 - input2) + margin, min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction="mean", **legacy):
+    reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
+    margin_part = ops.clamp(margin - input, min=0)
+    loss = ops.where(target == 1, input, 0.0) + ops.where(target == -1, margin_part, 0.0)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, reduction="mean", **legacy):
+    reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
+    return _reduce(ops.log1p(ops.exp(-target * input)), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean", **legacy):
+    reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
+    eps = 1e-12  # PyTorch's, added to the squared norms
+    dot = ops.sum(input1 * input2, -1)
+    norms = ops.sqrt((ops.sum(input1 * input1, -1) + eps) * (ops.sum(input2 * input2, -1) + eps))
+    cosine = dot / norms
+    loss = ops.where(
+        target == 1, 1 - cosine, ops.where(target == -1, ops.clamp(cosine - margin, min=0), 0.0)
+    )
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(
+    anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean", **legacy
+):
+    reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
+    to_positive = pairwise_distance(anchor, positive, p, eps)
+    to_negative = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        to_negative = ops.minimum(to_negative, pairwise_distance(positive, negative, p, eps))
+    return _reduce(ops.clamp(to_positive - to_negative + margin, min=0), reduction)
+
+
+def poisson_nll_loss(
+    input, target, log_input=True, full=False, eps=1e-8, reduction="mean", **legacy
+):
+    reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
+    if log_input:
+        loss = ops.exp(input) - target * input
+    else:
+        loss = input - target * ops.log(input + eps)
+    if full:  # Stirling's term for the targets above 1
+        stirling = target * ops.log(target) - target + 0.5 * ops.log(2 * math.pi * target)
+        loss = loss + ops.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if var.ndim == input.ndim - 1 and tuple(var.shape) == tuple(input.shape[:-1]):
+        var = var.unsqueeze(-1)
+    elif var.ndim != input.ndim or any(
+        v not in (i, 1) for v, i in zip(var.shape, input.shape)
+    ):  # one variance per sample, or homoscedastic
+        raise ValueError("var is of incorrect size")
+    if bool(ops.any(var < 0)):
+        raise ValueError("var has negative entry/entries")
+    with no_grad():
+        clamped = ops.clamp(var, min=eps)
+    var = var + (clamped - var).detach()  # PyTorch clamps without changing the gradient
+    loss = 0.5 * (ops.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, reduction="mean", **legacy):
+    reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(ops.mean(loss, -1), reduction)
+
+
+__all__ += [
+    "hardsigmoid",
+    "hardswish",
+    "hardshrink",
+    "softshrink",
+    "tanhshrink",
+    "threshold",
+    "celu",
+    "glu",
+    "prelu",
+    "rrelu",
+    "group_norm",
+    "instance_norm",
+    "rms_norm",
+    "cosine_similarity",
+    "pairwise_distance",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "unfold",
+    "fold",
+    "margin_ranking_loss",
+    "hinge_embedding_loss",
+    "soft_margin_loss",
+    "cosine_embedding_loss",
+    "triplet_margin_loss",
+    "poisson_nll_loss",
+    "gaussian_nll_loss",
+    "multilabel_soft_margin_loss",
+]

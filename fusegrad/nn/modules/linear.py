@@ -90,3 +90,33 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Unfold(Module):
+    """im2col as a layer: (N, C, H, W) to (N, C k_h k_w, L)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = (
+            kernel_size,
+            dilation,
+            padding,
+            stride,
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class Fold(Module):
+    """col2im as a layer: columns (N, C k_h k_w, L) summed into (N, C, H, W)."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.fold(
+            input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )

@@ -156,3 +156,117 @@ class BatchNorm3d(_BatchNorm):
     """Batch normalization of (N, C, D, H, W)."""
 
     expected_dims = (5,)
+
+
+class GroupNorm(Module):
+    """Normalizes each sample over groups of channels (and the other
+    dimensions), then scales and shifts per channel (``affine``)."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        check_device(device)
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = (
+            num_groups,
+            num_channels,
+            eps,
+            affine,
+        )
+        if affine:
+            self.weight = Parameter(creation.ones(num_channels, dtype=dtype))
+            self.bias = Parameter(creation.zeros(num_channels, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _InstanceNorm(_BatchNorm):
+    """Normalizes each sample's each channel over its own other dimensions;
+    PyTorch's defaults: no affine parameters, no running statistics."""
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=False,
+        track_running_stats=False,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        unbatched = input.dim() == self.expected_dims[0]
+        channels = input.shape[0 if unbatched else 1]
+        if self.affine and channels != self.num_features:
+            raise ValueError(
+                f"expected input's size at dim={0 if unbatched else 1} to match num_features "
+                f"({self.num_features}), but got: {channels}."
+            )
+        if unbatched:
+            input = input.unsqueeze(0)
+        use_input_stats = self.training or not self.track_running_stats
+        out = F.instance_norm(
+            input,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_input_stats,
+            0.1 if self.momentum is None else self.momentum,
+            self.eps,
+        )
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    expected_dims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    expected_dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    expected_dims = (4, 5)
+
+
+class RMSNorm(Module):
+    def __init__(
+        self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None
+    ):
+        super().__init__()
+        check_device(device)
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
+        self.normalized_shape, self.eps = tuple(shape), eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(creation.ones(self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )

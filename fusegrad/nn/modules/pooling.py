@@ -1,4 +1,5 @@
-"""Pooling modules: max, average and adaptive average, in one and two dimensions."""
+"""Pooling modules (max, average and adaptive average, in one and two
+dimensions) and padding modules."""
 
 from __future__ import annotations
 
@@ -143,3 +144,76 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class _Pad(Module):
+    """F.pad as a layer: ``padding`` one int for every side, or (before,
+    after) pairs from the last dimension back."""
+
+    mode, dims, value = "constant", 1, 0.0
+
+    def __init__(self, padding):
+        super().__init__()
+        self.padding = (padding,) * (2 * self.dims) if isinstance(padding, int) else tuple(padding)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if self.mode == "constant":
+            return F.pad(input, self.padding, "constant", self.value)
+        return F.pad(input, self.padding, self.mode)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}" + (f", value={self.value}" if self.mode == "constant" else "")
+
+
+class _ConstantPad(_Pad):
+    def __init__(self, padding, value):
+        super().__init__(padding)
+        self.value = value
+
+
+class ZeroPad1d(_Pad):
+    dims = 1
+
+
+class ZeroPad2d(_Pad):
+    dims = 2
+
+
+class ZeroPad3d(_Pad):
+    dims = 3
+
+
+class ConstantPad1d(_ConstantPad):
+    dims = 1
+
+
+class ConstantPad2d(_ConstantPad):
+    dims = 2
+
+
+class ConstantPad3d(_ConstantPad):
+    dims = 3
+
+
+class ReflectionPad1d(_Pad):
+    mode, dims = "reflect", 1
+
+
+class ReflectionPad2d(_Pad):
+    mode, dims = "reflect", 2
+
+
+class ReplicationPad1d(_Pad):
+    mode, dims = "replicate", 1
+
+
+class ReplicationPad2d(_Pad):
+    mode, dims = "replicate", 2
+
+
+class CircularPad1d(_Pad):
+    mode, dims = "circular", 1
+
+
+class CircularPad2d(_Pad):
+    mode, dims = "circular", 2
