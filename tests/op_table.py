@@ -74,6 +74,33 @@ def _window_coverage(size, kernel, padding):
     return covered[padding : padding + size[0], padding : padding + size[1]]
 
 
+def _conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Each input pixel's kernel, weighted, added where its window lies; then cropped."""
+    pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)  # noqa: E731
+    (sh, sw), (ph, pw), (oh, ow), (dh, dw) = map(pair, (stride, padding, output_padding, dilation))
+    n, c_in, h, wd = x.shape
+    per_in, per_out, kh, kw = c_in // groups, w.shape[1], w.shape[2], w.shape[3]
+    full = np.zeros(
+        (
+            n,
+            per_out * groups,
+            (h - 1) * sh + dh * (kh - 1) + 1 + oh,
+            (wd - 1) * sw + dw * (kw - 1) + 1 + ow,
+        )
+    )
+    for c in range(c_in):
+        g = c // per_in
+        for i in range(h):
+            for j in range(wd):
+                for a in range(kh):
+                    for e in range(kw):
+                        full[
+                            :, g * per_out : (g + 1) * per_out, i * sh + a * dh, j * sw + e * dw
+                        ] += x[:, c, i, j][:, None] * w[c, :, a, e][None, :]
+    out = full[:, :, ph : full.shape[2] - ph, pw : full.shape[3] - pw]
+    return out if b is None else out + b[None, :, None, None]
+
+
 def _digamma(x):
     """Digamma from its series sum_k 1/(k+1) - 1/(k+x) - Euler's gamma, summed
     far enough (with the tail's integral) for double precision; x > 0 shifted
@@ -1707,6 +1734,16 @@ NN_OPS = [
         lambda x: F.fold(F.unfold(x, 2, padding=1) * 2.0, (3, 4), 2, padding=1),
         lambda x: x * 2.0 * _window_coverage((3, 4), 2, 1),
         [S(r(2, 2, 3, 4))],
+    ),
+    OpInfo(
+        "conv_transpose2d",
+        F.conv_transpose2d,
+        _conv_transpose_ref,
+        [
+            S(r(2, 4, 3, 4), r(4, 3, 3, 2), r(3), stride=2, padding=1, output_padding=1),
+            S(r(1, 4, 3, 3), r(4, 1, 2, 2), groups=2, dilation=2),
+        ],
+        rtol32=1e-4,
     ),
 ]
 

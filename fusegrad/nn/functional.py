@@ -1460,3 +1460,75 @@ __all__ += [
     "gaussian_nll_loss",
     "multilabel_soft_margin_loss",
 ]
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, dims):
+    """The adjoint of a convolution in its input: each input pixel's weighted
+    kernel (a matrix product, columns per pixel) summed into the output where
+    its window lies (fold, col2im), the padding cropped."""
+    unbatched = input.ndim == dims + 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.ndim != dims + 2:
+        raise RuntimeError(
+            f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to "
+            f"conv_transpose{dims}d, but got input of size: {list(input.shape)}"
+        )
+    if dims == 1:  # as 2-D with a height of 1
+        out = _conv_transpose(
+            input.unsqueeze(2), weight.unsqueeze(2), bias, (1, *_tuple(stride, 1, "stride")),
+            (0, *_tuple(padding, 1, "padding")), (0, *_tuple(output_padding, 1, "output_padding")),
+            groups, (1, *_tuple(dilation, 1, "dilation")), 2,
+        ).squeeze(2)  # fmt: skip
+        return out.squeeze(0) if unbatched else out
+    stride, padding = _tuple(stride, 2, "stride"), _tuple(padding, 2, "padding")
+    output_padding, dilation = (
+        _tuple(output_padding, 2, "output_padding"),
+        _tuple(dilation, 2, "dilation"),
+    )
+    batch, channels, height, width = input.shape
+    if weight.shape[0] != channels:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+            f"{list(input.shape)} to have {weight.shape[0]} channels, but got {channels} "
+            f"channels instead"
+        )
+    if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError("output padding must be smaller than either stride or dilation")
+    kernel = tuple(weight.shape[2:])
+    out_per_group = weight.shape[1]
+    size = tuple(
+        (n - 1) * s - 2 * p + d * (k - 1) + op + 1
+        for n, s, p, d, k, op in zip(
+            (height, width), stride, padding, dilation, kernel, output_padding
+        )
+    )
+    per_group = channels // groups
+    # (G, taps of a group's outputs, a group's inputs) times (N, G, inputs, pixels)
+    matrices = weight.reshape(groups, per_group, out_per_group * kernel[0] * kernel[1]).mT
+    pixels = input.reshape(batch, groups, per_group, height * width)
+    columns = (matrices @ pixels).reshape(batch, groups * out_per_group * kernel[0] * kernel[1], -1)
+    # the output_padding rows and columns, past every window, stay zero
+    out = fold(columns, size, kernel, dilation, padding, stride)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 1
+    )
+
+
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 2
+    )
+
+
+__all__ += ["conv_transpose1d", "conv_transpose2d"]

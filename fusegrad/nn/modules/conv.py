@@ -1,4 +1,4 @@
-"""``Conv1d``, ``Conv2d``, ``Conv3d``."""
+"""``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
 
 from __future__ import annotations
 
@@ -135,3 +135,75 @@ class Conv3d(_ConvNd):
     """3-D convolution over (N, C, D, H, W) or (C, D, H, W)."""
 
     dims = 3
+
+
+class _ConvTransposeNd(_ConvNd):
+    """A transposed convolution: weight (in, out/groups, *kernel), the
+    gradient of a convolution in its input as a layer."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation=1,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        if isinstance(padding, str):
+            raise ValueError(f"padding={padding!r} is not supported for transposed convolutions")
+        super().__init__(
+            out_channels, in_channels, kernel_size, stride, padding, dilation, groups, bias,
+            padding_mode, device, dtype,
+        )  # fmt: skip
+        # the base made the weight (in, out/groups, ...) from the swapped
+        # roles; the bias is one per output channel
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.output_padding = F._tuple(output_padding, self.dims, "output_padding")
+        if bias:
+            self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
+            self.reset_parameters()
+
+    def _output_padding(self, input: Tensor, output_size) -> tuple:
+        if output_size is None:
+            return self.output_padding
+        wanted = tuple(output_size)[-self.dims :]
+        spatial = input.shape[-self.dims :]
+        least = tuple(
+            (n - 1) * s - 2 * p + d * (k - 1) + 1
+            for n, s, p, d, k in zip(
+                spatial, self.stride, self.padding, self.dilation, self.kernel_size
+            )
+        )
+        extra = tuple(w - m for w, m in zip(wanted, least))
+        if any(e < 0 or e >= max(s, d) for e, s, d in zip(extra, self.stride, self.dilation)):
+            raise ValueError(
+                f"requested an output size of {list(wanted)}, but valid sizes range from "
+                f"{list(least)} to "
+                f"{[m + max(s, d) - 1 for m, s, d in zip(least, self.stride, self.dilation)]} "
+                f"(for an input of {list(spatial)})"
+            )
+        return extra
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        transpose = (F.conv_transpose1d, F.conv_transpose2d)[self.dims - 1]
+        return transpose(
+            input, self.weight, self.bias, self.stride, self.padding,
+            self._output_padding(input, output_size), self.groups, self.dilation,
+        )  # fmt: skip
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    dims = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    dims = 2
