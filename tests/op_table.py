@@ -101,6 +101,16 @@ def _conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, gro
     return out if b is None else out + b[None, :, None, None]
 
 
+def _bilinear_ref(x, axis):
+    """Doubles ``axis`` by linear interpolation, half-pixel centres (align_corners=False)."""
+    n = x.shape[axis]
+    source = np.maximum((np.arange(2 * n) + 0.5) / 2 - 0.5, 0)
+    low = np.floor(source).astype(int)
+    high = np.minimum(low + 1, n - 1)
+    weight = (source - low).reshape((-1,) + (1,) * (x.ndim - 1 - axis))
+    return np.take(x, low, axis) * (1 - weight) + np.take(x, high, axis) * weight
+
+
 def _digamma(x):
     """Digamma from its series sum_k 1/(k+1) - 1/(k+x) - Euler's gamma, summed
     far enough (with the tail's integral) for double precision; x > 0 shifted
@@ -1744,6 +1754,18 @@ NN_OPS = [
             S(r(1, 4, 3, 3), r(4, 1, 2, 2), groups=2, dilation=2),
         ],
         rtol32=1e-4,
+    ),
+    OpInfo(
+        "interpolate_nearest",
+        lambda x: F.interpolate(x, size=(5, 3)),
+        lambda x: x[:, :, [0, 0, 1, 1, 2]][:, :, :, [0, 1, 2]],
+        [S(r(2, 2, 3, 4))],
+    ),
+    OpInfo(
+        "interpolate_bilinear",
+        lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+        lambda x: _bilinear_ref(_bilinear_ref(x, 2), 3),
+        [S(r(1, 2, 3, 4))],
     ),
 ]
 

@@ -1532,3 +1532,101 @@ def conv_transpose2d(
 
 
 __all__ += ["conv_transpose1d", "conv_transpose2d"]
+
+
+def _source_size_and_scales(input, size, scale_factor, dims, recompute_scale_factor):
+    spatial = tuple(input.shape[2:])
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = _tuple(size, dims, "size")
+        return out, tuple(n / o if o else 0.0 for n, o in zip(spatial, out))
+    factors = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * dims
+    if len(factors) != dims:
+        raise ValueError(
+            f"Input and scale_factor must have the same number of spatial dimensions, but got "
+            f"input with spatial dimensions of {list(input.shape[2:])} and scale_factor of "
+            f"shape {list(factors)}."
+        )
+    factors = tuple(float(f) for f in factors)
+    out = tuple(math.floor(n * f) for n, f in zip(spatial, factors))
+    if recompute_scale_factor:
+        return out, tuple(n / o if o else 0.0 for n, o in zip(spatial, out))
+    return out, tuple(1.0 / f for f in factors)
+
+
+def _nearest_sources(n_in, n_out, scale, exact):
+    positions = np.arange(n_out, dtype=np.float64)
+    source = np.floor((positions + 0.5) * scale) if exact else np.floor(positions * scale)
+    return np.minimum(source, n_in - 1).astype(np.int64)
+
+
+def _linear_weights(n_in, n_out, scale, align_corners):
+    """For each output position along an axis: its two source positions and
+    the weight of the second (PyTorch's source-index arithmetic)."""
+    positions = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        source = positions * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        source = np.maximum((positions + 0.5) * scale - 0.5, 0.0)
+    low = np.minimum(np.floor(source), n_in - 1).astype(np.int64)
+    high = np.minimum(low + 1, n_in - 1)
+    return low, high, source - low
+
+
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
+    """Resizes the trailing spatial dimensions of (N, C, ...) by "nearest",
+    "nearest-exact", "linear", "bilinear" or "area" (adaptive average pooling)."""
+    dims = input.ndim - 2
+    if dims not in (1, 2):
+        raise NotImplementedError(
+            f"interpolate: {input.ndim}D input is not supported by fusegrad (3D and 4D are)"
+        )
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by fusegrad")
+    linear_modes = {"linear": 1, "bilinear": 2}
+    if mode in linear_modes and linear_modes[mode] != dims:
+        raise NotImplementedError(
+            f"Got {input.ndim}D input, but {mode} mode needs {linear_modes[mode] + 2}D input"
+        )
+    if align_corners is not None and mode not in linear_modes:
+        raise ValueError(
+            "align_corners option can only be set with the interpolating modes: "
+            "linear | bilinear | bicubic | trilinear"
+        )
+    out_size, scales = _source_size_and_scales(
+        input, size, scale_factor, dims, recompute_scale_factor
+    )
+    if mode == "area":
+        pool = adaptive_avg_pool1d if dims == 1 else adaptive_avg_pool2d
+        return pool(input, out_size)
+    if mode not in ("nearest", "nearest-exact", *linear_modes):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by fusegrad")
+    out = input
+    for axis, (n_in, n_out, scale) in enumerate(zip(input.shape[2:], out_size, scales), start=2):
+        if mode in ("nearest", "nearest-exact"):
+            sources = _nearest_sources(n_in, n_out, scale, mode == "nearest-exact")
+            out = ops.index_select(out, axis, constant_array(sources, dtypes.int64))
+            continue
+        low, high, weight = _linear_weights(n_in, n_out, scale, bool(align_corners))
+        shape = (n_out,) + (1,) * (input.ndim - 1 - axis)
+        second = constant_array(weight.reshape(shape).astype(input.dtype.np), input.dtype)
+        below = ops.index_select(out, axis, constant_array(low, dtypes.int64))
+        above = ops.index_select(out, axis, constant_array(high, dtypes.int64))
+        out = below + (above - below) * second
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+__all__ += ["interpolate", "upsample"]

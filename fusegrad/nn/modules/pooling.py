@@ -217,3 +217,35 @@ class CircularPad1d(_Pad):
 
 class CircularPad2d(_Pad):
     mode, dims = "circular", 2
+
+
+class Upsample(Module):
+    def __init__(
+        self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+        recompute_scale_factor=None,
+    ):  # fmt: skip
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.interpolate(
+            input, self.size, self.scale_factor, self.mode, self.align_corners,
+            recompute_scale_factor=self.recompute_scale_factor,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        described = f"size={self.size}" if self.size is not None else (
+            f"scale_factor={float(self.scale_factor)}"
+        )  # fmt: skip
+        return f"{described}, mode='{self.mode}'"
+
+
+class UpsamplingNearest2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
