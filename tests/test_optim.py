@@ -91,6 +91,53 @@ def adadelta(steps, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0):
     return w
 
 
+def adamax(steps, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    (b1, b2), w = betas, W0.copy()
+    m = u = np.zeros_like(w)
+    for t in range(1, steps + 1):
+        g = gradient(w) + weight_decay * w
+        m = b1 * m + (1 - b1) * g
+        u = np.maximum(b2 * u, np.abs(g) + eps)
+        w = w - lr / (1 - b1**t) * m / u
+    return w
+
+
+def nadam(steps, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, momentum_decay=4e-3):
+    (b1, b2), w = betas, W0.copy()
+    m = v = np.zeros_like(w)
+    product = 1.0
+    for t in range(1, steps + 1):
+        g = gradient(w) + weight_decay * w
+        mu = b1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))
+        mu_next = b1 * (1 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
+        # a float32 tensor in the state, as PyTorch's, multiplied in float32
+        product = float(np.float32(product) * np.float32(mu))
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        denom = np.sqrt(v / (1 - b2**t)) + eps
+        w = w - lr * (1 - mu) / (1 - product) * g / denom
+        w = w - lr * mu_next / (1 - product * mu_next) * m / denom
+    return w
+
+
+def radam(steps, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    (b1, b2), w = betas, W0.copy()
+    m = v = np.zeros_like(w)
+    rho_inf = 2 / (1 - b2) - 1
+    for t in range(1, steps + 1):
+        g = gradient(w) + weight_decay * w
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        corrected = m / (1 - b1**t)
+        rho = rho_inf - 2 * t * b2**t / (1 - b2**t)
+        if rho > 5:
+            rect = np.sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho))
+            w = w - corrected * lr * rect * np.sqrt(1 - b2**t) / (np.sqrt(v) + eps)
+        else:
+            w = w - corrected * lr
+    return w
+
+
 # (id, the optimizer for a list of parameters, the update rule for 4 steps)
 CASES = [
     ("sgd", lambda p: optim.SGD(p, lr=0.1), lambda: sgd(4, 0.1)),
@@ -137,6 +184,22 @@ CASES = [
         lambda: adagrad(4, 0.1, lr_decay=0.1, weight_decay=0.05, initial_accumulator_value=0.5),
     ),
     ("adadelta", lambda p: optim.Adadelta(p), lambda: adadelta(4)),
+    (
+        "adamax",
+        lambda p: optim.Adamax(p, lr=0.1, weight_decay=0.1),
+        lambda: adamax(4, 0.1, weight_decay=0.1),
+    ),
+    (
+        "nadam",
+        lambda p: optim.NAdam(p, lr=0.05, weight_decay=0.2),
+        lambda: nadam(4, 0.05, weight_decay=0.2),
+    ),
+    (  # beta2 0.5: the variance is tractable from the first step
+        "radam",
+        lambda p: optim.RAdam(p, lr=0.1, betas=(0.9, 0.3)),
+        lambda: radam(4, 0.1, betas=(0.9, 0.3)),
+    ),
+    ("radam-untractable", lambda p: optim.RAdam(p, lr=0.1), lambda: radam(4, 0.1)),
     (
         "adadelta-rho-decay",
         lambda p: optim.Adadelta(p, lr=0.5, rho=0.5, weight_decay=0.1),
@@ -370,7 +433,13 @@ def _trained(make, steps, state=None):
     return w, opt
 
 
-@pytest.mark.parametrize("make", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+# NAdam's running product of momenta is float32 in its state and, loaded for a
+# float64 parameter, float64 (PyTorch casts floating state to the parameter's
+# dtype): a resumed run continues it a rounding apart, in PyTorch as here
+RESUMABLE = [c for c in CASES if c[0] != "nadam"]
+
+
+@pytest.mark.parametrize("make", [c[1] for c in RESUMABLE], ids=[c[0] for c in RESUMABLE])
 def test_state_dict_resumes_training_exactly(make):
     w, opt = _trained(make, 2)
     state = {"w": w.detach().clone(), "optimizer": opt.state_dict()}

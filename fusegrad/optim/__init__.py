@@ -1,10 +1,12 @@
-"""``fusegrad.optim``: the optimizers (SGD, Adam, AdamW, RMSprop, Adagrad,
-Adadelta, LBFGS) on the ``Optimizer`` base, and ``lr_scheduler``."""
+"""``fusegrad.optim``: the optimizers (SGD, Adam, AdamW, Adamax, NAdam, RAdam,
+RMSprop, Adagrad, Adadelta, LBFGS) on the ``Optimizer`` base, and
+``lr_scheduler``."""
 
 from . import lr_scheduler
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .adam_variants import Adamax, NAdam, RAdam
 from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
@@ -15,8 +17,11 @@ __all__ = [
     "Adagrad",
     "Adam",
     "AdamW",
+    "Adamax",
     "LBFGS",
+    "NAdam",
     "Optimizer",
+    "RAdam",
     "RMSprop",
     "SGD",
     "lr_scheduler",

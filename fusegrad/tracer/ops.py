@@ -3146,7 +3146,7 @@ def _bits(prim, name, a, b):
     a, b = _check_operand(a), _check_operand(b)
     dtype = dtypes.result_type(a, b)
     if dtype.category == dtypes.FLOATING:
-        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{dtype.scalar_name}'")
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{dtype.scalar_name}'")
     return prim(_cast(a, dtype), _cast(b, dtype))
 
 
@@ -3169,7 +3169,9 @@ def bitwise_xor(input, other):
 def bitwise_not(input):
     input = as_tensor_arg(input)
     if input._dtype.category == dtypes.FLOATING:
-        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{input._dtype.scalar_name}'")
+        raise NotImplementedError(
+            f"\"bitwise_not_cpu\" not implemented for '{input._dtype.scalar_name}'"
+        )
     return P.bitwise_not(input)
 
 
