@@ -1352,3 +1352,21 @@ def test_max_pool_tiles_give_the_gradient_to_the_first_maximum_and_keep_nans(
         out.backward(fg.tensor(g))
         np.testing.assert_array_equal(out.detach().numpy(), expected)
         np.testing.assert_array_equal(x.grad.numpy(), grad)
+
+
+def test_channel_dropout_zeroes_whole_channels_and_compiles_to_the_same_draws():
+    x = fg.ones(8, 6, 3, 3)
+    fg.manual_seed(3)
+    eager = nn.Dropout2d(0.25)(x)
+    per_channel = eager.reshape(8, 6, 9)
+    assert (per_channel.std(-1) == 0).all()  # a channel is kept or dropped whole
+    assert set(per_channel[:, :, 0].flatten().tolist()) <= {0.0, float(np.float32(1 / 0.75))}
+    fg.manual_seed(3)
+    compiled = fg.jit(lambda t: F.dropout2d(t, 0.25))(x)
+    np.testing.assert_array_equal(compiled.numpy(), eager.numpy())
+    assert (nn.Dropout1d(0.5).eval()(fg.ones(2, 3, 4)) == 1).all()
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D input"):
+        F.dropout2d(fg.ones(2, 3, 4, 5, 6))
+    y = fg.tensor([-1.0, 2.0])
+    F.relu_(y)
+    assert y.tolist() == [0.0, 2.0]

@@ -1630,3 +1630,62 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 __all__ += ["interpolate", "upsample"]
+
+
+def _channel_dropout(input, p, training, dims, name):
+    """Zeroes whole channels (each sample's (C, *spatial) slices) with
+    probability p in training, scaling the others by 1/(1 - p)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(
+            f"{name}: Expected {dims + 1}D or {dims + 2}D input, but received a "
+            f"{input.ndim}D input."
+        )
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    channels = input.shape[: input.ndim - dims]
+    mask = bernoulli_mask(channels + (1,) * dims, 1.0 - p, input.dtype)
+    return input * (mask * (1.0 / (1.0 - p)))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _channel_dropout(input, p, training, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _channel_dropout(input, p, training, 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _channel_dropout(input, p, training, 3, "dropout3d")
+
+
+def _in_place(function):
+    def in_place(input, *args, **kwargs):
+        return function(input, *args, inplace=True, **kwargs)
+
+    in_place.__name__ = function.__name__ + "_"
+    return in_place
+
+
+relu_, elu_, selu_, celu_ = map(_in_place, (relu, elu, selu, celu))
+leaky_relu_, hardtanh_, threshold_, rrelu_ = map(
+    _in_place, (leaky_relu, hardtanh, threshold, rrelu)
+)
+
+__all__ += [
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "relu_",
+    "elu_",
+    "selu_",
+    "celu_",
+    "leaky_relu_",
+    "hardtanh_",
+    "threshold_",
+    "rrelu_",
+]

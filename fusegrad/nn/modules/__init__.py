@@ -36,7 +36,7 @@ from .activation import (
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
-from .dropout import Dropout
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .linear import Flatten, Fold, Identity, Linear, Unflatten, Unfold
 from .loss import (
     BCELoss,

@@ -1,4 +1,4 @@
-"""``Dropout``."""
+"""``Dropout`` of elements, and of whole channels (``Dropout1d/2d/3d``)."""
 
 from __future__ import annotations
 
@@ -23,3 +23,24 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _ChannelDropout(Dropout):
+    """Zeroes whole channels with probability ``p`` in training."""
+
+    function = None
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_ChannelDropout):
+    function = F.dropout1d
+
+
+class Dropout2d(_ChannelDropout):
+    function = F.dropout2d
+
+
+class Dropout3d(_ChannelDropout):
+    function = F.dropout3d
