@@ -7,7 +7,7 @@ pre-norm ``TransformerEncoder`` with GELU classifying the same sequences.
 
 import numpy as np
 
-STEPS = 10
+STEPS = 6
 LOG_EVERY = 2
 VOCAB, LENGTH, BATCH, WIDTH = 12, 6, 8, 16
 
@@ -24,7 +24,7 @@ def run(torch, compile=None) -> dict:
     embed = nn.Embedding(VOCAB, WIDTH)
     positions = nn.Parameter(torch.zeros(LENGTH, WIDTH))
     model = nn.Transformer(
-        WIDTH, 2, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=32,
+        WIDTH, 2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32,
         dropout=0.0, batch_first=True,
     )  # fmt: skip
     head = nn.Linear(WIDTH, VOCAB)
@@ -32,7 +32,7 @@ def run(torch, compile=None) -> dict:
         nn.TransformerEncoderLayer(
             WIDTH, 4, 24, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
         ),
-        2,
+        1,
     )
     classifier = nn.Linear(WIDTH, 3)
     parts = [embed, model, head, encoder, classifier]
