@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..tracer.creation import tensor, zeros_like
 from ..tracer.tensor import Tensor
-from .optimizer import Optimizer, check_flags
+from .optimizer import Optimizer, check_flags, with_weight_decay
 
 
 class Adadelta(Optimizer):
@@ -55,8 +55,7 @@ class Adadelta(Optimizer):
         rho, eps = group["rho"], group["eps"]
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
         state["step"].add_(1)
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * p
+        grad = with_weight_decay(group, p, grad)
         square_avg.mul_(rho).add_((1 - rho) * grad * grad)
         std = (square_avg + eps).sqrt()
         delta = (acc_delta + eps).sqrt() / std * grad

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..tracer.creation import full_like, tensor
 from ..tracer.tensor import Tensor
-from .optimizer import Optimizer, check_flags, in_dtype, step_count
+from .optimizer import Optimizer, check_flags, in_dtype, step_count, with_weight_decay
 
 
 class Adagrad(Optimizer):
@@ -66,8 +66,7 @@ class Adagrad(Optimizer):
     def _update(self, group: dict, p: Tensor, grad: Tensor, state: dict) -> None:
         step, state_sum = state["step"], state["sum"]
         step.add_(1)
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * p
+        grad = with_weight_decay(group, p, grad)
         clr = group["lr"] / (1 + (step_count(step) - 1) * group["lr_decay"])
         state_sum.add_(1 * grad * grad)
         std = state_sum.sqrt() + group["eps"]

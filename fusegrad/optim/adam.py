@@ -8,7 +8,7 @@ import math
 from ..tracer.creation import tensor, zeros_like
 from ..tracer.ops import maximum
 from ..tracer.tensor import Tensor
-from .optimizer import Optimizer, check_flags, in_dtype, lerp, step_count
+from .optimizer import Optimizer, check_flags, in_dtype, lerp, step_count, with_weight_decay
 
 
 class Adam(Optimizer):
@@ -71,14 +71,10 @@ class Adam(Optimizer):
         return state
 
     def _update(self, group: dict, p: Tensor, grad: Tensor, state: dict) -> None:
-        lr, weight_decay, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         step = state["step"]
         step.add_(1)
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad + weight_decay * p
+        grad = with_weight_decay(group, p, grad)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.copy_(lerp(exp_avg, grad, 1 - beta1))
         exp_avg_sq.mul_(beta2).add_((1 - beta2) * grad * grad)

@@ -10,7 +10,7 @@ import math
 from ..tracer.creation import tensor, zeros_like
 from ..tracer.ops import maximum
 from ..tracer.tensor import Tensor
-from .optimizer import Optimizer, check_flags, in_dtype, lerp, step_count
+from .optimizer import Optimizer, check_flags, in_dtype, lerp, step_count, with_weight_decay
 
 
 def _check(lr, betas, eps, weight_decay) -> None:
@@ -44,8 +44,7 @@ class Adamax(Optimizer):
     def _update(self, group: dict, p: Tensor, grad: Tensor, state: dict) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         state["step"].add_(1)
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * p
+        grad = with_weight_decay(group, p, grad)
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         exp_avg.copy_(lerp(exp_avg, grad, 1 - beta1))
         exp_inf.copy_(maximum(exp_inf * beta2, grad.abs() + eps))
@@ -83,12 +82,7 @@ class NAdam(Optimizer):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         state["step"].add_(1)
         count = step_count(state["step"])
-        weight_decay = group["weight_decay"]
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad + weight_decay * p
+        grad = with_weight_decay(group, p, grad)
         decay = group["momentum_decay"]
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (count * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((count + 1) * decay))
@@ -126,12 +120,7 @@ class RAdam(Optimizer):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         state["step"].add_(1)
         count = step_count(state["step"])
-        weight_decay = group["weight_decay"]
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad + weight_decay * p
+        grad = with_weight_decay(group, p, grad)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.copy_(lerp(exp_avg, grad, 1 - beta1))
         exp_avg_sq.mul_(beta2).add_((1 - beta2) * grad * grad)

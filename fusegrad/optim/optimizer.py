@@ -42,6 +42,19 @@ def lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
     return end - (end - start) * (1 - weight)
 
 
+def with_weight_decay(group: dict, p: Tensor, grad: Tensor) -> Tensor:
+    """The gradient an update uses: plus ``weight_decay * p`` (L2), or, with
+    ``decoupled_weight_decay`` (AdamW), unchanged after ``p`` is shrunk by
+    ``1 - lr * weight_decay`` now."""
+    weight_decay = group["weight_decay"]
+    if weight_decay == 0:
+        return grad
+    if group.get("decoupled_weight_decay"):
+        p.mul_(1 - group["lr"] * weight_decay)
+        return grad
+    return grad + weight_decay * p
+
+
 def step_count(step: Tensor):
     """A parameter's step count, for the scalar factors of its update: a
     Python float eagerly, where each operation on a 0-d tensor would cost an

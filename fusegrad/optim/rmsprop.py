@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..tracer.creation import tensor, zeros_like
 from ..tracer.tensor import Tensor
-from .optimizer import Optimizer, check_flags, lerp
+from .optimizer import Optimizer, check_flags, lerp, with_weight_decay
 
 
 class RMSprop(Optimizer):
@@ -65,8 +65,7 @@ class RMSprop(Optimizer):
     def _update(self, group: dict, p: Tensor, grad: Tensor, state: dict) -> None:
         alpha = group["alpha"]
         state["step"].add_(1)
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * p
+        grad = with_weight_decay(group, p, grad)
         square_avg = state["square_avg"]
         square_avg.mul_(alpha).add_((1 - alpha) * grad * grad)
         if group["centered"]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..tracer.tensor import Tensor
-from .optimizer import Optimizer, check_flags
+from .optimizer import Optimizer, check_flags, with_weight_decay
 
 
 class SGD(Optimizer):
@@ -61,8 +61,7 @@ class SGD(Optimizer):
         return {"momentum_buffer": None} if group["momentum"] != 0 else {}
 
     def _update(self, group: dict, p: Tensor, grad: Tensor, state: dict) -> None:
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * p
+        grad = with_weight_decay(group, p, grad)
         momentum = group["momentum"]
         if momentum != 0:
             buf = state["momentum_buffer"]
