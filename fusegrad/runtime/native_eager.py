@@ -1,7 +1,7 @@
 """Eager operations numpy has no fast loop for, run natively.
 
-numpy has no erf: the primitive's numpy implementation (and GELU's) calls math.erf
-element by element, some 80 ns each, so a GELU over a transformer's
+numpy has no erf or erfc: the primitives' numpy implementations (and GELU's) call
+math.erf or math.erfc element by element, some 80 ns each, so a GELU over a transformer's
 activations took most of an eager step (and of a jit function's trace,
 which runs the function eagerly). On large arrays eager mode runs such a
 primitive as the one-equation program a compiled function would run: the
@@ -24,7 +24,7 @@ from ..ir.graph import Eqn, Graph, Var
 from . import routines
 from .executor import Executor
 
-PRIMITIVES = frozenset([P.erf, P.gelu, *routines.ROUTINES])
+PRIMITIVES = frozenset([P.erf, P.erfc, P.gelu, *routines.ROUTINES])
 MIN_ELEMENTS = 4096  # below, erf's element-by-element loop costs less than a launch
 PROGRAMS_KEPT = 64  # by (primitive, shape, dtype); the least recently used go first
 _DTYPES = {np.dtype(np.float32): float32, np.dtype(np.float64): float64}
