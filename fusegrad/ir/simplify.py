@@ -11,9 +11,11 @@ whose every value is bit-for-bit what the original computes.
   all of one of its shape and dtype (``copy_``), which is that value, a
   concatenation's operands that are concatenations on its axis; a sum of
   values scattered into adjacent slices, which is their concatenation); an
-  elementwise operand that is a constant array of one repeated value becomes
-  that value when the other operands set the shape.
-- ``cse``: one equation per distinct (primitive, operands, parameters).
+  elementwise operand that is a constant array of one repeated value (or a
+  broadcast of one) becomes that value when the other operands set the
+  shape; negations move out of products and into differences.
+- ``cse``: one equation per distinct (primitive, operands, parameters),
+  the operands of a sum or product in either order.
 - ``dce``: equations no output depends on are dropped.
 
 Collectives are left alone by all of them: each communicates with other
@@ -34,7 +36,7 @@ import numpy as np
 from . import primitives as P
 from .fusion import is_elementwise
 from .graph import Const, Eqn, Graph, Var
-from .shapes import is_symbolic
+from .shapes import broadcast_shapes, is_symbolic
 
 FOLD_LIMIT = 4096  # elements; larger constants are not materialized
 
@@ -78,13 +80,21 @@ def _param_key(params: dict):
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
+# a + b and b + a are the same bits (a NaN's payload aside); not maximum and
+# minimum, whose result for +0 and -0 depends on the order
+_COMMUTATIVE = frozenset([P.add, P.mul])
+
+
 def cse(graph: Graph) -> Graph:
     seen: dict = {}
 
     def rewrite(eqn):
         if eqn.prim.collective:
             return None
-        key = (eqn.prim.name, tuple(_operand_key(v) for v in eqn.inputs), _param_key(eqn.params))
+        operands = tuple(_operand_key(v) for v in eqn.inputs)
+        if eqn.prim in _COMMUTATIVE:
+            operands = tuple(sorted(operands, key=repr))
+        key = (eqn.prim.name, operands, _param_key(eqn.params))
         if key in seen:
             return seen[key]
         seen[key] = eqn.out
@@ -361,21 +371,76 @@ def _transpose_of_transpose(m: _Match):
 
 
 def _uniform_constants_as_numbers(m: _Match):
-    """A constant array of one repeated value, where the other operands set
-    the shape anyway, becomes that value: no array to read."""
-    uniform = [k for k, v in enumerate(m.ins) if _is_uniform_array(v)]
-    if not uniform or not is_elementwise(m.eqn):
+    """A constant array of one repeated value, or a broadcast of one (a
+    gradient's seed), where the other operands set the shape anyway, becomes
+    that value: no array to read, and the identities above apply to it. When
+    only such values and numbers remain, the result is computed once and
+    broadcast."""
+    if not is_elementwise(m.eqn) or m.eqn.prim.collective:
         return None
-    others = [v.shape for k, v in enumerate(m.ins) if k not in uniform]
-    if not (
-        m.eqn.prim is P.broadcast_to or (others and np.broadcast_shapes(*others) == m.out.shape)
-    ):
+    numbers = [_as_number(m, k) for k in range(len(m.ins))]
+    if all(number is m.ins[k] for k, number in enumerate(numbers)):
         return None
-    numbers = tuple(
-        Const(v.value.reshape(-1)[:1].reshape(()).copy(), v.dtype) if k in uniform else v
-        for k, v in enumerate(m.ins)
-    )
-    return Eqn(m.eqn.prim, numbers, m.eqn.params, m.out)
+    others = [v.shape for v, number in zip(m.ins, numbers) if number is None]
+    if m.eqn.prim is P.broadcast_to or (others and broadcast_shapes(*others) == m.out.shape):
+        operands = tuple(v if number is None else number for v, number in zip(m.ins, numbers))
+        return Eqn(m.eqn.prim, operands, m.eqn.params, m.out)
+    if others:
+        return None
+    value = m.eqn.prim.impl(*[number.value for number in numbers], **m.eqn.params)
+    folded = Const(np.asarray(value, m.out.dtype.np).reshape(()), m.out.dtype)
+    return Eqn(P.broadcast_to, (folded,), {"shape": tuple(m.out.shape)}, m.out)
+
+
+def _as_number(m: _Match, k: int):
+    """Operand ``k`` as a 0-d constant: itself if it is one; if it is a
+    constant array of one repeated value (the same bits throughout), or a
+    broadcast or reshape of one, that value; else None."""
+    v = m.constant(k)
+    if not isinstance(v, Const) or v.value.size == 0:
+        return None
+    if v is m.ins[k] and v.value.ndim == 0:
+        return v
+    flat = np.ascontiguousarray(v.value).reshape(-1)
+    bits = flat.view(np.uint8).reshape(flat.size, -1)
+    if not (bits == bits[0]).all():
+        return None
+    return Const(flat[:1].reshape(()).copy(), v.dtype)
+
+
+def _negations_out_of_products(m: _Match):
+    """(-a) * b and a * (-b) are -(a * b), (-a) * (-b) is a * b, bit for bit
+    (rounding is symmetric), and likewise for division: the negations move
+    out, where a sum absorbs them (below) and equal products merge. Not for
+    integers, whose negation of the most negative one overflows."""
+    if not _all_floating(m):
+        return None
+    inner = [m.producer_of(v, P.neg) for v in m.ins]
+    if inner == [None, None]:
+        return None
+    a, b = (v if found is None else found.inputs[0] for v, found in zip(m.ins, inner))
+    if None not in inner:
+        return Eqn(m.eqn.prim, (a, b), m.eqn.params, m.out)
+    product = Var(m.out.shape, m.out.dtype)
+    return [Eqn(m.eqn.prim, (a, b), m.eqn.params, product), Eqn(P.neg, (product,), {}, m.out)]
+
+
+def _negation_into_difference(m: _Match):
+    """a + (-b) is a - b, (-a) + b is b - a, a - (-b) is a + b: IEEE defines
+    subtraction as adding the negation, and addition commutes. (-a) + (-b)
+    is not -(a + b): +0 + -0 is +0."""
+    if not _all_floating(m):
+        return None
+    first, second = (m.producer_of(v, P.neg) for v in m.ins)
+    if m.eqn.prim is P.sub:
+        return Eqn(P.add, (m.ins[0], second.inputs[0]), {}, m.out) if second else None
+    if second is not None:
+        return Eqn(P.sub, (m.ins[0], second.inputs[0]), {}, m.out)
+    return Eqn(P.sub, (m.ins[1], first.inputs[0]), {}, m.out) if first else None
+
+
+def _all_floating(m: _Match) -> bool:
+    return all(v.dtype.is_floating_point for v in (*m.ins, m.out))
 
 
 def _overwrite_of_everything(m: _Match):
@@ -399,6 +464,8 @@ RULES = [
     ((P.add,), lambda m: m.same(m.ins[1]) if m.is_identity(0, 0.0, negative_zero=True) else None),
     ((P.add,), _scatters_of_tiling_slices),
     ((P.neg,), _neg_of_neg),
+    ((P.mul, P.div), _negations_out_of_products),
+    ((P.add, P.sub), _negation_into_difference),
     ((P.index_put,), _overwrite_of_everything),
     (
         (P.reshape, P.broadcast_to),
@@ -428,14 +495,6 @@ def _rewrite(eqn: Eqn, producer: dict, uses: Counter):
             if found is not None:
                 return found
     return None
-
-
-def _is_uniform_array(v) -> bool:
-    return (
-        isinstance(v, Const)
-        and v.value.size > 1
-        and bool(np.all(v.value == v.value.reshape(-1)[0]))
-    )
 
 
 def algebraic(graph: Graph) -> Graph:
