@@ -1528,3 +1528,35 @@ def test_a_sum_of_a_cancelling_difference_keeps_inf_and_nan():
     for _ in range(3):
         for got, expected in zip(compiled(x), want):
             np.testing.assert_array_equal(got.numpy(), expected)
+
+
+_NAMED_FOR_PERF = """
+import os
+import numpy as np
+import fusegrad as fg
+fg.jit(lambda x: (x * 3.0).exp().sum())(fg.tensor(np.ones(5)))
+print(os.getpid())
+"""
+
+
+def test_perf_map_names_each_compiled_function(tmp_path):
+    """FUSEGRAD_PERF_MAP=1 appends "address size name" lines to perf's map
+    of the process, one per function compiled (here from LLVM, not the disk cache)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FUSEGRAD_PERF_MAP": "1", "FUSEGRAD_CACHE_DIR": str(tmp_path)}
+    child = subprocess.run(
+        [sys.executable, "-c", _NAMED_FOR_PERF], capture_output=True, text=True, env=env
+    )
+    assert child.returncode == 0, child.stderr
+    path = f"/tmp/perf-{child.stdout.split()[-1]}.map"
+    try:
+        with open(path) as perf_map:
+            lines = [line.split(" ", 2) for line in perf_map.read().splitlines()]
+    finally:
+        os.unlink(path)
+    names = [name for _, _, name in lines]
+    assert any(name.startswith("kernel_") and "exp" in name for name in names), names
+    assert all(int(address, 16) > 0 and int(size, 16) > 0 for address, size, _ in lines)

@@ -13,6 +13,7 @@ so a second process skips LLVM (disk_cache.py keeps the entries).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import os
@@ -154,6 +155,7 @@ class CompiledModule:
             engine = _engine()
             engine.add_object_file(llvm.ObjectFileRef.from_data(code))
             engine.finalize_object()
+        self._code = code
 
     @functools.cached_property
     def llvm_ir(self) -> str:
@@ -216,7 +218,27 @@ def compile_function(description: str, build_ir, prototype):
                 function = prototype(module.address(symbol))
                 function.module = module  # the machine code lives as long as the function
                 _functions[key] = function
+                if os.environ.get("FUSEGRAD_PERF_MAP"):
+                    _name_for_perf(function, module, description)
     return function
+
+
+def _name_for_perf(function, module: CompiledModule, description: str) -> None:
+    """FUSEGRAD_PERF_MAP=1: names the function's machine code for ``perf
+    report`` (which reads /tmp/perf-PID.map for code it has no file for):
+    the description's first line, and for a kernel the primitives of its
+    equations (``kernel_mul_exp_reduce_sum``); its size is its module's code."""
+    sections = llvm.ObjectFileRef.from_data(module._code).sections()
+    size = sum(section.size() for section in sections if section.is_text())
+    lines = description.split("\n")
+    words = lines[0].split()[:6]
+    for line in lines[1:]:
+        parts = line.split()
+        if words[0] == "kernel" and len(parts) > 3 and parts[1] == "=":
+            words.append(parts[2].split("[")[0])
+    address = ctypes.cast(function, ctypes.c_void_p).value
+    with open(f"/tmp/perf-{os.getpid()}.map", "a") as perf_map:
+        perf_map.write(f"{address:x} {size:x} {'_'.join(words)[:200]}\n")
 
 
 @functools.cache
