@@ -92,8 +92,8 @@ def cse(graph: Graph) -> Graph:
         if eqn.prim.collective:
             return None
         operands = tuple(_operand_key(v) for v in eqn.inputs)
-        if eqn.prim in _COMMUTATIVE:
-            operands = tuple(sorted(operands, key=repr))
+        if eqn.prim in _COMMUTATIVE:  # by hash: a constant's key holds its bytes
+            operands = tuple(sorted(operands, key=hash))
         key = (eqn.prim.name, operands, _param_key(eqn.params))
         if key in seen:
             return seen[key]
