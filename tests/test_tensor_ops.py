@@ -503,6 +503,29 @@ def test_xlogy_is_zero_where_x_is_zero_and_its_gradient_there_is_log_y(monkeypat
             np.testing.assert_allclose(grad.numpy()[[0, 3, 4]], [0.0, math.log(2.0), math.log(3.0)])
 
 
+@pytest.mark.parametrize(
+    "op,x,value,grad",
+    [  # max() and min(): PyTorch's evenly_distribute_backward, NaNs tie with a NaN result
+        (lambda x: x.max(), [1.0, NAN, 3.0], NAN, [0.0, 1.0, 0.0]),
+        (lambda x: x.min(), [NAN, 1.0, NAN], NAN, [0.5, 0.0, 0.5]),
+        (lambda x: x.max(), [INF, NAN, 3.0], NAN, [0.0, 1.0, 0.0]),
+        (lambda x: x.max(), [3.0, 1.0, 3.0], 3.0, [0.5, 0.0, 0.5]),
+        (lambda x: x.min(), [-INF, 1.0, -INF], -INF, [0.5, 0.0, 0.5]),
+        (lambda x: x.max(0).values, [1.0, NAN, NAN], NAN, [0.0, 1.0, 0.0]),  # the first NaN
+        # amax: PyTorch's scale_grad_by_count finds no element equal to NaN: 0/0
+        (lambda x: x.amax(), [1.0, NAN, 3.0], NAN, [NAN, NAN, NAN]),
+    ],
+)
+def test_max_and_min_share_the_gradient_between_ties_and_nans(op, x, value, grad, monkeypatch):
+    _native(monkeypatch)
+    for fn in (op, fg.jit(op)):
+        for _ in range(2):
+            leaf = fg.tensor(x, requires_grad=True)
+            out = fn(leaf)
+            np.testing.assert_array_equal(out.detach().numpy(), value)
+            np.testing.assert_array_equal(fg.autograd.grad(out, leaf)[0].numpy(), grad)
+
+
 @pytest.mark.parametrize("dtype", [fg.float16, fg.float32, fg.float64])
 def test_nan_to_num_defaults_to_the_largest_finite_value_of_the_dtype(dtype):
     largest = fg.finfo(dtype).max

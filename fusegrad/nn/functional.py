@@ -779,10 +779,18 @@ def _renorm_rows(weight: Tensor, indices: Tensor, max_norm: float, norm_type: fl
 
 
 def one_hot(tensor, num_classes=-1):
+    """Classes outside [0, num_classes) raise PyTorch's errors, not a row of
+    zeros; under jit the checks are guards, so a later call with a bad class
+    retraces and raises."""
     from ..tracer.creation import arange
 
-    n = int(tensor.max().item()) + 1 if num_classes < 0 else num_classes
-    return ops.eq(ops.unsqueeze(tensor, -1), arange(n)).to(dtypes.int64)
+    if tensor.numel() and ops.any(tensor < 0):
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1
+    elif tensor.numel() and ops.any(tensor >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return ops.eq(ops.unsqueeze(tensor, -1), arange(num_classes)).to(dtypes.int64)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):

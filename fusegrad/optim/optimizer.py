@@ -292,19 +292,24 @@ class Optimizer:
                 traced[name] = value
             elif isinstance(value, tuple):
                 traced[name] = tuple(
-                    self._read(k, name, lambda k=k, name=name, i=i: self.param_groups[k][name][i])
+                    self._read(
+                        k,
+                        name,
+                        lambda k=k, name=name, i=i: self.param_groups[k][name][i],
+                        (value, i),
+                    )
                     for i in range(len(value))
                 )
             else:
                 traced[name] = self._read(
-                    k, name, lambda k=k, name=name: self.param_groups[k][name]
+                    k, name, lambda k=k, name=name: self.param_groups[k][name], (group, name)
                 )
         return traced
 
-    def _read(self, k: int, name: str, read):
+    def _read(self, k: int, name: str, read, place):
         key = (id(self), k, name, read.__defaults__)
         origin = f"optimizer param_groups[{k}][{name!r}]"
-        return recording.trace.read_number(key, read, origin)
+        return recording.trace.read_number(key, read, origin, place)
 
     def _tensors(self) -> list:
         found = []

@@ -34,6 +34,8 @@ class Program:
     """``jit``: how the backward is compiled for create_graph (the jit the
     program came from, passed in: this module is below jit.py)."""
 
+    state = None  # python_state.State: what a call checks and redoes of Python state
+
     def __init__(self, trace, args: list, output_tensors: list, jit):
         self.jit = jit
         self.fixed_leaves: list = []  # (position, number): arguments keyed by value since

@@ -36,6 +36,8 @@ class DynamicProgram:
     symbols. ``symbol_dims``: (argument position, dimension, symbol);
     ``size_guards``: (polynomial, comparison with 0, outcome, description)."""
 
+    state = None  # python_state.State: what a call checks and redoes of Python state
+
     def __init__(self, trace, args: list, output_tensors: list, jit):
         self.trace, self.args, self.output_tensors, self.jit = trace, args, output_tensors, jit
         self.symbol_dims = trace.symbol_dims

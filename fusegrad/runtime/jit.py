@@ -28,6 +28,7 @@ from .. import timing
 from ..ir.graph import format_graph
 from ..tracer.numbers import TracedFloat, TracedNumber, number_input, traced
 from ..tracer.pyrandom import Draws, drawing, generator_states, replayed_states, same_states
+from ..tracer.python_state import Refused, State, Walk, make_plain
 from ..tracer.tensor import Tensor, recording
 from ..tracer.trace import Trace, TracingError, active
 from . import grad_mode, threads
@@ -194,7 +195,12 @@ class JitFunction:
             and recording.trace is None
             and grad_mode.is_grad_enabled() is direct.grad_enabled
         ):
-            outputs = direct.run(args)
+            check = direct.check
+            outputs = (
+                direct.run(args)
+                if check is None or check(self.fn, args, kwargs).__class__ is not str
+                else None
+            )
             if outputs is not None:
                 next(self._direct_hits)
                 return direct.unflatten(outputs)
@@ -206,8 +212,16 @@ class JitFunction:
         while True:
             variants = self._cache.get(key, ())
             for index, program in enumerate(variants[tried:], tried):
+                state = program.state
+                if state is not None:
+                    objects = state.check(self.fn, args, kwargs)
+                    if objects.__class__ is str:
+                        program.failure = f"Python state changed: {objects}"
+                        continue
                 outputs = program.run(tensors, draws)
                 if outputs is not None:
+                    if state is not None and state.writes:
+                        state.write(objects, outputs)
                     with self._lock:
                         self._hits += 1
                         if key in self._cache:
@@ -235,6 +249,12 @@ class JitFunction:
         variants, done = turn
         try:
             program, result = self._trace(args, kwargs, draws=draws)
+            if program is None:  # it ran eagerly, and will for this key
+                with self._lock:
+                    self._eager_keys.add(key)
+                    if not variants and self._cache.get(key) is variants:
+                        del self._cache[key]
+                return result
             # a number argument the trace decided on by value is part of the key now;
             # the program still takes it, as the value it was traced with
             settled = self._signature(args, kwargs)[1]
@@ -274,10 +294,13 @@ class JitFunction:
             or self._cache.get(key, (None,))[0] is not program
         ):
             return None
+        state = program.state
+        if state is not None and state.writes:
+            return None
         run = program.direct_run(list(args))
         if run is None:
             return None
-        return _Direct(run, program.unflatten, key[1])
+        return _Direct(run, program.unflatten, key[1], None if state is None else state.check)
 
     def _turn_to_trace(self, key, tried: int):
         """What a call does after failing the guards of ``tried`` variants of
@@ -367,11 +390,17 @@ class JitFunction:
         if draws is not None:
             trace.draws = draws
         given = args, kwargs
+        try:
+            before = Walk(self.fn, args, kwargs)
+        except Refused as exc:
+            return self._eager_instead(str(exc), given, lower)
         leaves, paths, args, kwargs = self._inputs(trace, args, kwargs, dynamic)
         states, already_drawn = generator_states(), len(trace.draws.made)
+        returned = False
         try:
             with timing.phase("trace"), active(trace), drawing():
                 result = self.fn(*args, **kwargs)
+            returned = True
             fresh = [spec for spec, _ in trace.draws.made[already_drawn:]]
             if not same_states(replayed_states(states, fresh), generator_states()):
                 raise TracingError(
@@ -380,16 +409,34 @@ class JitFunction:
                     "...): jit cannot draw again on later calls; call random.<function> "
                     "or np.random.<function>, or use fusegrad's samplers"
                 )
-            trace.locate(self.fn)
             out_tensors: list = []
             tree = _flatten_output(result, out_tensors)
+            state, refused = _python_state(before, trace, out_tensors)
+            if refused is not None:
+                if lower:
+                    raise TracingError(f"{self.__name__} cannot be compiled: {refused}")
+                self._warn_eager(refused)
+                if trace.symbol_hints:  # its values hold sizes as symbols: run it again
+                    trace.restore(python_too=True)
+                    before.restore()
+                    return None, self.fn(*given[0], **given[1])
+                # the trace ran the function eagerly: its result and effects stand
+                make_plain(before)
+                return None, _plain(result)
+            trace.locate(state.lookup)
             with timing.phase("adjoint and passes"):
+                outputs = out_tensors + state.hidden_outputs
                 if trace.symbol_hints:
-                    program = DynamicProgram(trace, leaves, out_tensors, jit)
+                    program = DynamicProgram(trace, leaves, outputs, jit)
                 else:
-                    program = Program(trace, leaves, out_tensors, jit)
+                    program = Program(trace, leaves, outputs, jit)
         except Exception as exc:
+            if not trace.symbol_hints and not isinstance(exc, TracingError) and not returned:
+                # the function itself raised: as eagerly, what it did before stays
+                make_plain(before)
+                raise
             trace.restore(python_too=True)
+            before.restore()
             if not trace.symbol_hints:
                 raise
             # what the sizes' symbols could not express (or an op that does not
@@ -399,6 +446,7 @@ class JitFunction:
             return self._trace(*given, lower=lower, draws=trace.draws, dynamic=False)
         except BaseException:
             trace.restore(python_too=True)
+            before.restore()
             raise
         if trace.symbol_hints and program.pinned:
             self._fix_sizes(
@@ -407,20 +455,34 @@ class JitFunction:
                 f"Python needed their values: {program.pinned_because}",
                 program.pinned,
             )
-        program.unflatten = _unflattener(tree)
+        program.state = None if state.trivial else state
+        program.unflatten = _unflattener(tree, len(out_tensors), len(state.hidden_outputs))
         if program.draw_specs:
             self._draws = True
         if lower or program.python_guards_hold():
             trace.restore(python_too=lower)
+            before.restore()  # the program's run redoes the trace's writes
+            objects = state.check(self.fn, *given)
             with timing.phase("first run"):
-                outputs = program.warm_up(leaves) if lower else program.run(leaves, trace.draws)
-            if outputs is None and not lower:
-                raise RuntimeError(
-                    f"fusegrad.jit: the program traced for {self.__name__} refused the "
-                    "arguments it was traced with; please report this"
-                )
-            result = None if lower else program.unflatten(outputs)
+                if lower:
+                    outputs = program.warm_up(leaves)
+                elif objects.__class__ is str:
+                    outputs = None
+                else:
+                    outputs = program.run(leaves, trace.draws)
+            if lower:
+                result = None
+            elif outputs is None:
+                # A value the compiled program computed decided a guard otherwise
+                # than the eager one (their last bits differ): this call runs
+                # eagerly, from the state it started in.
+                result = self.fn(*given[0], **given[1])
+            else:
+                if state.writes:
+                    state.write(objects, outputs)
+                result = program.unflatten(outputs)
         else:
+            make_plain(before)
             result = _plain(result)
         with self._lock:
             self._by_value |= trace.specialized
@@ -432,6 +494,20 @@ class JitFunction:
         )
         self._dump(program, number)
         return program, result
+
+    def _eager_instead(self, reason: str, given: tuple, lower: bool) -> tuple:
+        """(None, the call's eager result): the function cannot be compiled for
+        these arguments (``reason``); it runs eagerly for them from now on."""
+        if lower:
+            raise TracingError(f"{self.__name__} cannot be compiled: {reason}")
+        self._warn_eager(reason)
+        return None, self.fn(*given[0], **given[1])
+
+    def _warn_eager(self, reason: str) -> None:
+        warnings.warn(
+            f"fusegrad.jit: {self.__name__} runs eagerly for these argument types: {reason}",
+            stacklevel=4,
+        )
 
     def _inputs(self, trace, args, kwargs, dynamic: bool) -> tuple:
         """The arguments' leaves as inputs of ``trace`` (with ``dynamic``,
@@ -667,7 +743,7 @@ def _count(counter: itertools.count) -> int:
     return int(repr(counter)[6:-1])
 
 
-_Direct = namedtuple("_Direct", ["run", "unflatten", "grad_enabled"])
+_Direct = namedtuple("_Direct", ["run", "unflatten", "grad_enabled", "check"])
 
 
 def _tensor_key(t: Tensor) -> tuple:
@@ -679,6 +755,28 @@ def _dynamic_tensor_key(t: Tensor, dims: frozenset) -> tuple:
     0 and 1, which are never symbols)."""
     shape = tuple(-1 if d in dims and n >= 2 else n for d, n in enumerate(t._data.shape))
     return ("tensor", shape, t._dtype.name, t._requires_grad)
+
+
+def _python_state(before, trace, out_tensors: list) -> tuple:
+    """(State, None) for what the trace did to Python state, or (None, why
+    a compiled call could not do the same)."""
+    owned = {
+        id(value)
+        for eqn in trace.eqns
+        for value in eqn.params.values()
+        if not isinstance(value, (bool, int, float, str, tuple, type(None)))
+    }
+    try:
+        state = State(before, trace.input_places, out_tensors, owned)
+    except Refused as exc:
+        return None, str(exc)
+    if trace.value_reads:
+        return None, (
+            "Python reads the value of a floating-point tensor ("
+            + "; ".join(dict.fromkeys(trace.value_reads))
+            + "), which a compiled program would be made again for on nearly every call"
+        )
+    return state, None
 
 
 def _plain(value):
@@ -719,9 +817,14 @@ def _flatten_output(value, tensors: list):
     return ("value", value)
 
 
-def _unflattener(tree):
+def _unflattener(tree, count=None, hidden=0):
     """A function building the output's structure from the flat output
-    tensors, made once per program rather than walking the tree per call."""
+    tensors, made once per program rather than walking the tree per call;
+    with ``hidden`` outputs (what the function stored, after the ``count``
+    it returned), from the first ``count``."""
+    if hidden:
+        build = _unflattener(tree)
+        return lambda tensors: build(tensors[:count])
     kind = tree[0]
     if kind == "tensor":
         return lambda tensors: tensors[0]

@@ -15,10 +15,11 @@ import numpy as np
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import sizes_from_args
+from ..runtime import grad_mode
 from . import ops, random
 from .devices import check_device
 from .symbolic import SymInt, has_sizes
-from .tensor import Tensor
+from .tensor import TRACED_NUMBERS, Tensor, recording
 
 
 def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
@@ -79,6 +80,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             [3., 4.]])
     """
     check_device(device)
+    if recording.trace is not None and _holds_tensors(data):
+        return _traced_copy(data, dtype, requires_grad)
     if isinstance(data, np.ndarray):
         inferred = dtypes.from_numpy_dtype(data.dtype)
         array = data
@@ -92,6 +95,41 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         array = np.array(values, dtype=(inferred if dtype is None else dtypes.as_dtype(dtype)).np)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else inferred
     return _finish(np.array(array, dtype=dtype.np, copy=True), dtype, requires_grad)
+
+
+def _holds_tensors(data) -> bool:
+    if isinstance(data, (Tensor, *TRACED_NUMBERS)):
+        return True
+    return isinstance(data, (list, tuple)) and any(_holds_tensors(d) for d in data)
+
+
+def _traced_copy(data, dtype, requires_grad: bool) -> Tensor:
+    """``tensor(data)`` of traced tensors or numbers, inside a traced
+    function: a copy the trace records, so later calls copy their values."""
+
+    def stacked(d):
+        if isinstance(d, Tensor):
+            return d.detach()
+        if isinstance(d, (list, tuple)):
+            return ops.stack([stacked(v) for v in d])
+        return d.tensor if type(d) in TRACED_NUMBERS else tensor(d)
+
+    with grad_mode.no_grad():
+        inferred = tensor(_values_for_dtype(data)).dtype  # the dtype eager mode infers
+        result = stacked(data).to(dtypes.as_dtype(dtype) if dtype is not None else inferred)
+        result = result.clone()
+    return result.requires_grad_(requires_grad) if requires_grad else result
+
+
+def _values_for_dtype(data):
+    """``data`` with its tensors and traced numbers as zeros of their kind."""
+    if isinstance(data, Tensor):
+        return np.zeros(data._data.shape, data._dtype.np) if not data._dtype.reduced else 0.0
+    if type(data) in TRACED_NUMBERS:
+        return 0.0 if data.tensor._dtype.is_floating_point else 0
+    if isinstance(data, (list, tuple)):
+        return [_values_for_dtype(d) for d in data]
+    return data
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:

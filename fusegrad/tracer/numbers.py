@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import os
+import sys
 
 import numpy as np
 
@@ -58,28 +60,56 @@ class TracedNumber:
         default) is guarded."""
         trace = recording.trace
         if trace is not None:
-            trace.guard(self.tensor if tensor is None else tensor, f"{what} of {self.origin}")
+            keyed = tensor is None and bool(self.sources)
+            trace.guard(self.tensor if tensor is None else tensor, f"{what} of {self.origin}", keyed)
             if tensor is None:
                 trace.specialized.update(self.sources)
 
+    # Text made from a number (printed, logged, returned) is its value:
+    # the program holds for that value only.
     def __repr__(self) -> str:
+        self.decided("repr()")
         return repr(self.value)
 
     def __str__(self) -> str:
+        self.decided("str()")
         return str(self.value)
 
-    def __format__(self, spec: str) -> str:  # printing decides nothing
+    def __format__(self, spec: str) -> str:
+        self.decided("format()")
         return format(self.value, spec)
+
+    def __array__(self, dtype=None, copy=None):  # numpy's functions read the value
+        self.decided("a numpy function")
+        return np.asarray(self.value, dtype)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _class_for(python_type):
+    """``__class__`` as ``isinstance`` reads it: in the user's code a traced
+    number is the float or int it stands for (``isinstance(v, float)``),
+    in fusegrad's own code the traced class it is."""
+
+    def seen(self):
+        if sys._getframe(1).f_code.co_filename.startswith(_PACKAGE_DIR):
+            return type(self)
+        return python_type
+
+    return property(seen)
 
 
 class TracedFloat(TracedNumber):
     __slots__ = ()
     scalar_category = dtypes.FLOATING
+    __class__ = _class_for(float)
 
 
 class TracedInt(TracedNumber):
     __slots__ = ()
     scalar_category = dtypes.INTEGER
+    __class__ = _class_for(int)
 
 
 def traced(tensor: Tensor, origin: str, sources: frozenset = frozenset()) -> TracedNumber:
@@ -108,10 +138,49 @@ def _wide(v):
     return float(v)
 
 
+INT64_SAFE = 2**62  # sums and differences of ints within this stay within int64
+
+
+def _int_bounds(op, a, b) -> tuple:
+    """How large each of two int operands may be for ``op``'s int64 result
+    to be Python's: (bound of a, bound of b), None for an operation whose
+    result Python must compute (a power)."""
+    if op in (operator.add, operator.sub):
+        return INT64_SAFE, INT64_SAFE
+    if op is operator.mul:
+        if isinstance(a, TracedNumber) and isinstance(b, TracedNumber):
+            return 2**31, 2**31
+        constant = abs(int(b if isinstance(a, TracedNumber) else a)) or 1
+        return (INT64_SAFE // constant,) * 2
+    if op in (operator.floordiv, operator.mod):
+        return INT64_SAFE, INT64_SAFE
+    return None
+
+
+def _within_int64(op, a, b) -> bool:
+    """Whether int64 computes ``op`` on the two ints as Python would: a
+    guard on each traced operand's size (decided now, checked on later
+    calls); a power, or an operand too large, is decided by value."""
+    bounds = _int_bounds(op, a, b)
+    fits = bounds is not None
+    if fits:
+        for operand, bound in zip((a, b), bounds):
+            if isinstance(operand, TracedNumber):
+                fits = bool(abs(operand) <= bound) and fits
+            elif abs(int(operand)) > bound:
+                fits = False
+    if not fits:
+        for operand in (a, b):
+            if isinstance(operand, TracedNumber):
+                operand.decided("int arithmetic beyond int64")
+    return fits
+
+
 def _arithmetic(op, reflected=False, floating=False):
     """A Python operator on a traced number and a number: recorded on their
     tensors, in int64 for ints and float64 as soon as a float takes part (or
-    for ``/``), as Python computes."""
+    for ``/``), as Python computes. An int result int64 may not hold is
+    Python's own, for the operands' values."""
 
     def method(self, other):
         if not isinstance(other, PYTHON_NUMBERS):
@@ -119,6 +188,9 @@ def _arithmetic(op, reflected=False, floating=False):
         if floating or not (_is_int(self) and _is_int(other)):
             a, b = _wide(self), _wide(other)
         else:
+            x, y = (other, self) if reflected else (self, other)
+            if not _within_int64(op, x, y):
+                return op(int(getattr(x, "value", x)), int(getattr(y, "value", y)))
             a, b = self.tensor, _operand(other)
         result = op(b, a) if reflected else op(a, b)
         return traced(result, self.origin, self.sources | getattr(other, "sources", frozenset()))
@@ -181,6 +253,20 @@ _OPERATORS = {
 for _name, _method in _OPERATORS.items():
     setattr(TracedNumber, _name, _method)
 TracedInt.__index__ = _deciding("its use as an index or size", int)
+
+
+def _class_for(python_type):
+    """``__class__`` as ``isinstance`` reads it: in the user's code a traced
+    number is the float or int it stands for (``isinstance(v, float)``),
+    in fusegrad's own code the traced class it is."""
+
+    def seen(self):
+        if sys._getframe(1).f_code.co_filename.startswith(_PACKAGE_DIR):
+            return type(self)
+        return python_type
+
+    return property(seen)
+
 numbers.Real.register(TracedFloat)
 numbers.Integral.register(TracedInt)
 TRACED_NUMBERS.update((TracedFloat, TracedInt))

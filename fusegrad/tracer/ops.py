@@ -30,7 +30,7 @@ from ..ir.shapes import (
     reduced_shape,
     sizes_from_args,
 )
-from ..runtime import autograd
+from ..runtime import autograd, grad_mode
 from . import devices
 from .numbers import TracedNumber
 from .symbolic import SymInt, hinted
@@ -561,12 +561,13 @@ def isfinite(input):
 
 @public
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    # with ops, so that a traced function's decision is a guard on their result
+    return bool(isclose(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan).all())
 
 
 @public
 def equal(input, other) -> bool:
-    return input.shape == other.shape and bool(np.array_equal(input._data, other._data))
+    return input.shape == other.shape and bool((input == other).all())
 
 
 # ----------------------------------------------------------------- reductions
@@ -691,6 +692,24 @@ def _select_along(input, indices, axis):
     return index_with_arrays(input, grids)
 
 
+def _extreme_of_all(x, reduce_all):
+    """The max (min) of all of x, its gradient shared as PyTorch's max()
+    shares it: evenly between the elements equal to it or, where x holds NaN,
+    between the NaNs. The primitive's rule is amax's, which (as PyTorch's
+    amax) finds no element equal to a NaN result and gives NaN everywhere; so
+    the primitive sees x with its NaNs zeroed, and the NaNs' share is their
+    sum over their count. Without a gradient to share, the primitive alone
+    gives the same value without the composition's extra passes over x."""
+    axes = tuple(range(x.ndim))
+    if not (x.requires_grad and grad_mode.is_grad_enabled()):
+        return reduce_all(x, axes=axes)
+    nan = isnan(x)
+    count = sum(nan)
+    numbers = reduce_all(P.where(nan, 0.0, x), axes=axes)
+    nans = sum(P.where(nan, x, 0.0)) / _cast(clamp_min(count, 1), x._dtype)
+    return P.where(count > 0, nans, numbers)
+
+
 def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, backward_name, name):
     input = as_tensor_arg(input)
     if isinstance(dim, Tensor):
@@ -704,7 +723,7 @@ def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, bac
                 "input.numel() == 0. Specify the reduction dim with the 'dim' "
                 "argument."
             )
-        out = reduce_all(input, axes=tuple(range(input.ndim)))
+        out = _extreme_of_all(input, reduce_all)
         if out.grad_fn is not None:
             out.grad_fn.label = name.capitalize() + "Backward1"
         return out

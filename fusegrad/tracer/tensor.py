@@ -273,7 +273,14 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_contiguous(self) -> bool:
+        self._layout_read("is_contiguous()")
         return self._data.flags.c_contiguous
+
+    def _layout_read(self, what: str) -> None:
+        """A compiled program is shared by arguments of any layout: Python
+        deciding on one cannot be compiled."""
+        if recording.trace is not None:
+            recording.trace.unsupported(what)
 
     def type(self, dtype=None):
         if dtype is None:
@@ -281,6 +288,7 @@ class Tensor:
         return self.to(dtype)
 
     def stride(self, dim=None):
+        self._layout_read("stride()")
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[dim]
 
@@ -329,9 +337,11 @@ class Tensor:
         return self._data.astype(np.float16)
 
     def __bool__(self) -> bool:
-        self._guarded("bool()")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        if recording.trace is not None:  # the truth is what Python reads, not the value
+            truth = self if self._dtype is dtypes.bool_ else self != 0
+            recording.trace.guard(truth, "bool()")
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:

@@ -34,7 +34,6 @@ from ..runtime import grad_mode
 from ..runtime.autograd import Node, gradient_edge
 from .numbers import number_input, traced
 from .pyrandom import Draws
-from .sources import locate
 from .symbolic import SymInt, evaluated, has_sizes, hinted, settled, symbol_poly
 from .tensor import Size, Tensor, recording
 
@@ -143,6 +142,8 @@ class Trace:
         self.snapshots: dict = {}  # id(tensor) -> (tensor, data before the first change)
         self.aliases: dict = {}  # id(detached alias) -> the tensor whose storage it shares
         self.numbers_read: dict = {}  # key -> the traced number read_number made for it
+        self.input_places: set = set()  # (id(container), key) of the numbers read_number read
+        self.value_reads: list = []  # where Python read a floating tensor's value
         self.specialized: set = set()  # paths of number arguments whose value was guarded
         self.draws = Draws()  # this call's draws from Python's random and numpy's generator
         self.draw_specs: list = []  # (function, args, kwargs) of each draw, in order
@@ -201,11 +202,12 @@ class Trace:
             self.refs[id(tensor)] = ref
         return ref
 
-    def locate(self, fn) -> None:
-        """Finds where the tensors the function did not receive live (see
-        sources.py), so later calls read them from there."""
+    def locate(self, find) -> None:
+        """Finds where the tensors the function did not receive lived before
+        the call (``find``: python_state.State.lookup), so later calls read
+        them from there."""
         refs = [ref for ref in self.refs.values() if ref.position is None]
-        self.lookup, found = locate(fn, [ref.tensor for ref in refs])
+        self.lookup, found = find([ref.tensor for ref in refs])
         for k, (ref, here) in enumerate(zip(refs, found)):
             ref.index = k if here else None
 
@@ -432,10 +434,14 @@ class Trace:
         """``alias`` (from detach() or .data) shares ``tensor``'s storage."""
         self.aliases[id(alias)] = tensor
 
-    def read_number(self, key, read, origin: str):
+    def read_number(self, key, read, origin: str, place=None):
         """A number the function reads that may change between calls (an
         optimizer's learning rate): an input of the program, read again on
-        every call by ``read()``. The same ``key`` gives the same number."""
+        every call by ``read()``. The same ``key`` gives the same number.
+        ``place``: (container, key) where it is, which the guard on Python
+        state then leaves to the program."""
+        if place is not None:
+            self.input_places.add((id(place[0]), place[1]))
         number = self.numbers_read.get(key)
         if number is None:
             value = read()
@@ -455,7 +461,8 @@ class Trace:
             self.guard(tensor, where)
             return bool(tensor._data.reshape(()))
         wide = dtypes.float64 if tensor._dtype.is_floating_point else dtypes.int64
-        return traced(tensor.reshape(()).to(wide), where)
+        # a Python number carries no gradient
+        return traced(tensor.detach().reshape(()).to(wide), where)
 
     def draw(self, spec):
         """A draw from Python's random module or numpy's global generator (see
@@ -595,8 +602,13 @@ class Trace:
                     output = read(v)
                     output.grad_fn, output._output_nr, output._requires_grad = node, nr, True
 
-    def guard(self, tensor, how: str) -> None:
+    def guard(self, tensor, how: str, keyed: bool = False) -> None:
+        """``keyed``: the value is an argument's, which later calls are keyed by."""
         var = self.var_of(tensor)
+        if tensor._dtype.is_floating_point and not keyed and var not in self.from_sizes:
+            # a float computed from data is rarely the same twice: a program
+            # kept for it would be traced again on nearly every call
+            self.value_reads.append(f"{how} at {user_line()}")
         self.guards.append(Guard(var, np.array(tensor._data), user_line(), how))
         for symbol in self.from_sizes.get(var, ()):
             # a value computed from sizes decided something (a size of its

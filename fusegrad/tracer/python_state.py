@@ -1,0 +1,732 @@
+"""The Python state a traced function reads and writes.
+
+A trace runs the function once; a compiled program replays its tensor work.
+Everything else the function touched must be checked or redone on every
+later call, or the compiled call silently differs from the eager one. So
+before the trace, every object the function can reach is walked from its
+roots (the function: its closure cells, defaults, the globals its code
+names, a bound method's object; the call's arguments), and a shallow copy
+of each object's contents is kept; after the trace the walk is repeated.
+
+- What was there before is the **guard**: a later call's state must look
+  the same (types, numbers, strings, container lengths and keys, which
+  places hold one object), else the function is traced again. Tensors are
+  not guarded by value: the program reads them (see ``Trace.locate``);
+  numbers the program takes as inputs (an optimizer's learning rate) are
+  not guarded either.
+- What changed is a **write**, redone after every run of the program:
+  ``self.h = tanh(...)``, ``cache[k] = t``, ``log.append(loss.item())``,
+  ``global total``. A tensor or traced number written is an output of the
+  program (``hidden_outputs``); an object that existed before is found
+  again where it was; new lists, tuples and dicts are built again; numbers
+  and strings are constants (the guard makes them the same on every call).
+- What cannot be redone (a new object of another class, a numpy
+  ``Generator`` that drew, an array changed in place) makes the function
+  run eagerly: ``Refused`` names it.
+
+Library code (numpy, fusegrad, the standard library) is not walked into:
+its functions and modules are held by identity. An object the walk cannot
+see into (one without a ``__dict__``) is held by identity too.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import sys
+import sysconfig
+import types
+
+import numpy as np
+
+from .numbers import TracedNumber
+from .tensor import Tensor
+
+MAX_OBJECTS = 50000  # a walk reaching more refuses: its guard would cost more than a call
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic, range, slice)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LIBRARY_DIRS = tuple(
+    {
+        os.path.abspath(p)
+        for p in (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+                  sysconfig.get_paths()["platlib"], _PACKAGE_DIR)
+    }
+)
+_MISSING = object()
+
+
+class Refused(Exception):
+    """What a trace did to Python state that a compiled call cannot redo."""
+
+
+def _is_library_file(filename) -> bool:
+    if not filename or filename.startswith("<frozen"):
+        return filename is not None and filename.startswith("<frozen")
+    return os.path.abspath(filename).startswith(_LIBRARY_DIRS)
+
+
+def _is_library_module(module) -> bool:
+    name = module.__name__.split(".")[0]
+    return name in sys.builtin_module_names or _is_library_file(getattr(module, "__file__", None))
+
+
+def _is_user_function(fn) -> bool:
+    code = getattr(fn, "__code__", None)
+    return code is not None and not _is_library_file(code.co_filename)
+
+
+def _is_user_class(cls) -> bool:
+    module = sys.modules.get(cls.__module__)
+    return module is None or not _is_library_module(module)
+
+
+def _code_names(code) -> list:
+    """The names a code object and the code nested in it use (globals and attributes)."""
+    names = list(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names += _code_names(constant)
+    return names
+
+
+class Entry:
+    """One object the walk entered: ``access`` reads it from its parent's
+    local (``o{parent}``) in generated code; ``contents`` is its shallow copy,
+    key -> value, as ``_contents`` reads it."""
+
+    __slots__ = ("index", "obj", "kind", "parent", "access", "label", "contents", "keys", "key")
+
+    def __init__(self, index, obj, kind, parent, access, label, key=None):
+        self.index, self.obj, self.kind = index, obj, kind
+        self.parent, self.access, self.label = parent, access, label
+        self.key = key  # the parent's key it was reached by, when ``access`` is None
+        self.keys = None  # for "globals" and "module": the names walked
+        self.contents = None
+
+
+def _kind(obj):
+    """How the walk enters ``obj``, or None for a leaf."""
+    if isinstance(obj, (Tensor, TracedNumber, *_SCALARS, np.ndarray)):
+        return None
+    if isinstance(obj, types.ModuleType):
+        return None if _is_library_module(obj) else "module"
+    if isinstance(obj, types.FunctionType):
+        return "function" if _is_user_function(obj) else None
+    if isinstance(obj, types.MethodType):
+        return "method"
+    if isinstance(obj, functools.partial):
+        return "partial"
+    if isinstance(obj, type):
+        return "class" if _is_user_class(obj) else None
+    if isinstance(obj, types.CellType):
+        return "cell"
+    if isinstance(obj, dict):
+        return "dict"
+    if isinstance(obj, (list, tuple)):
+        return "sequence"
+    if type(obj).__name__ == "JitFunction":  # its cache changes as it compiles
+        return None
+    if isinstance(getattr(obj, "__dict__", None), dict):
+        return "object"
+    return None
+
+
+def _contents(entry) -> dict:
+    """The entry's object's contents now, key -> value."""
+    obj, kind = entry.obj, entry.kind
+    if kind == "dict":
+        return dict(obj)
+    if kind == "sequence":
+        return dict(enumerate(obj))
+    if kind == "object":
+        return dict(obj.__dict__)
+    if kind in ("module", "globals"):
+        space = obj.__dict__ if kind == "module" else obj
+        return {name: space.get(name, _MISSING) for name in entry.keys}
+    if kind == "class":
+        return {k: v for k, v in obj.__dict__.items() if not k.startswith("__")}
+    if kind == "cell":
+        try:
+            return {"cell_contents": obj.cell_contents}
+        except ValueError:
+            return {"cell_contents": _MISSING}
+    return {}
+
+
+class Walk:
+    """The objects reachable from a call's roots, each entered once; a
+    second place holding an entered object is an alias (``aliases``)."""
+
+    def __init__(self, fn, args: tuple, kwargs: dict):
+        self.entries: list = []
+        self.by_id: dict = {}  # id(obj) -> Entry
+        self.aliases: list = []  # (entry index, key, entry index it holds)
+        self.tensors: dict = {}  # id(tensor) -> [(entry index, key)]
+        self.generators: list = []  # (Entry, key, generator, state)
+        self.arrays: list = []  # (Entry, key, array, copy)
+        self.names: set = set()
+        self._enter(fn, "function_root", None, "fn", "the function")
+        self._enter(args, "sequence", None, "args", "the arguments")
+        self._enter(kwargs, "dict", None, "kwargs", "the keyword arguments")
+        self._walk()
+
+    def restore(self) -> None:
+        """Puts back what was in every entered object before (a trace's
+        writes, which the program's run redoes, or a failed trace's)."""
+        for entry in self.entries:
+            if entry.contents is None or isinstance(entry.obj, tuple):
+                continue
+            now = _contents(entry)
+            if isinstance(entry.obj, list):
+                if len(now) != len(entry.contents) or any(
+                    now[k] is not entry.contents[k] for k in now
+                ):
+                    entry.obj[:] = [entry.contents[k] for k in range(len(entry.contents))]
+                continue
+            for key in now.keys() | entry.contents.keys():
+                old = entry.contents.get(key, _MISSING)
+                if now.get(key, _MISSING) is not old:
+                    _store(entry, entry.obj, key, ("delete",) if old is _MISSING else (), old)
+
+    def _enter(self, obj, kind, parent, access, label, key=None):
+        entry = Entry(len(self.entries), obj, kind, parent, access, label, key)
+        self.entries.append(entry)
+        self.by_id[id(obj)] = entry
+        if len(self.entries) > MAX_OBJECTS:
+            raise Refused(f"it reaches more than {MAX_OBJECTS} Python objects")
+        return entry
+
+    def _walk(self):
+        k = 0
+        pending_spaces = []
+        while k < len(self.entries) or pending_spaces:
+            if k == len(self.entries):
+                # globals and modules last: by then every function's names are known
+                entry = pending_spaces.pop()
+                entry.keys = sorted(n for n in self.names if isinstance(n, str))
+                self._children(entry)
+                continue
+            entry = self.entries[k]
+            k += 1
+            if entry.kind in ("globals", "module"):
+                pending_spaces.append(entry)
+                continue
+            self._children(entry)
+
+    def _children(self, entry):
+        obj, kind = entry.obj, entry.kind
+        if kind in ("function", "function_root"):
+            self._function(entry)
+            return
+        if kind == "method":
+            self._child(entry, obj.__self__, ".__self__", "self")
+            self._child(entry, obj.__func__, ".__func__", "function")
+            return
+        if kind == "partial":
+            self._child(entry, obj.func, ".func", "func")
+            self._child(entry, obj.args, ".args", "args")
+            self._child(entry, obj.keywords, ".keywords", "keywords")
+            return
+        if kind == "object":
+            for cls in type(obj).__mro__:
+                if cls is not object and _is_user_class(cls):
+                    self._child(entry, cls, f".__class__.__mro__[{type(obj).__mro__.index(cls)}]",
+                                cls.__name__)
+        entry.contents = _contents(entry)
+        for key, value in entry.contents.items():
+            self._leaf_or_child(entry, key, value)
+
+    def _function(self, entry):
+        fn = entry.obj
+        if entry.kind == "function_root" and not _is_user_function(
+            getattr(fn, "__func__", fn)
+        ) and isinstance(getattr(fn, "__func__", fn), types.FunctionType):
+            entry.kind = "opaque"  # fusegrad's own (a backward, an optimizer's update)
+            return
+        if entry.kind == "function_root" and not isinstance(fn, types.FunctionType):
+            kind = _kind(fn)
+            entry.kind = kind or "opaque"
+            if kind is not None:
+                self._children(entry)
+            elif callable(getattr(type(fn), "__call__", None)) and hasattr(fn, "__dict__"):
+                entry.kind = "object"
+                self._children(entry)
+            return
+        entry.kind = "function"
+        self.names.update(_code_names(fn.__code__))
+        for k, cell in enumerate(fn.__closure__ or ()):
+            self._child(entry, cell, f".__closure__[{k}]", f"closure {fn.__code__.co_freevars[k]}")
+        if fn.__defaults__:
+            self._child(entry, fn.__defaults__, ".__defaults__", "defaults")
+        if fn.__kwdefaults__:
+            self._child(entry, fn.__kwdefaults__, ".__kwdefaults__", "keyword defaults")
+        if id(fn.__globals__) not in self.by_id:
+            self._enter(fn.__globals__, "globals", entry.index, ".__globals__", "global")
+        for constant in fn.__code__.co_consts:
+            if isinstance(constant, types.CodeType):
+                self.names.update(_code_names(constant))
+
+    def _child(self, entry, obj, access, label):
+        known = self.by_id.get(id(obj))
+        if known is not None:
+            return
+        kind = _kind(obj)
+        if kind is not None:
+            self._enter(obj, kind, entry.index, access, label)
+
+    def _leaf_or_child(self, entry, key, value):
+        if isinstance(value, Tensor):
+            self.tensors.setdefault(id(value), []).append((entry.index, key))
+            return
+        if isinstance(value, np.random.Generator):
+            self.generators.append((entry, key, value, value.bit_generator.state))
+            return
+        if isinstance(value, np.ndarray):
+            self.arrays.append((entry, key, value, value.copy()))
+            return
+        kind = _kind(value)
+        if kind is None:
+            return
+        known = self.by_id.get(id(value))
+        if known is not None:
+            self.aliases.append((entry.index, key, known.index))
+            return
+        self._enter(value, kind, entry.index, _access(entry, key), _label(entry, key), key)
+
+
+def _access(entry, key) -> str:
+    """How generated code reads ``key`` of the entry's object from its local."""
+    kind = entry.kind
+    if kind == "object":
+        return f".__dict__[{key!r}]"
+    if kind == "class":
+        return f".__dict__[{key!r}]"
+    if kind == "cell":
+        return ".cell_contents"
+    if kind == "module":
+        return f".__dict__[{key!r}]"
+    if isinstance(key, (str, int, float, bool, type(None))):
+        return f"[{key!r}]"
+    return None  # a key of another type: read through the keys table
+
+
+def _label(entry, key) -> str:
+    if entry.kind in ("globals", "module"):
+        return f"{entry.label} {key}" if entry.kind == "module" else f"global {key!r}"
+    if entry.kind in ("object", "class", "module"):
+        return f"{entry.label}.{key}"
+    if entry.kind == "cell":
+        return entry.label
+    return f"{entry.label}[{key!r}]"
+
+
+def _same(a, b) -> bool:
+    """Scalars equal in type and value (NaN equals NaN, -0.0 differs from 0.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b and math.copysign(1, a) == math.copysign(1, b) or (a != a and b != b)
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - what cannot say is not the same
+        return False
+
+
+class State:
+    """What one trace read and wrote of Python state: ``check(fn, args,
+    kwargs)`` returns the objects the writes need (a tuple) when a call's
+    state looks as the trace's did, else a string naming what differs;
+    ``write(objects, outputs)`` redoes the trace's writes with this call's
+    hidden outputs. ``hidden_outputs``: the tensors and traced numbers the
+    writes store, which the program computes beside the function's result."""
+
+    def __init__(self, before: Walk, inputs: set, outputs: list, owned: set = frozenset()):
+        self.before = before
+        self.inputs = inputs  # (id(container), key) of numbers the program reads
+        # objects the program's operations hold (a process group): what they
+        # do to themselves is the operations' doing, redone by every run
+        self.owned = {e.index for e in before.entries if id(e.obj) in owned}
+        for entry in before.entries:
+            if entry.parent in self.owned:
+                self.owned.add(entry.index)
+        self.hidden_outputs: list = []
+        self._output_ids = {id(t): k for k, t in enumerate(outputs)}
+        self._first_output = len(outputs)
+        self.writes: list = []  # (entry index, key, template); key None: a whole list
+        self._find_writes()
+        self.needed = sorted(
+            {i for i, _, _ in self.writes}
+            | {i for _, _, t in self.writes for i in _entries_in(t)}
+            | {i for _, _, t in self.writes for i in _tensor_places_in(t)}
+        )
+        self.check = self._compile_check()
+        self.trivial = not self.writes and self._checks == 0
+
+    # -- writes
+
+    def _find_writes(self) -> None:
+        before = self.before
+        for entry, _, generator, state in before.generators:
+            if generator.bit_generator.state != state:
+                raise Refused(f"it draws from the numpy Generator at {entry.label}")
+        for entry, key, array, copy in before.arrays:
+            if not np.array_equal(array, copy, equal_nan=True):
+                raise Refused(f"it changes the numpy array at {_label(entry, key)} in place")
+        for entry in before.entries:
+            if entry.contents is None or isinstance(entry.obj, tuple) or entry.index in self.owned:
+                continue
+            now = _contents(entry)
+            if isinstance(entry.obj, list):
+                if len(now) != len(entry.contents) or any(
+                    not _unchanged(entry.contents[k], now[k]) for k in now
+                ):
+                    items = [self._template(now[k], f"{entry.label}[{k}]") for k in range(len(now))]
+                    self.writes.append((entry.index, None, ("list", items)))
+                continue
+            for key in entry.contents.keys() | now.keys():
+                old = entry.contents.get(key, _MISSING)
+                new = now.get(key, _MISSING)
+                if not _unchanged(old, new):
+                    template = (
+                        ("delete",) if new is _MISSING else self._template(new, _label(entry, key))
+                    )
+                    self.writes.append((entry.index, key, template))
+
+    def _template(self, value, label: str):
+        """How a call builds the value the trace wrote at ``label``."""
+        if isinstance(value, Tensor):
+            places = self.before.tensors.get(id(value))
+            if places:
+                return ("tensor_at", *places[0])
+            return ("output", self._output(value))
+        if isinstance(value, TracedNumber):
+            kind = "float" if value.tensor._dtype.is_floating_point else "int"
+            return ("number", self._output(value.tensor), kind)
+        if isinstance(value, _SCALARS):
+            return ("const", value)
+        known = self.before.by_id.get(id(value))
+        if known is not None:
+            return ("entry", known.index)
+        if type(value) in (list, tuple):
+            items = [self._template(v, f"{label}[{k}]") for k, v in enumerate(value)]
+            return (type(value).__name__, items)
+        if type(value) is dict:
+            return ("dict", [(k, self._template(v, f"{label}[{k!r}]")) for k, v in value.items()])
+        if _kind(value) is None and not isinstance(value, (np.ndarray, np.random.Generator)):
+            if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, type)) or (
+                isinstance(value, types.FunctionType) and not _is_user_function(value)
+            ):
+                return ("const", value)
+        raise Refused(f"it stores a new {type(value).__name__} object at {label}")
+
+    def _output(self, tensor) -> int:
+        k = self._output_ids.get(id(tensor))
+        if k is None:
+            k = self._output_ids[id(tensor)] = self._first_output + len(self.hidden_outputs)
+            self.hidden_outputs.append(tensor)
+        return k
+
+    def write(self, objects: tuple, outputs: list) -> None:
+        """Redoes the writes: every value is built before any is stored, so a
+        value read from a place reads what was there before the call."""
+        local = dict(zip(self.needed, objects))
+        values = [_build(t, local, outputs) for _, _, t in self.writes]
+        for (index, key, template), value in zip(self.writes, values):
+            _store(self.before.entries[index], local[index], key, template, value)
+
+    def lookup(self, targets: list):
+        """``(lookup, found)`` for tensors the function read without receiving
+        them: ``lookup()`` returns the objects now at the places where the
+        walk from the function found ``targets`` before the trace (None when
+        a place is gone, or two places that held one target now differ);
+        ``found[k]``: whether target ``k`` was found (``lookup`` is None when
+        none was)."""
+        entries = self.before.entries
+        from_function = {0}
+        for entry in entries[1:]:
+            if entry.parent in from_function:
+                from_function.add(entry.index)
+        places = [
+            [(i, key) for i, key in self.before.tensors.get(id(t), ()) if i in from_function]
+            for t in targets
+        ]
+        found = [bool(p) for p in places]
+        if not any(found):
+            return None, found
+        needed: set = set()
+        for i, _ in (place for p in places for place in p):
+            while i is not None and i not in needed:
+                needed.add(i)
+                i = entries[i].parent
+        constants: list = []
+
+        def constant(value) -> str:
+            constants.append(value)
+            return f"C[{len(constants) - 1}]"
+
+        lines = ["def lookup(fn):", "    try:"]
+        for i in sorted(needed):
+            entry = entries[i]
+            lines.append(f"        o{i} = {_source(entry, constant)}")
+        for k, p in enumerate(places):
+            for n, (i, key) in enumerate(p):
+                read = self._read(entries[i], f"o{i}", _container(entries[i], f"o{i}"), key,
+                                  constant)
+                lines.append(f"        t{k} = {read}" if n == 0 else
+                             f"        if {read} is not t{k}: return None")
+        names = ", ".join(f"t{k}" if f else "None" for k, f in enumerate(found))
+        lines += [
+            f"        return [{names}]",
+            "    except (AttributeError, KeyError, IndexError, TypeError, ValueError):",
+            "        return None",
+        ]
+        namespace = {"C": constants, "M": _MISSING}
+        exec(compile("\n".join(lines), "<fusegrad tensor places>", "exec"), namespace)
+        find, fn = namespace["lookup"], entries[0].obj
+        return (lambda: find(fn)), found
+
+    # -- the guard
+
+    def _compile_check(self):
+        lines = ["def check(fn, args, kwargs):", "    try:"]
+        constants: list = []
+        self._checks = 0
+
+        def constant(value) -> str:
+            constants.append(value)
+            return f"C[{len(constants) - 1}]"
+
+        def fail(label: str) -> str:
+            return f"return {constant(label)}"
+
+        entries = self.before.entries
+        aliases: dict = {}
+        for parent, key, index in self.before.aliases:
+            aliases.setdefault(parent, []).append((key, index))
+        # containers the arguments are made of: the cache key holds their
+        # structure, their numbers are inputs and their other scalars keyed
+        arguments = {1, 2}
+        for entry in entries[3:]:
+            if entry.parent in arguments and entry.kind in ("dict", "sequence"):
+                arguments.add(entry.index)
+        for entry in entries:
+            name = f"o{entry.index}"
+            source = _source(entry, constant)
+            lines.append(f"        {name} = {source}")
+            if entry.index in self.owned:
+                continue
+            if entry.index in arguments:
+                for key, value in entry.contents.items():
+                    child = self.before.by_id.get(id(value))
+                    if child is not None and child.parent != entry.index:
+                        lines.append(f"        if {self._read(entry, name, name, key, constant)}"
+                                     f" is not o{child.index}: " + fail(_label(entry, key)))
+                continue
+            if entry.kind in ("function", "method", "partial", "opaque", "globals", "cell"):
+                if entry.parent is not None and entry.kind in ("function", "method", "partial"):
+                    lines.append(f"        if {name}.__class__ is not {constant(type(entry.obj))}: "
+                                 + fail(entry.label))
+                    self._checks += 1
+            elif entry.kind not in ("class", "module"):
+                lines.append(f"        if {name}.__class__ is not {constant(type(entry.obj))}: "
+                             + fail(entry.label))
+                self._checks += 1
+            if entry.kind == "function" and entry.parent is not None:
+                lines.append(f"        if {name}.__code__ is not {constant(entry.obj.__code__)}: "
+                             + fail(entry.label))
+            if entry.contents is None:
+                continue
+            container = _container(entry, name)
+            if entry.kind in ("dict", "object"):
+                lines.append(f"        if list({container}) != {constant(list(entry.contents))}: "
+                             + fail(f"the keys of {entry.label}"))
+                self._checks += 1
+            elif entry.kind == "sequence":
+                lines.append(f"        if len({name}) != {len(entry.contents)}: "
+                             + fail(f"the length of {entry.label}"))
+                self._checks += 1
+            for key, value in entry.contents.items():
+                read = self._read(entry, name, container, key, constant)
+                label = _label(entry, key)
+                if (id(entry.obj), key) in self.inputs:
+                    continue
+                child = self.before.by_id.get(id(value))
+                if child is not None and child.parent == entry.index and _kind(value) is not None:
+                    continue  # entered from here: checked as an entry of its own
+                if child is not None:
+                    lines.append(f"        if {read} is not o{child.index}: " + fail(label))
+                elif value is _MISSING:
+                    lines.append(f"        if {read} is not M: " + fail(label))
+                elif isinstance(value, Tensor):
+                    lines.append(f"        if {read}.__class__ is not {constant(type(value))}: "
+                                 + fail(label))
+                elif isinstance(value, np.ndarray):
+                    lines.append(f"        if not A({read}, {constant(value.copy())}): "
+                                 + fail(label))
+                elif isinstance(value, _SCALARS) and not isinstance(value, (range, slice)):
+                    lines.append(f"        if not S({read}, {constant(value)}): " + fail(label))
+                else:
+                    lines.append(f"        if {read} is not {constant(value)}: " + fail(label))
+                self._checks += 1
+        needed = ", ".join(f"o{i}" for i in self.needed)
+        lines += [
+            f"        return ({needed}{',' if len(self.needed) == 1 else ''})",
+            "    except (AttributeError, KeyError, IndexError, TypeError, ValueError):",
+            f"        {fail('the objects it reads')}",
+        ]
+        namespace = {"C": constants, "M": _MISSING, "S": _same, "A": _same_array}
+        exec(compile("\n".join(lines), "<fusegrad python state>", "exec"), namespace)
+        return namespace["check"]
+
+    def _read(self, entry, name, container, key, constant) -> str:
+        if entry.kind == "globals":
+            return f"{name}.get({key!r}, M)"
+        if entry.kind == "module":
+            return f"{name}.__dict__.get({key!r}, M)"
+        if entry.kind == "cell":
+            return f"{name}.cell_contents"
+        if entry.kind == "class":
+            return f"{name}.__dict__.get({key!r}, M)"
+        literal = isinstance(key, (str, int, float, bool, type(None)))
+        return f"{container}[{repr(key) if literal else constant(key)}]"
+
+
+def _source(entry, constant) -> str:
+    """How generated code reads the entry's object from its parent's local."""
+    if entry.parent is None:
+        return entry.access
+    if entry.access is None:
+        return f"o{entry.parent}[{constant(entry.key)}]"
+    return f"o{entry.parent}{entry.access}"
+
+
+def _container(entry, name: str) -> str:
+    return f"{name}.__dict__" if entry.kind in ("object", "module") else name
+
+
+def make_plain(walk: Walk) -> None:
+    """After a call that ran eagerly as its trace: the traced numbers it
+    stored in the objects the walk entered become the numbers they hold."""
+    for entry in walk.entries:
+        if entry.contents is None or isinstance(entry.obj, tuple):
+            continue
+        if isinstance(entry.obj, list):
+            items = _plain(list(entry.obj))
+            if any(a is not b for a, b in zip(items, entry.obj)):
+                entry.obj[:] = items
+            continue
+        for key, value in _contents(entry).items():
+            plain = _plain(value)
+            if plain is not value:
+                _store(entry, entry.obj, key, (), plain)
+
+
+def _plain(value):
+    """``value`` with its traced numbers as numbers (new containers only)."""
+    if isinstance(value, TracedNumber):
+        return value.value
+    if type(value) in (list, tuple):
+        items = [_plain(v) for v in value]
+        return type(value)(items) if any(a is not b for a, b in zip(items, value)) else value
+    if type(value) is dict:
+        items = {k: _plain(v) for k, v in value.items()}
+        return items if any(items[k] is not value[k] for k in value) else value
+    return value
+
+
+def _unchanged(old, new) -> bool:
+    if old is new:
+        return True
+    if isinstance(old, _SCALARS) and isinstance(new, _SCALARS):
+        return _same(old, new)
+    return False
+
+
+def _same_array(a, b) -> bool:
+    return (
+        type(a) is np.ndarray
+        and a.dtype == b.dtype
+        and a.shape == b.shape
+        and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    )
+
+
+def _entries_in(template):
+    kind = template[0]
+    if kind == "entry":
+        yield template[1]
+    elif kind in ("list", "tuple"):
+        for t in template[1]:
+            yield from _entries_in(t)
+    elif kind == "dict":
+        for _, t in template[1]:
+            yield from _entries_in(t)
+
+
+def _tensor_places_in(template):
+    kind = template[0]
+    if kind == "tensor_at":
+        yield template[1]
+    elif kind in ("list", "tuple"):
+        for t in template[1]:
+            yield from _tensor_places_in(t)
+    elif kind == "dict":
+        for _, t in template[1]:
+            yield from _tensor_places_in(t)
+
+
+def _build(template, local: dict, outputs):
+    """The value a template stands for in this call."""
+    kind = template[0]
+    if kind == "const":
+        return template[1]
+    if kind == "entry":
+        return local[template[1]]
+    if kind == "tensor_at":
+        _, index, key = template
+        return _read_now(local[index], key)
+    if kind == "output":
+        return outputs[template[1]]
+    if kind == "number":
+        value = outputs[template[1]]._data.item()
+        return float(value) if template[2] == "float" else int(value)
+    if kind == "list":
+        return [_build(t, local, outputs) for t in template[1]]
+    if kind == "tuple":
+        return tuple(_build(t, local, outputs) for t in template[1])
+    if kind == "dict":
+        return {k: _build(t, local, outputs) for k, t in template[1]}
+    raise AssertionError(kind)
+
+
+def _read_now(obj, key):
+    if isinstance(obj, (dict, list, tuple)):
+        return obj[key]
+    if isinstance(obj, types.CellType):
+        return obj.cell_contents
+    return obj.__dict__[key]
+
+
+def _store(entry, obj, key, template, value) -> None:
+    if key is None:
+        obj[:] = value
+        return
+    delete = template == ("delete",)
+    kind = entry.kind
+    if kind == "cell":
+        if delete:
+            del obj.cell_contents
+        else:
+            obj.cell_contents = value
+    elif kind == "class":
+        if delete:
+            delattr(obj, key)
+        else:
+            setattr(obj, key, value)
+    else:
+        space = obj.__dict__ if kind in ("object", "module") else obj
+        if delete:
+            space.pop(key, None)
+        else:
+            space[key] = value
