@@ -6,14 +6,15 @@ FUSEGRAD_PROGRAM_FUZZ sets the budget (40 programs by default, about ten
 seconds), FUSEGRAD_PROGRAM_FUZZ_SEED the programs.
 """
 
-from __future__ import pytest
-import annotations
+from __future__ import annotations
 
 import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
