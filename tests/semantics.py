@@ -47,7 +47,7 @@ def _call(space: dict, function, call: int):
         return ("value", function(*args))
     except TracingError:
         raise
-    except Exception as exc:  # noqa: BLE001 - an error eager code raises is a result too
+    except Exception as exc:
         return ("error", type(exc).__name__)
 
 
@@ -70,9 +70,7 @@ def run_both(source: str, calls: int = 5, rtol: float = 1e-9) -> str:
         if got[0] == "error" and "please report" in got[1]:
             raise Divergence(f"call {call + 1}: {got[1]}")
         compare(expected, got, f"call {call + 1}: result", rtol)
-        compare(
-            state_of(eager), state_of(compiled), f"call {call + 1}: state after the call", rtol
-        )
+        compare(state_of(eager), state_of(compiled), f"call {call + 1}: state after the call", rtol)
     return "same"
 
 
@@ -112,8 +110,13 @@ def snapshot(value, depth: int = 0, seen=None):
     if isinstance(value, dict):
         return (
             "dict",
-            [(repr(k) if not isinstance(k, fg.Tensor) else "tensor-key", snapshot(v, depth + 1, seen))
-             for k, v in value.items()],
+            [
+                (
+                    repr(k) if not isinstance(k, fg.Tensor) else "tensor-key",
+                    snapshot(v, depth + 1, seen),
+                )
+                for k, v in value.items()
+            ],
         )
     if isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)):
         return ("function", getattr(value, "__qualname__", "?"))
@@ -142,7 +145,9 @@ def compare(a, b, where: str, rtol: float) -> None:
         _, x, dx, rx, gx = a
         _, y, dy, ry, gy = b
         if dx != dy or rx != ry or x.shape != y.shape:
-            raise Divergence(f"{where}: tensor {dx}{list(x.shape)} {rx} vs {dy}{list(y.shape)} {ry}")
+            raise Divergence(
+                f"{where}: tensor {dx}{list(x.shape)} {rx} vs {dy}{list(y.shape)} {ry}"
+            )
         _close(x, y, where, rtol)
         if (gx is None) != (gy is None):
             raise Divergence(f"{where}: .grad {gx} vs {gy}")
@@ -168,9 +173,15 @@ def compare(a, b, where: str, rtol: float) -> None:
         _close(np.asarray(a), np.asarray(b), where, rtol)
         return
     if type(a) is not type(b):
-        raise Divergence(f"{where}: {type(a).__name__} {_short(a)} vs {type(b).__name__} {_short(b)}")
+        raise Divergence(
+            f"{where}: {type(a).__name__} {_short(a)} vs {type(b).__name__} {_short(b)}"
+        )
     if isinstance(a, float):
-        if not (a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=rtol, abs_tol=rtol)):
+        if not (
+            a == b
+            or (math.isnan(a) and math.isnan(b))
+            or math.isclose(a, b, rel_tol=rtol, abs_tol=rtol)
+        ):
             raise Divergence(f"{where}: {a!r} vs {b!r}")
         return
     if a != b:

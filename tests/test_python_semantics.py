@@ -10,7 +10,6 @@ and the row is listed as refused.
 from __future__ import annotations
 
 import pytest
-
 from semantics import run_both
 
 PRELUDE = """
@@ -208,6 +207,18 @@ def between(call):
     scale = 1.0 + call
 def step(x):
     return x * scale
+def arguments(call):
+    return data(call, 3)
+""",
+    "global_read_by_a_helper": """
+SCALE = 1.0
+def helper(x):
+    return x * SCALE
+def between(call):
+    global SCALE
+    SCALE = 1.0 + call
+def step(x):
+    return helper(x)
 def arguments(call):
     return data(call, 3)
 """,
@@ -535,7 +546,6 @@ KNOWN_DIVERGENT = {
     "data_clamp_cuts_graph",
     "detach_in_place",
     "dropout_probability_from_item",
-    "forward_hook_stores_activation",
     "leaf_made_inside_returned",
     "negated_int_item",
     "post_accumulate_grad_hook",

@@ -2118,11 +2118,16 @@ def main(argv=None) -> int:
     return 1 if report.failures else 0
 
 
-if __name__ == "__main__":
+def run_as_script(main) -> None:
+    """A fuzzer's command line: glibc fills what malloc returns with a pattern
+    (a read of memory nothing wrote gives garbage instead of a lucky 0), BLAS
+    on one thread (one core per job); the process starts again with both set."""
     if "MALLOC_PERTURB_" not in os.environ:
-        # glibc fills what malloc returns with a pattern: a read of memory nothing
-        # wrote gives garbage instead of a lucky 0. BLAS on one thread: one core per job.
         os.environ["MALLOC_PERTURB_"] = "165"
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         os.execv(sys.executable, [sys.executable, *sys.argv])
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run_as_script(main)

@@ -413,14 +413,14 @@ class JitFunction:
             tree = _flatten_output(result, out_tensors)
             state, refused = _python_state(before, trace, out_tensors)
             if refused is not None:
-                if lower:
-                    raise TracingError(f"{self.__name__} cannot be compiled: {refused}")
-                self._warn_eager(refused)
-                if trace.symbol_hints:  # its values hold sizes as symbols: run it again
+                if lower or trace.symbol_hints:
+                    # lower() leaves no effect; a dynamic trace's values hold sizes
+                    # as symbols: the call runs again, eagerly
                     trace.restore(python_too=True)
                     before.restore()
-                    return None, self.fn(*given[0], **given[1])
+                    return self._eager_instead(refused, given, lower)
                 # the trace ran the function eagerly: its result and effects stand
+                self._warn_eager(refused)
                 make_plain(before)
                 return None, _plain(result)
             trace.locate(state.lookup)
@@ -500,13 +500,14 @@ class JitFunction:
         these arguments (``reason``); it runs eagerly for them from now on."""
         if lower:
             raise TracingError(f"{self.__name__} cannot be compiled: {reason}")
-        self._warn_eager(reason)
+        self._warn_eager(reason, stacklevel=5)
         return None, self.fn(*given[0], **given[1])
 
-    def _warn_eager(self, reason: str) -> None:
+    def _warn_eager(self, reason: str, stacklevel: int = 4) -> None:
+        """``stacklevel``: the user's call, seen from here."""
         warnings.warn(
             f"fusegrad.jit: {self.__name__} runs eagerly for these argument types: {reason}",
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
 
     def _inputs(self, trace, args, kwargs, dynamic: bool) -> tuple:

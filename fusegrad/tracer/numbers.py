@@ -61,7 +61,9 @@ class TracedNumber:
         trace = recording.trace
         if trace is not None:
             keyed = tensor is None and bool(self.sources)
-            trace.guard(self.tensor if tensor is None else tensor, f"{what} of {self.origin}", keyed)
+            trace.guard(
+                self.tensor if tensor is None else tensor, f"{what} of {self.origin}", keyed
+            )
             if tensor is None:
                 trace.specialized.update(self.sources)
 
@@ -84,7 +86,7 @@ class TracedNumber:
         return np.asarray(self.value, dtype)
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fusegrad's code
 
 
 def _class_for(python_type):
@@ -93,7 +95,7 @@ def _class_for(python_type):
     in fusegrad's own code the traced class it is."""
 
     def seen(self):
-        if sys._getframe(1).f_code.co_filename.startswith(_PACKAGE_DIR):
+        if sys._getframe(1).f_code.co_filename.startswith(PACKAGE_DIR):
             return type(self)
         return python_type
 
@@ -254,18 +256,6 @@ for _name, _method in _OPERATORS.items():
     setattr(TracedNumber, _name, _method)
 TracedInt.__index__ = _deciding("its use as an index or size", int)
 
-
-def _class_for(python_type):
-    """``__class__`` as ``isinstance`` reads it: in the user's code a traced
-    number is the float or int it stands for (``isinstance(v, float)``),
-    in fusegrad's own code the traced class it is."""
-
-    def seen(self):
-        if sys._getframe(1).f_code.co_filename.startswith(_PACKAGE_DIR):
-            return type(self)
-        return python_type
-
-    return property(seen)
 
 numbers.Real.register(TracedFloat)
 numbers.Integral.register(TracedInt)

@@ -40,17 +40,20 @@ import types
 
 import numpy as np
 
-from .numbers import TracedNumber
+from .numbers import PACKAGE_DIR, TracedNumber
 from .tensor import Tensor
 
 MAX_OBJECTS = 50000  # a walk reaching more refuses: its guard would cost more than a call
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic, range, slice)
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY_DIRS = tuple(
     {
         os.path.abspath(p)
-        for p in (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-                  sysconfig.get_paths()["platlib"], _PACKAGE_DIR)
+        for p in (
+            sysconfig.get_paths()["stdlib"],
+            sysconfig.get_paths()["purelib"],
+            sysconfig.get_paths()["platlib"],
+            PACKAGE_DIR,
+        )
     }
 )
 _MISSING = object()
@@ -61,9 +64,11 @@ class Refused(Exception):
 
 
 def _is_library_file(filename) -> bool:
-    if not filename or filename.startswith("<frozen"):
-        return filename is not None and filename.startswith("<frozen")
-    return os.path.abspath(filename).startswith(_LIBRARY_DIRS)
+    """Code in the standard library, an installed package or fusegrad (code
+    made by ``exec``, ``<string>``, is the user's)."""
+    if not filename:
+        return False
+    return filename.startswith("<frozen") or os.path.abspath(filename).startswith(_LIBRARY_DIRS)
 
 
 def _is_library_module(module) -> bool:
@@ -132,8 +137,9 @@ def _kind(obj):
     return None
 
 
-def _contents(entry) -> dict:
-    """The entry's object's contents now, key -> value."""
+def _contents(entry, names=None) -> dict:
+    """The entry's object's contents now, key -> value (of a namespace, the
+    ``names`` given or the entry's)."""
     obj, kind = entry.obj, entry.kind
     if kind == "dict":
         return dict(obj)
@@ -143,7 +149,7 @@ def _contents(entry) -> dict:
         return dict(obj.__dict__)
     if kind in ("module", "globals"):
         space = obj.__dict__ if kind == "module" else obj
-        return {name: space.get(name, _MISSING) for name in entry.keys}
+        return {name: space.get(name, _MISSING) for name in names or entry.keys}
     if kind == "class":
         return {k: v for k, v in obj.__dict__.items() if not k.startswith("__")}
     if kind == "cell":
@@ -198,21 +204,31 @@ class Walk:
         return entry
 
     def _walk(self):
+        """Entries in the order found; a namespace (globals, a module) is
+        entered for the names the code found so far uses, and again for
+        names found later (a helper function's), until no new name appears."""
         k = 0
-        pending_spaces = []
-        while k < len(self.entries) or pending_spaces:
-            if k == len(self.entries):
-                # globals and modules last: by then every function's names are known
-                entry = pending_spaces.pop()
-                entry.keys = sorted(n for n in self.names if isinstance(n, str))
-                self._children(entry)
-                continue
-            entry = self.entries[k]
-            k += 1
-            if entry.kind in ("globals", "module"):
-                pending_spaces.append(entry)
-                continue
-            self._children(entry)
+        spaces: list = []
+        while True:
+            while k < len(self.entries):
+                entry = self.entries[k]
+                k += 1
+                if entry.kind in ("globals", "module"):
+                    entry.keys, entry.contents = [], {}
+                    spaces.append(entry)
+                else:
+                    self._children(entry)
+            grown = False
+            for entry in spaces:
+                new = sorted(self.names.difference(entry.keys))
+                if new:
+                    grown = True
+                    entry.keys += new
+                    for key, value in _contents(entry, new).items():
+                        entry.contents[key] = value
+                        self._leaf_or_child(entry, key, value)
+            if not grown:
+                return
 
     def _children(self, entry):
         obj, kind = entry.obj, entry.kind
@@ -231,28 +247,28 @@ class Walk:
         if kind == "object":
             for cls in type(obj).__mro__:
                 if cls is not object and _is_user_class(cls):
-                    self._child(entry, cls, f".__class__.__mro__[{type(obj).__mro__.index(cls)}]",
-                                cls.__name__)
+                    self._child(
+                        entry,
+                        cls,
+                        f".__class__.__mro__[{type(obj).__mro__.index(cls)}]",
+                        cls.__name__,
+                    )
         entry.contents = _contents(entry)
         for key, value in entry.contents.items():
             self._leaf_or_child(entry, key, value)
 
     def _function(self, entry):
         fn = entry.obj
-        if entry.kind == "function_root" and not _is_user_function(
-            getattr(fn, "__func__", fn)
-        ) and isinstance(getattr(fn, "__func__", fn), types.FunctionType):
-            entry.kind = "opaque"  # fusegrad's own (a backward, an optimizer's update)
-            return
-        if entry.kind == "function_root" and not isinstance(fn, types.FunctionType):
-            kind = _kind(fn)
-            entry.kind = kind or "opaque"
-            if kind is not None:
-                self._children(entry)
-            elif callable(getattr(type(fn), "__call__", None)) and hasattr(fn, "__dict__"):
-                entry.kind = "object"
-                self._children(entry)
-            return
+        if entry.kind == "function_root":
+            function = getattr(fn, "__func__", fn)
+            if isinstance(function, types.FunctionType) and not _is_user_function(function):
+                entry.kind = "opaque"  # fusegrad's own (a backward, an optimizer's update)
+                return
+            if not isinstance(fn, types.FunctionType):
+                entry.kind = _kind(fn) or "opaque"
+                if entry.kind != "opaque":
+                    self._children(entry)
+                return
         entry.kind = "function"
         self.names.update(_code_names(fn.__code__))
         for k, cell in enumerate(fn.__closure__ or ()):
@@ -263,9 +279,6 @@ class Walk:
             self._child(entry, fn.__kwdefaults__, ".__kwdefaults__", "keyword defaults")
         if id(fn.__globals__) not in self.by_id:
             self._enter(fn.__globals__, "globals", entry.index, ".__globals__", "global")
-        for constant in fn.__code__.co_consts:
-            if isinstance(constant, types.CodeType):
-                self.names.update(_code_names(constant))
 
     def _child(self, entry, obj, access, label):
         known = self.by_id.get(id(obj))
@@ -326,10 +339,10 @@ def _same(a, b) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, float):
-        return a == b and math.copysign(1, a) == math.copysign(1, b) or (a != a and b != b)
+        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
     try:
         return bool(a == b)
-    except Exception:  # noqa: BLE001 - what cannot say is not the same
+    except Exception:
         return False
 
 
@@ -357,8 +370,7 @@ class State:
         self._find_writes()
         self.needed = sorted(
             {i for i, _, _ in self.writes}
-            | {i for _, _, t in self.writes for i in _entries_in(t)}
-            | {i for _, _, t in self.writes for i in _tensor_places_in(t)}
+            | {i for _, _, t in self.writes for i in _entries_read(t)}
         )
         self.check = self._compile_check()
         self.trivial = not self.writes and self._checks == 0
@@ -471,10 +483,14 @@ class State:
             lines.append(f"        o{i} = {_source(entry, constant)}")
         for k, p in enumerate(places):
             for n, (i, key) in enumerate(p):
-                read = self._read(entries[i], f"o{i}", _container(entries[i], f"o{i}"), key,
-                                  constant)
-                lines.append(f"        t{k} = {read}" if n == 0 else
-                             f"        if {read} is not t{k}: return None")
+                read = self._read(
+                    entries[i], f"o{i}", _container(entries[i], f"o{i}"), key, constant
+                )
+                lines.append(
+                    f"        t{k} = {read}"
+                    if n == 0
+                    else f"        if {read} is not t{k}: return None"
+                )
         names = ", ".join(f"t{k}" if f else "None" for k, f in enumerate(found))
         lines += [
             f"        return [{names}]",
@@ -520,31 +536,43 @@ class State:
                 for key, value in entry.contents.items():
                     child = self.before.by_id.get(id(value))
                     if child is not None and child.parent != entry.index:
-                        lines.append(f"        if {self._read(entry, name, name, key, constant)}"
-                                     f" is not o{child.index}: " + fail(_label(entry, key)))
+                        lines.append(
+                            f"        if {self._read(entry, name, name, key, constant)}"
+                            f" is not o{child.index}: " + fail(_label(entry, key))
+                        )
                 continue
             if entry.kind in ("function", "method", "partial", "opaque", "globals", "cell"):
                 if entry.parent is not None and entry.kind in ("function", "method", "partial"):
-                    lines.append(f"        if {name}.__class__ is not {constant(type(entry.obj))}: "
-                                 + fail(entry.label))
+                    lines.append(
+                        f"        if {name}.__class__ is not {constant(type(entry.obj))}: "
+                        + fail(entry.label)
+                    )
                     self._checks += 1
             elif entry.kind not in ("class", "module"):
-                lines.append(f"        if {name}.__class__ is not {constant(type(entry.obj))}: "
-                             + fail(entry.label))
+                lines.append(
+                    f"        if {name}.__class__ is not {constant(type(entry.obj))}: "
+                    + fail(entry.label)
+                )
                 self._checks += 1
             if entry.kind == "function" and entry.parent is not None:
-                lines.append(f"        if {name}.__code__ is not {constant(entry.obj.__code__)}: "
-                             + fail(entry.label))
+                lines.append(
+                    f"        if {name}.__code__ is not {constant(entry.obj.__code__)}: "
+                    + fail(entry.label)
+                )
             if entry.contents is None:
                 continue
             container = _container(entry, name)
             if entry.kind in ("dict", "object"):
-                lines.append(f"        if list({container}) != {constant(list(entry.contents))}: "
-                             + fail(f"the keys of {entry.label}"))
+                lines.append(
+                    f"        if list({container}) != {constant(list(entry.contents))}: "
+                    + fail(f"the keys of {entry.label}")
+                )
                 self._checks += 1
             elif entry.kind == "sequence":
-                lines.append(f"        if len({name}) != {len(entry.contents)}: "
-                             + fail(f"the length of {entry.label}"))
+                lines.append(
+                    f"        if len({name}) != {len(entry.contents)}: "
+                    + fail(f"the length of {entry.label}")
+                )
                 self._checks += 1
             for key, value in entry.contents.items():
                 read = self._read(entry, name, container, key, constant)
@@ -559,11 +587,14 @@ class State:
                 elif value is _MISSING:
                     lines.append(f"        if {read} is not M: " + fail(label))
                 elif isinstance(value, Tensor):
-                    lines.append(f"        if {read}.__class__ is not {constant(type(value))}: "
-                                 + fail(label))
+                    lines.append(
+                        f"        if {read}.__class__ is not {constant(type(value))}: "
+                        + fail(label)
+                    )
                 elif isinstance(value, np.ndarray):
-                    lines.append(f"        if not A({read}, {constant(value.copy())}): "
-                                 + fail(label))
+                    lines.append(
+                        f"        if not A({read}, {constant(value.copy())}): " + fail(label)
+                    )
                 elif isinstance(value, _SCALARS) and not isinstance(value, (range, slice)):
                     lines.append(f"        if not S({read}, {constant(value)}): " + fail(label))
                 else:
@@ -652,28 +683,18 @@ def _same_array(a, b) -> bool:
     )
 
 
-def _entries_in(template):
+def _entries_read(template):
+    """The entries whose objects a template reads: an object found where it
+    was, or the entry holding a tensor that was there."""
     kind = template[0]
-    if kind == "entry":
+    if kind in ("entry", "tensor_at"):
         yield template[1]
     elif kind in ("list", "tuple"):
         for t in template[1]:
-            yield from _entries_in(t)
+            yield from _entries_read(t)
     elif kind == "dict":
         for _, t in template[1]:
-            yield from _entries_in(t)
-
-
-def _tensor_places_in(template):
-    kind = template[0]
-    if kind == "tensor_at":
-        yield template[1]
-    elif kind in ("list", "tuple"):
-        for t in template[1]:
-            yield from _tensor_places_in(t)
-    elif kind == "dict":
-        for _, t in template[1]:
-            yield from _tensor_places_in(t)
+            yield from _entries_read(t)
 
 
 def _build(template, local: dict, outputs):

@@ -32,12 +32,10 @@ from ..ir.autodiff import CotangentHook, CustomVJP
 from ..ir.graph import Const, Eqn, Graph, Var
 from ..runtime import grad_mode
 from ..runtime.autograd import Node, gradient_edge
-from .numbers import number_input, traced
+from .numbers import PACKAGE_DIR, number_input, traced
 from .pyrandom import Draws
 from .symbolic import SymInt, evaluated, has_sizes, hinted, settled, symbol_poly
 from .tensor import Size, Tensor, recording
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class TracingError(RuntimeError):
@@ -47,7 +45,7 @@ class TracingError(RuntimeError):
 def user_line() -> str:
     """``file:line`` of the innermost frame outside fusegrad (the user's code)."""
     for frame in reversed(traceback.extract_stack()):
-        if not os.path.abspath(frame.filename).startswith(_PACKAGE_DIR):
+        if not os.path.abspath(frame.filename).startswith(PACKAGE_DIR):
             return f"{frame.filename}:{frame.lineno}"
     return "<unknown>"
 
@@ -64,7 +62,7 @@ class Guard:
 class Ref:
     """How a later call finds a tensor the trace saw: the argument at a
     position; else the object now at the place it was found (``index``
-    into what the trace's ``lookup`` returns, see sources.py); else the
+    into what the trace's ``lookup`` returns, see python_state.py); else the
     same object."""
 
     __slots__ = ("position", "tensor", "index")
