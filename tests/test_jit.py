@@ -53,8 +53,14 @@ def test_compiled_values_and_gradients_agree_with_eager(op, sample, dtype):
             got = fg.autograd.grad(out, leaves, seed)
             want = fg.autograd.grad(expected, eager_leaves, seed)
             for g, w in zip(got, want):
+                # an element summed from terms that cancel is off by their rounding:
+                # absolutely, on the scale of the gradient's largest elements
+                scale = max(1.0, float(np.abs(w.numpy()).max(initial=0.0)))
                 np.testing.assert_allclose(
-                    g.numpy(), w.numpy(), rtol=1e-6 if dtype is fg.float64 else 1e-5, atol=1e-6
+                    g.numpy(),
+                    w.numpy(),
+                    rtol=1e-6 if dtype is fg.float64 else 1e-5,
+                    atol=1e-6 * scale,
                 )
     assert compiled.cache_info().misses == 1 and compiled.cache_info().hits == 2
 
