@@ -542,17 +542,12 @@ REFUSED = {"is_contiguous_branch", "stride_read"}  # may refuse with a TracingEr
 # (strict), and then moves out of this list.
 KNOWN_DIVERGENT = {
     "argument_is_a_global",
-    "cache_dict",
     "data_clamp_cuts_graph",
     "detach_in_place",
-    "dropout_probability_from_item",
     "leaf_made_inside_returned",
-    "negated_int_item",
     "post_accumulate_grad_hook",
-    "rank_changes",
     "same_tensor_twice",
     "view_and_base",
-    "zero_grad_of_unused_parameter",
 }
 
 

@@ -267,7 +267,8 @@ def _share_extremum(g, x, out, axes):
 
 # ------------------------------------------------------------ elementwise unary
 
-neg = Primitive("neg", np.negative, _float_unary_rule("neg"), elementwise=True)
+# integers too (ops.neg refuses bools): -n of a traced int is recorded as neg
+neg = Primitive("neg", np.negative, lambda x: (x.shape, x.dtype), elementwise=True)
 neg.defvjp(x=lambda g: -g)
 
 exp = Primitive("exp", np.exp, _float_unary_rule("exp"), elementwise=True, public="float")

@@ -7,6 +7,7 @@ over tiles has primitives of its own; see primitives.py."""
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -210,7 +211,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+    # numbers.Real: a traced number (p from .item()) is one too
+    if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input

@@ -411,7 +411,8 @@ class JitFunction:
                 )
             out_tensors: list = []
             tree = _flatten_output(result, out_tensors)
-            state, refused = _python_state(before, trace, out_tensors)
+            with active(trace):  # what the writes decide on sizes is part of the trace
+                state, refused = _python_state(before, trace, out_tensors)
             if refused is not None:
                 if lower or trace.symbol_hints:
                     # lower() leaves no effect; a dynamic trace's values hold sizes
@@ -538,6 +539,8 @@ class JitFunction:
             return ()
         with self._lock:
             first = self._first_shapes.setdefault(path, shape)
+            if len(first) != len(shape):
+                return ()  # another rank: traced with static sizes
             dims = set(self._dynamic_dims.get(path, ()))
             if self.dynamic:
                 dims.update(range(len(shape)))
@@ -607,7 +610,9 @@ class JitFunction:
             if paths is not None:
                 paths.append(path)
             dims = self._dynamic_dims.get(path)
-            return _tensor_key(value) if dims is None else _dynamic_tensor_key(value, dims)
+            if dims is None or value._data.ndim != len(self._first_shapes[path]):
+                return _tensor_key(value)  # dynamic dimensions are those of one rank
+            return _dynamic_tensor_key(value, dims)
         if isinstance(value, _NUMBERS) and not isinstance(value, _NOT_NUMBERS):
             if path not in by_value:
                 leaves.append(value)

@@ -184,11 +184,18 @@ class Walk:
             if entry.contents is None or isinstance(entry.obj, tuple):
                 continue
             now = _contents(entry)
-            if isinstance(entry.obj, list):
-                if len(now) != len(entry.contents) or any(
-                    now[k] is not entry.contents[k] for k in now
+            if entry.kind in ("dict", "sequence"):
+                # whole, by identity: a key the function added may be a size
+                # of its trace, which hashing would decide on
+                items, before = list(now.items()), list(entry.contents.items())
+                if len(items) != len(before) or any(
+                    a is not c or b is not d for (a, b), (c, d) in zip(items, before)
                 ):
-                    entry.obj[:] = [entry.contents[k] for k in range(len(entry.contents))]
+                    if isinstance(entry.obj, list):
+                        entry.obj[:] = [value for _, value in before]
+                    else:
+                        entry.obj.clear()
+                        entry.obj.update(before)
                 continue
             for key in now.keys() | entry.contents.keys():
                 old = entry.contents.get(key, _MISSING)
@@ -403,7 +410,10 @@ class State:
                     template = (
                         ("delete",) if new is _MISSING else self._template(new, _label(entry, key))
                     )
-                    self.writes.append((entry.index, key, template))
+                    # a size as a key (``cache[x.shape[0]]``) is its value: hashing
+                    # it pins the size (the trace is active while writes are found)
+                    stored = int(key) if isinstance(key, TracedNumber) else key
+                    self.writes.append((entry.index, stored, template))
 
     def _template(self, value, label: str):
         """How a call builds the value the trace wrote at ``label``."""

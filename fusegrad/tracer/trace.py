@@ -631,6 +631,15 @@ class Trace:
     def write_grad(self, leaf) -> None:
         if id(leaf) not in self.grad_writes:
             self.grad_writes[id(leaf)] = (leaf, leaf._grad)
+            if self._existed(leaf):
+                self.ref(leaf)  # found again on later calls (zero_grad of an unused parameter)
+
+    def _existed(self, tensor) -> bool:
+        """Whether ``tensor`` existed before the call: an input, a captured
+        tensor, or one the function never computed with (tensors it makes
+        have vars or are constants it created)."""
+        key = id(tensor)
+        return key in self.initial_vars or (key not in self.vars and key not in self.created)
 
     def unsupported(self, what: str):
         raise TracingError(
@@ -657,16 +666,14 @@ class Trace:
             self._written_grads = [
                 None if leaf._grad is None else self.var_of(leaf._grad)
                 for leaf, _ in self.grad_writes.values()
-                if id(leaf) in self.initial_vars
+                if self._existed(leaf)
             ]
         return self._written_grads
 
     def leaves(self, table: dict) -> list:
         """The leaves in ``grad_reads``/``grad_writes`` a later call can reach
-        (arguments and captured tensors), with what was recorded for them."""
-        return [
-            (self.ref(leaf), info) for leaf, info in table.values() if id(leaf) in self.initial_vars
-        ]
+        (those that existed before it), with what was recorded for them."""
+        return [(self.ref(leaf), info) for leaf, info in table.values() if self._existed(leaf)]
 
     def restore(self, python_too: bool) -> None:
         """Undoes the function's side effects on inputs, captured tensors and
