@@ -222,6 +222,17 @@ def step(x):
 def arguments(call):
     return data(call, 3)
 """,
+    "global_read_through_value_and_grad": """
+scale = 1.0
+def between(call):
+    global scale
+    scale = 1.0 + call
+def loss(x):
+    return (x * x * scale).sum()
+step = fg.value_and_grad(loss)
+def arguments(call):
+    return data(call, 3)
+""",
     "closure_float_changed": """
 def make():
     factor = [2.0]

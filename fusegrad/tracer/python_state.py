@@ -25,8 +25,9 @@ of each object's contents is kept; after the trace the walk is repeated.
   run eagerly: ``Refused`` names it.
 
 Library code (numpy, fusegrad, the standard library) is not walked into:
-its functions and modules are held by identity. An object the walk cannot
-see into (one without a ``__dict__``) is held by identity too.
+its modules and functions are held by identity, except a library function's
+closure, which may hold the user's function (``grad(f)``); so are fusegrad's
+compiling machinery and objects the walk cannot see into (no ``__dict__``).
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ _LIBRARY_DIRS = tuple(
     }
 )
 _MISSING = object()
+# fusegrad's own machinery (a jit function's cache, a compiled program): held
+# by identity, not walked; its state changes as it compiles and runs
+_MACHINERY = ("fusegrad.runtime", "fusegrad.ir", "fusegrad.codegen")
 
 
 class Refused(Exception):
@@ -117,7 +121,8 @@ def _kind(obj):
     if isinstance(obj, types.ModuleType):
         return None if _is_library_module(obj) else "module"
     if isinstance(obj, types.FunctionType):
-        return "function" if _is_user_function(obj) else None
+        # a library function's closure may hold the user's (grad(f) holds f)
+        return "function" if _is_user_function(obj) or obj.__closure__ else None
     if isinstance(obj, types.MethodType):
         return "method"
     if isinstance(obj, functools.partial):
@@ -130,7 +135,7 @@ def _kind(obj):
         return "dict"
     if isinstance(obj, (list, tuple)):
         return "sequence"
-    if type(obj).__name__ == "JitFunction":  # its cache changes as it compiles
+    if type(obj).__module__.startswith(_MACHINERY):
         return None
     if isinstance(getattr(obj, "__dict__", None), dict):
         return "object"
@@ -267,24 +272,22 @@ class Walk:
     def _function(self, entry):
         fn = entry.obj
         if entry.kind == "function_root":
-            function = getattr(fn, "__func__", fn)
-            if isinstance(function, types.FunctionType) and not _is_user_function(function):
-                entry.kind = "opaque"  # fusegrad's own (a backward, an optimizer's update)
-                return
             if not isinstance(fn, types.FunctionType):
                 entry.kind = _kind(fn) or "opaque"
                 if entry.kind != "opaque":
                     self._children(entry)
                 return
         entry.kind = "function"
-        self.names.update(_code_names(fn.__code__))
+        user = _is_user_function(fn)
+        if user:  # a library function's names are its own module's
+            self.names.update(_code_names(fn.__code__))
         for k, cell in enumerate(fn.__closure__ or ()):
             self._child(entry, cell, f".__closure__[{k}]", f"closure {fn.__code__.co_freevars[k]}")
         if fn.__defaults__:
             self._child(entry, fn.__defaults__, ".__defaults__", "defaults")
         if fn.__kwdefaults__:
             self._child(entry, fn.__kwdefaults__, ".__kwdefaults__", "keyword defaults")
-        if id(fn.__globals__) not in self.by_id:
+        if user and id(fn.__globals__) not in self.by_id:
             self._enter(fn.__globals__, "globals", entry.index, ".__globals__", "global")
 
     def _child(self, entry, obj, access, label):
