@@ -552,13 +552,10 @@ REFUSED = {"is_contiguous_branch", "stride_read"}  # may refuse with a TracingEr
 # Known divergences, still open: each must keep failing until it is fixed
 # (strict), and then moves out of this list.
 KNOWN_DIVERGENT = {
-    "argument_is_a_global",
     "data_clamp_cuts_graph",
     "detach_in_place",
     "leaf_made_inside_returned",
     "post_accumulate_grad_hook",
-    "same_tensor_twice",
-    "view_and_base",
 }
 
 

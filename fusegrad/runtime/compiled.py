@@ -23,7 +23,7 @@ from ..ir.simplify import dce, simplify, without_stop_gradients
 from ..tracer.numbers import TracedNumber
 from ..tracer.pyrandom import Divergence, Draws, same_result
 from ..tracer.symbolic import evaluated
-from ..tracer.tensor import Tensor, constant_array, recording
+from ..tracer.tensor import Tensor, constant_array, recording, storage_pattern
 from . import grad_mode
 from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
 from .executor import Executor, describe_layouts
@@ -294,6 +294,14 @@ class Program:
         )
         if captured is None:
             self.failure = "a tensor the function reads changed shape, dtype or requires_grad"
+            return None
+        if (
+            self.mutated
+            and captured
+            and storage_pattern([t for t in (*args, *captured) if isinstance(t, Tensor)])
+        ):
+            # a tensor it reads is now (a view of) one it writes: the trace read them apart
+            self.failure = "a tensor the function reads shares memory with one it writes"
             return None
         arrays = self._arrays(args + captured)
         values = self.forward_executor.run(arrays)

@@ -29,7 +29,7 @@ from ..ir.graph import format_graph
 from ..tracer.numbers import TracedFloat, TracedNumber, number_input, traced
 from ..tracer.pyrandom import Draws, drawing, generator_states, replayed_states, same_states
 from ..tracer.python_state import Refused, State, Walk, make_plain
-from ..tracer.tensor import Tensor, recording
+from ..tracer.tensor import Tensor, recording, storage_pattern
 from ..tracer.trace import Trace, TracingError, active
 from . import grad_mode, threads
 from .compiled import Program
@@ -295,7 +295,10 @@ class JitFunction:
         ):
             return None
         state = program.state
-        if state is not None and state.writes:
+        shares = bool(key[0]) and key[0][-1][0] == "sharing memory"
+        if (state is not None and state.writes) or shares:
+            # a direct call computes no key: a program traced on a tensor passed
+            # twice must not serve two tensors (one without side effects may)
             return None
         run = program.direct_run(list(args))
         if run is None:
@@ -602,6 +605,12 @@ class JitFunction:
             for name in sorted(kwargs):
                 part = self._flatten_input(kwargs[name], leaves, (name,), paths, by_value)
                 parts.append(("keyword", name, part))
+        if len(leaves) > 1:
+            # a tensor passed twice is one input of the trace; a view and its
+            # base are two, which the trace refuses to write through
+            shared = storage_pattern([leaf for leaf in leaves if isinstance(leaf, Tensor)])
+            if shared:
+                parts.append(("sharing memory", shared))
         return leaves, (tuple(parts), grad_mode.is_grad_enabled())
 
     def _flatten_input(self, value, leaves: list, path: tuple, paths, by_value):
@@ -776,6 +785,11 @@ def _python_state(before, trace, out_tensors: list) -> tuple:
         state = State(before, trace.input_places, out_tensors, owned)
     except Refused as exc:
         return None, str(exc)
+    if trace.mutations() and storage_pattern([t for t, _ in trace.initial_vars.values()]):
+        return None, (
+            "it writes in place into a tensor it also reads through another that shares "
+            "its memory (a view and its base, as arguments or as a global)"
+        )
     if trace.value_reads:
         return None, (
             "Python reads the value of a floating-point tensor ("

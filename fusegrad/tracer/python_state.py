@@ -613,6 +613,17 @@ class State:
                 else:
                     lines.append(f"        if {read} is not {constant(value)}: " + fail(label))
                 self._checks += 1
+        # one tensor at several places (an argument that is also a global):
+        # the trace read it as one input, so later calls must hold one there too
+        for places in self.before.tensors.values():
+            first, *others = [
+                self._read(entries[i], f"o{i}", _container(entries[i], f"o{i}"), key, constant)
+                for i, key in places
+                if i not in self.owned
+            ] or [None]
+            for other in others:
+                lines.append(f"        if {other} is not {first}: " + fail("a tensor held twice"))
+                self._checks += 1
         needed = ", ".join(f"o{i}" for i in self.needed)
         lines += [
             f"        return ({needed}{',' if len(self.needed) == 1 else ''})",

@@ -684,6 +684,23 @@ def eager_bind(prim, args, params):
     return out
 
 
+def storage_pattern(tensors) -> tuple:
+    """Which of ``tensors`` share memory, as a cache key: () when none do,
+    else for each tensor (the first with its memory, the first that is the
+    same tensor). Memory is an array's owner, so a view of a tensor shares
+    its memory even where their elements do not meet."""
+    owners, ids = [], []
+    for t in tensors:
+        array = t._data
+        while isinstance(array.base, np.ndarray):
+            array = array.base
+        owners.append(id(array))
+        ids.append(id(t))
+    if len(set(owners)) == len(owners):
+        return ()
+    return tuple((owners.index(o), ids.index(i)) for o, i in zip(owners, ids))
+
+
 def _is_view_of(data: np.ndarray, array: np.ndarray) -> bool:
     """Whether ``data``, which a view primitive's numpy implementation made
     from ``array``, shares its memory: ``np.may_share_memory``, which costs a
