@@ -343,6 +343,21 @@ def step(x):
 def arguments(call):
     return data(call, 3)
 """,
+    "set_filled_then_reset": """
+class Tracker:
+    def __init__(self):
+        self.arrived = set()
+tracker = Tracker()
+tags = {"a"}
+def step(x):
+    tracker.arrived.add(x.shape[0])
+    tags.add("b")
+    y = x * len(tracker.arrived) * len(tags)
+    tracker.arrived = set()
+    return y
+def arguments(call):
+    return data(call, 3)
+""",
     "cache_dict": """
 cache = {}
 def step(x):
@@ -572,3 +587,32 @@ def test_a_compiled_program_matches_eager_or_refuses(name):
     outcome = run_both(PROGRAMS[name])
     if outcome == "refused":
         assert name in REFUSED, f"{name} refused, but it should compile"
+
+
+def test_a_set_reset_every_call_is_redone_not_run_eagerly():
+    """A set is a value: one filled and then replaced by an empty one (a
+    gradient reducer's bookkeeping) compiles, and the program serves every
+    later call."""
+    import warnings
+
+    import fusegrad as fg
+
+    class Tracker:
+        def __init__(self):
+            self.arrived = set()
+
+    tracker = Tracker()
+
+    @fg.jit
+    def step(x):
+        tracker.arrived.add(x.shape[0])
+        y = x * len(tracker.arrived)
+        tracker.arrived = set()
+        return y
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "runs eagerly"
+        for k in range(4):
+            assert step(fg.ones(3) * k).tolist() == [float(k)] * 3
+    assert tracker.arrived == set()
+    assert step.cache_info()[:2] == (3, 1)

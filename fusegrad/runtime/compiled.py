@@ -88,6 +88,9 @@ class Program:
         inputs = list(args) + [
             c.tensor if c.read is None and c.draw is None else None for c in self.captured
         ]
+        # which inputs share memory (a module's weights in one buffer): a call
+        # of a program that writes in place must share it as the trace did
+        self.sharing = storage_pattern([t for t in inputs if isinstance(t, Tensor)])
         self.view_outputs, bases = _views(
             output_tensors, inputs, self.output_requires_grad, lambda t: _traced_var(trace, t)
         )
@@ -299,9 +302,10 @@ class Program:
             self.mutated
             and captured
             and storage_pattern([t for t in (*args, *captured) if isinstance(t, Tensor)])
+            != self.sharing
         ):
             # a tensor it reads is now (a view of) one it writes: the trace read them apart
-            self.failure = "a tensor the function reads shares memory with one it writes"
+            self.failure = "the tensors it reads share memory otherwise than traced"
             return None
         arrays = self._arrays(args + captured)
         values = self.forward_executor.run(arrays)

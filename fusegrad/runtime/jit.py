@@ -785,7 +785,7 @@ def _python_state(before, trace, out_tensors: list) -> tuple:
         state = State(before, trace.input_places, out_tensors, owned)
     except Refused as exc:
         return None, str(exc)
-    if trace.mutations() and storage_pattern([t for t, _ in trace.initial_vars.values()]):
+    if _writes_through_an_overlap(trace):
         return None, (
             "it writes in place into a tensor it also reads through another that shares "
             "its memory (a view and its base, as arguments or as a global)"
@@ -797,6 +797,22 @@ def _python_state(before, trace, out_tensors: list) -> tuple:
             + "), which a compiled program would be made again for on nearly every call"
         )
     return state, None
+
+
+def _writes_through_an_overlap(trace) -> bool:
+    """Whether the function wrote in place into an input or captured tensor
+    whose memory overlaps another's (a view and its base): the trace reads
+    them as two values and would miss the write through the other. Views of
+    one buffer that do not overlap (a module's weights in one allocation)
+    are two values indeed."""
+    inputs = [t for t, _ in trace.initial_vars.values()]
+    if not trace.snapshots or not storage_pattern(inputs):
+        return False
+    return any(
+        other is not written and np.may_share_memory(written._data, other._data)
+        for written, _ in trace.snapshots.values()
+        for other in inputs
+    )
 
 
 def _plain(value):

@@ -166,16 +166,17 @@ def _contents(entry, names=None) -> dict:
 
 
 class Walk:
-    """The objects reachable from a call's roots, each entered once; a
-    second place holding an entered object is an alias (``aliases``)."""
+    """The objects reachable from a call's roots, each entered once (a
+    second place holding an entered object is an alias, which the guard
+    checks still holds it)."""
 
     def __init__(self, fn, args: tuple, kwargs: dict):
         self.entries: list = []
         self.by_id: dict = {}  # id(obj) -> Entry
-        self.aliases: list = []  # (entry index, key, entry index it holds)
         self.tensors: dict = {}  # id(tensor) -> [(entry index, key)]
         self.generators: list = []  # (Entry, key, generator, state)
         self.arrays: list = []  # (Entry, key, array, copy)
+        self.sets: dict = {}  # id -> (set, a frozen copy): compared by value
         self.names: set = set()
         self._enter(fn, "function_root", None, "fn", "the function")
         self._enter(args, "sequence", None, "args", "the arguments")
@@ -185,6 +186,10 @@ class Walk:
     def restore(self) -> None:
         """Puts back what was in every entered object before (a trace's
         writes, which the program's run redoes, or a failed trace's)."""
+        for value, copy in self.sets.values():
+            if isinstance(value, set) and value != copy:
+                value.clear()
+                value.update(copy)
         for entry in self.entries:
             if entry.contents is None or isinstance(entry.obj, tuple):
                 continue
@@ -308,12 +313,13 @@ class Walk:
         if isinstance(value, np.ndarray):
             self.arrays.append((entry, key, value, value.copy()))
             return
+        if isinstance(value, (set, frozenset)):
+            self.sets[id(value)] = (value, frozenset(value))
+            return
         kind = _kind(value)
         if kind is None:
             return
-        known = self.by_id.get(id(value))
-        if known is not None:
-            self.aliases.append((entry.index, key, known.index))
+        if id(value) in self.by_id:  # an alias: the guard checks it holds the same object
             return
         self._enter(value, kind, entry.index, _access(entry, key), _label(entry, key), key)
 
@@ -401,7 +407,7 @@ class State:
             now = _contents(entry)
             if isinstance(entry.obj, list):
                 if len(now) != len(entry.contents) or any(
-                    not _unchanged(entry.contents[k], now[k]) for k in now
+                    not self._unchanged(entry.contents[k], now[k]) for k in now
                 ):
                     items = [self._template(now[k], f"{entry.label}[{k}]") for k in range(len(now))]
                     self.writes.append((entry.index, None, ("list", items)))
@@ -409,7 +415,7 @@ class State:
             for key in entry.contents.keys() | now.keys():
                 old = entry.contents.get(key, _MISSING)
                 new = now.get(key, _MISSING)
-                if not _unchanged(old, new):
+                if not self._unchanged(old, new):
                     template = (
                         ("delete",) if new is _MISSING else self._template(new, _label(entry, key))
                     )
@@ -417,6 +423,17 @@ class State:
                     # it pins the size (the trace is active while writes are found)
                     stored = int(key) if isinstance(key, TracedNumber) else key
                     self.writes.append((entry.index, stored, template))
+
+    def _unchanged(self, old, new) -> bool:
+        """Whether a place holds what it held: the same object, a scalar equal
+        in type and value, or a set with the contents the old one had."""
+        if isinstance(old, (set, frozenset)) and id(old) in self.before.sets:
+            return type(new) is type(old) and new == self.before.sets[id(old)][1]
+        if old is new:
+            return True
+        if isinstance(old, _SCALARS) and isinstance(new, _SCALARS):
+            return _same(old, new)
+        return False
 
     def _template(self, value, label: str):
         """How a call builds the value the trace wrote at ``label``."""
@@ -438,6 +455,8 @@ class State:
             return (type(value).__name__, items)
         if type(value) is dict:
             return ("dict", [(k, self._template(v, f"{label}[{k!r}]")) for k, v in value.items()])
+        if type(value) in (set, frozenset):
+            return ("set", type(value), [self._template(v, f"an item of {label}") for v in value])
         if _kind(value) is None and not isinstance(value, (np.ndarray, np.random.Generator)):
             if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, type)) or (
                 isinstance(value, types.FunctionType) and not _is_user_function(value)
@@ -530,9 +549,7 @@ class State:
             return f"return {constant(label)}"
 
         entries = self.before.entries
-        aliases: dict = {}
-        for parent, key, index in self.before.aliases:
-            aliases.setdefault(parent, []).append((key, index))
+        aliases: list = []  # checks that places share an object, as they did
         # containers the arguments are made of: the cache key holds their
         # structure, their numbers are inputs and their other scalars keyed
         arguments = {1, 2}
@@ -549,7 +566,7 @@ class State:
                 for key, value in entry.contents.items():
                     child = self.before.by_id.get(id(value))
                     if child is not None and child.parent != entry.index:
-                        lines.append(
+                        aliases.append(
                             f"        if {self._read(entry, name, name, key, constant)}"
                             f" is not o{child.index}: " + fail(_label(entry, key))
                         )
@@ -596,7 +613,7 @@ class State:
                 if child is not None and child.parent == entry.index and _kind(value) is not None:
                     continue  # entered from here: checked as an entry of its own
                 if child is not None:
-                    lines.append(f"        if {read} is not o{child.index}: " + fail(label))
+                    aliases.append(f"        if {read} is not o{child.index}: " + fail(label))
                 elif value is _MISSING:
                     lines.append(f"        if {read} is not M: " + fail(label))
                 elif isinstance(value, Tensor):
@@ -604,6 +621,9 @@ class State:
                         f"        if {read}.__class__ is not {constant(type(value))}: "
                         + fail(label)
                     )
+                elif isinstance(value, (set, frozenset)):
+                    copy = constant((type(value), self.before.sets[id(value)][1]))  # at the walk
+                    lines.append(f"        if not Q({read}, {copy}): " + fail(label))
                 elif isinstance(value, np.ndarray):
                     lines.append(
                         f"        if not A({read}, {constant(value.copy())}): " + fail(label)
@@ -613,6 +633,7 @@ class State:
                 else:
                     lines.append(f"        if {read} is not {constant(value)}: " + fail(label))
                 self._checks += 1
+        lines += aliases  # once every entry's local is assigned
         # one tensor at several places (an argument that is also a global):
         # the trace read it as one input, so later calls must hold one there too
         for places in self.before.tensors.values():
@@ -630,7 +651,13 @@ class State:
             "    except (AttributeError, KeyError, IndexError, TypeError, ValueError):",
             f"        {fail('the objects it reads')}",
         ]
-        namespace = {"C": constants, "M": _MISSING, "S": _same, "A": _same_array}
+        namespace = {
+            "C": constants,
+            "M": _MISSING,
+            "S": _same,
+            "A": _same_array,
+            "Q": _same_set,
+        }
         exec(compile("\n".join(lines), "<fusegrad python state>", "exec"), namespace)
         return namespace["check"]
 
@@ -690,12 +717,9 @@ def _plain(value):
     return value
 
 
-def _unchanged(old, new) -> bool:
-    if old is new:
-        return True
-    if isinstance(old, _SCALARS) and isinstance(new, _SCALARS):
-        return _same(old, new)
-    return False
+def _same_set(value, copy: tuple) -> bool:
+    """``copy``: (the set's type, its items)."""
+    return value.__class__ is copy[0] and value == copy[1]
 
 
 def _same_array(a, b) -> bool:
@@ -715,6 +739,9 @@ def _entries_read(template):
         yield template[1]
     elif kind in ("list", "tuple"):
         for t in template[1]:
+            yield from _entries_read(t)
+    elif kind == "set":
+        for t in template[2]:
             yield from _entries_read(t)
     elif kind == "dict":
         for _, t in template[1]:
@@ -742,6 +769,8 @@ def _build(template, local: dict, outputs):
         return tuple(_build(t, local, outputs) for t in template[1])
     if kind == "dict":
         return {k: _build(t, local, outputs) for k, t in template[1]}
+    if kind == "set":
+        return template[1](_build(t, local, outputs) for t in template[2])
     raise AssertionError(kind)
 
 
