@@ -324,13 +324,17 @@ class JitFunction:
                 too_many = len(variants) >= MAX_VARIANTS
                 if not too_many:
                     return self._start_trace(key, variants)
-                where = "; ".join(sorted({r for p in variants for r in p.guard_reasons()}))
+                # what the programs depended on, and the Python state that kept changing
+                reasons = {r for p in variants for r in p.guard_reasons()}
+                failures = (getattr(p, "failure", "") for p in variants)
+                reasons |= {f for f in failures if f.startswith("Python state")}
+                where = "; ".join(sorted(reasons))
                 del self._cache[key]  # its programs are no longer tried
                 self._eager_keys.add(key)
         if too_many:
             warnings.warn(
                 f"fusegrad.jit: {self.__name__} took {MAX_VARIANTS} different paths "
-                f"through Python control flow on tensor values ({where}); running it "
+                f"through Python control flow on tensor values or Python state ({where}); running it "
                 "eagerly from now on for these argument types",
                 stacklevel=3,
             )
