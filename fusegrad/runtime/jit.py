@@ -334,8 +334,8 @@ class JitFunction:
         if too_many:
             warnings.warn(
                 f"fusegrad.jit: {self.__name__} took {MAX_VARIANTS} different paths "
-                f"through Python control flow on tensor values or Python state ({where}); running it "
-                "eagerly from now on for these argument types",
+                f"through Python control flow on tensor values or Python state ({where}); "
+                "running it eagerly from now on for these argument types",
                 stacklevel=3,
             )
             return _EAGERLY
