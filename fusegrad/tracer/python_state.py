@@ -32,6 +32,7 @@ compiling machinery and objects the walk cannot see into (no ``__dict__``).
 
 from __future__ import annotations
 
+import dis
 import functools
 import math
 import os
@@ -90,13 +91,23 @@ def _is_user_class(cls) -> bool:
     return module is None or not _is_library_module(module)
 
 
-def _code_names(code) -> list:
-    """The names a code object and the code nested in it use (globals and attributes)."""
-    names = list(code.co_names)
+_GLOBAL_OPS = {"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME"}
+
+
+def _code_names(code) -> tuple:
+    """(the global names, every name) a code object and the code nested in
+    it use: a namespace of globals is read for the first, a module's
+    attributes for the second (``config.scale`` names ``scale``)."""
+    globals_, names = set(), set(code.co_names)
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in _GLOBAL_OPS:
+            globals_.add(instruction.argval)
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
-            names += _code_names(constant)
-    return names
+            inner_globals, inner_names = _code_names(constant)
+            globals_ |= inner_globals
+            names |= inner_names
+    return globals_, names
 
 
 class Entry:
@@ -177,7 +188,8 @@ class Walk:
         self.generators: list = []  # (Entry, key, generator, state)
         self.arrays: list = []  # (Entry, key, array, copy)
         self.sets: dict = {}  # id -> (set, a frozen copy): compared by value
-        self.names: set = set()
+        self.global_names: set = set()  # what the walked code reads as globals
+        self.names: set = set()  # and every name it uses, attributes too
         self._enter(fn, "function_root", None, "fn", "the function")
         self._enter(args, "sequence", None, "args", "the arguments")
         self._enter(kwargs, "dict", None, "kwargs", "the keyword arguments")
@@ -237,7 +249,8 @@ class Walk:
                     self._children(entry)
             grown = False
             for entry in spaces:
-                new = sorted(self.names.difference(entry.keys))
+                wanted = self.global_names if entry.kind == "globals" else self.names
+                new = sorted(wanted.difference(entry.keys))
                 if new:
                     grown = True
                     entry.keys += new
@@ -285,7 +298,9 @@ class Walk:
         entry.kind = "function"
         user = _is_user_function(fn)
         if user:  # a library function's names are its own module's
-            self.names.update(_code_names(fn.__code__))
+            global_names, names = _code_names(fn.__code__)
+            self.global_names |= global_names
+            self.names |= names
         for k, cell in enumerate(fn.__closure__ or ()):
             self._child(entry, cell, f".__closure__[{k}]", f"closure {fn.__code__.co_freevars[k]}")
         if fn.__defaults__:
@@ -550,18 +565,34 @@ class State:
 
         entries = self.before.entries
         aliases: list = []  # checks that places share an object, as they did
+        settled: set = set()
         # containers the arguments are made of: the cache key holds their
         # structure, their numbers are inputs and their other scalars keyed
         arguments = {1, 2}
         for entry in entries[3:]:
             if entry.parent in arguments and entry.kind in ("dict", "sequence"):
                 arguments.add(entry.index)
+        # Objects no call can replace (the function, its closure cells and
+        # globals, what a fusegrad closure holds): constants of the check
+        pinned: set = set()
         for entry in entries:
             name = f"o{entry.index}"
-            source = _source(entry, constant)
-            lines.append(f"        {name} = {source}")
+            if entry.index == 0 or (
+                entry.parent in pinned
+                and (entry.access in _READ_ONLY or entry.parent in settled or _is_cell(entry))
+            ):
+                pinned.add(entry.index)
+                lines.append(f"        {name} = {constant(entry.obj)}")
+            else:
+                lines.append(f"        {name} = {_source(entry, constant)}")
             if entry.index in self.owned:
                 continue
+            if entry.kind == "cell" and entries[entry.parent].kind == "function":
+                if not _is_user_function(entries[entry.parent].obj):
+                    # fusegrad's closures (grad(f)) never rebind their cells:
+                    # what they hold is settled, the objects it reaches are not
+                    settled.add(entry.index)
+                    continue
             if entry.index in arguments:
                 for key, value in entry.contents.items():
                     child = self.before.by_id.get(id(value))
@@ -571,7 +602,9 @@ class State:
                             f" is not o{child.index}: " + fail(_label(entry, key))
                         )
                 continue
-            if entry.kind in ("function", "method", "partial", "opaque", "globals", "cell"):
+            if entry.parent in settled or entry.index in pinned:
+                pass
+            elif entry.kind in ("function", "method", "partial", "opaque", "globals", "cell"):
                 if entry.parent is not None and entry.kind in ("function", "method", "partial"):
                     lines.append(
                         f"        if {name}.__class__ is not {constant(type(entry.obj))}: "
@@ -584,13 +617,13 @@ class State:
                     + fail(entry.label)
                 )
                 self._checks += 1
-            if entry.kind == "function" and entry.parent is not None:
+            if entry.kind == "function" and entry.index not in pinned | settled:
                 lines.append(
                     f"        if {name}.__code__ is not {constant(entry.obj.__code__)}: "
                     + fail(entry.label)
                 )
-            if entry.contents is None:
-                continue
+            if entry.contents is None or (entry.index in pinned and isinstance(entry.obj, tuple)):
+                continue  # (a tuple no call can replace holds what it held)
             container = _container(entry, name)
             if entry.kind in ("dict", "object"):
                 lines.append(
@@ -629,7 +662,9 @@ class State:
                         f"        if not A({read}, {constant(value.copy())}): " + fail(label)
                     )
                 elif isinstance(value, _SCALARS) and not isinstance(value, (range, slice)):
-                    lines.append(f"        if not S({read}, {constant(value)}): " + fail(label))
+                    lines.append(
+                        f"        if not {_same_code(read, value, constant)}: " + fail(label)
+                    )
                 else:
                     lines.append(f"        if {read} is not {constant(value)}: " + fail(label))
                 self._checks += 1
@@ -674,6 +709,16 @@ class State:
         return f"{container}[{repr(key) if literal else constant(key)}]"
 
 
+# attributes Python does not let code assign: what they hold stays
+_READ_ONLY = {".__globals__", ".__self__", ".__func__", ".func", ".args", ".keywords"}
+
+
+def _is_cell(entry) -> bool:
+    """A function's closure cell (the closure tuple is read-only; a cell's
+    contents are not)."""
+    return entry.kind == "cell" and entry.access.startswith(".__closure__[")
+
+
 def _source(entry, constant) -> str:
     """How generated code reads the entry's object from its parent's local."""
     if entry.parent is None:
@@ -715,6 +760,17 @@ def _plain(value):
         items = {k: _plain(v) for k, v in value.items()}
         return items if any(items[k] is not value[k] for k in value) else value
     return value
+
+
+def _same_code(read: str, value, constant) -> str:
+    """Generated code for ``_same(read, value)``, inline where that is exact
+    (a call costs more than the comparison)."""
+    if value is None or type(value) is bool:
+        return f"{read} is {constant(value)}"
+    plain_float = type(value) is float and value == value and value != 0.0
+    if type(value) in (int, str) or plain_float:
+        return f"((v := {read}).__class__ is {type(value).__name__} and v == {constant(value)})"
+    return f"S({read}, {constant(value)})"
 
 
 def _same_set(value, copy: tuple) -> bool:
