@@ -358,6 +358,30 @@ def step(x):
 def arguments(call):
     return data(call, 3)
 """,
+    "closure_list_then_eager": """
+def make():
+    cell = [0.0]
+    def bump(v):
+        cell[0] += v
+        return cell[0]
+    return bump, cell
+bump, cell = make()
+def step(x):
+    n = int(x.abs().sum() * 10) % 7
+    return x + n + bump(x.mean().item())
+def arguments(call):
+    return data(call, 3)
+""",
+    "leaf_hook_with_backward_inside": """
+w = fg.ones(3, dtype=fg.float64, requires_grad=True)
+seen = []
+w.register_hook(lambda g: seen.append(g.sum().item()))
+def step(x):
+    (w * x).sum().backward()
+    return x * 2
+def arguments(call):
+    return data(call, 3)
+""",
     "cache_dict": """
 cache = {}
 def step(x):
@@ -570,7 +594,6 @@ KNOWN_DIVERGENT = {
     "data_clamp_cuts_graph",
     "detach_in_place",
     "leaf_made_inside_returned",
-    "post_accumulate_grad_hook",
 }
 
 

@@ -59,6 +59,7 @@ _LIBRARY_DIRS = tuple(
     }
 )
 _MISSING = object()
+_HOOK_TABLES = ("_hooks", "_post_accumulate_hooks")  # a tensor's, in its __dict__
 # fusegrad's own machinery (a jit function's cache, a compiled program): held
 # by identity, not walked; its state changes as it compiles and runs
 _MACHINERY = ("fusegrad.runtime", "fusegrad.ir", "fusegrad.codegen")
@@ -163,6 +164,8 @@ def _contents(entry, names=None) -> dict:
         return dict(enumerate(obj))
     if kind == "object":
         return dict(obj.__dict__)
+    if kind == "hooks":
+        return {name: obj.__dict__.get(name, _MISSING) for name in _HOOK_TABLES}
     if kind in ("module", "globals"):
         space = obj.__dict__ if kind == "module" else obj
         return {name: space.get(name, _MISSING) for name in names or entry.keys}
@@ -321,6 +324,11 @@ class Walk:
     def _leaf_or_child(self, entry, key, value):
         if isinstance(value, Tensor):
             self.tensors.setdefault(id(value), []).append((entry.index, key))
+            hooked = any(value.__dict__.get(name) for name in _HOOK_TABLES)
+            if hooked and id(value) not in self.by_id:  # its hooks run in the function's backward
+                self._enter(
+                    value, "hooks", entry.index, _access(entry, key), _label(entry, key), key
+                )
             return
         if isinstance(value, np.random.Generator):
             self.generators.append((entry, key, value, value.bit_generator.state))
@@ -342,7 +350,7 @@ class Walk:
 def _access(entry, key) -> str:
     """How generated code reads ``key`` of the entry's object from its local."""
     kind = entry.kind
-    if kind == "object":
+    if kind in ("object", "hooks"):
         return f".__dict__[{key!r}]"
     if kind == "class":
         return f".__dict__[{key!r}]"
@@ -358,7 +366,7 @@ def _access(entry, key) -> str:
 def _label(entry, key) -> str:
     if entry.kind in ("globals", "module"):
         return f"{entry.label} {key}" if entry.kind == "module" else f"global {key!r}"
-    if entry.kind in ("object", "class", "module"):
+    if entry.kind in ("object", "class", "module", "hooks"):
         return f"{entry.label}.{key}"
     if entry.kind == "cell":
         return entry.label
@@ -703,7 +711,7 @@ class State:
             return f"{name}.__dict__.get({key!r}, M)"
         if entry.kind == "cell":
             return f"{name}.cell_contents"
-        if entry.kind == "class":
+        if entry.kind in ("class", "hooks"):
             return f"{name}.__dict__.get({key!r}, M)"
         literal = isinstance(key, (str, int, float, bool, type(None)))
         return f"{container}[{repr(key) if literal else constant(key)}]"
@@ -734,30 +742,35 @@ def _container(entry, name: str) -> str:
 
 def make_plain(walk: Walk) -> None:
     """After a call that ran eagerly as its trace: the traced numbers it
-    stored in the objects the walk entered become the numbers they hold."""
+    stored in the objects the walk entered become the numbers they hold.
+    Each entered object is made plain in place, as an entry of its own."""
+    entered = walk.by_id
     for entry in walk.entries:
         if entry.contents is None or isinstance(entry.obj, tuple):
             continue
         if isinstance(entry.obj, list):
-            items = _plain(list(entry.obj))
+            items = [_plain(v, entered) for v in entry.obj]
             if any(a is not b for a, b in zip(items, entry.obj)):
                 entry.obj[:] = items
             continue
         for key, value in _contents(entry).items():
-            plain = _plain(value)
+            plain = _plain(value, entered)
             if plain is not value:
                 _store(entry, entry.obj, key, (), plain)
 
 
-def _plain(value):
-    """``value`` with its traced numbers as numbers (new containers only)."""
+def _plain(value, entered: dict):
+    """``value`` with its traced numbers as numbers: a container the call
+    made is made again; one the walk entered (``entered``) is left as it is."""
     if isinstance(value, TracedNumber):
         return value.value
+    if id(value) in entered:
+        return value
     if type(value) in (list, tuple):
-        items = [_plain(v) for v in value]
+        items = [_plain(v, entered) for v in value]
         return type(value)(items) if any(a is not b for a, b in zip(items, value)) else value
     if type(value) is dict:
-        items = {k: _plain(v) for k, v in value.items()}
+        items = {k: _plain(v, entered) for k, v in value.items()}
         return items if any(items[k] is not value[k] for k in value) else value
     return value
 
@@ -855,7 +868,7 @@ def _store(entry, obj, key, template, value) -> None:
         else:
             setattr(obj, key, value)
     else:
-        space = obj.__dict__ if kind in ("object", "module") else obj
+        space = obj.__dict__ if kind in ("object", "module", "hooks") else obj
         if delete:
             space.pop(key, None)
         else:
