@@ -495,6 +495,13 @@ def arguments(call):
     t = data(call, 3)
     return (t, t) if call % 2 else (t, t.clone())
 """,
+    "same_tensor_twice_through_its_plan": """
+def step(a, b):
+    return (a + b).unsqueeze(0).expand(2, -1, -1).sum(0) * 0.5
+def arguments(call):
+    t = data(call, 5, 2)
+    return (t, t) if call % 2 else (t, t.clone() + 1)
+""",
     "view_and_base": """
 def step(a, b):
     a.mul_(2)

@@ -43,11 +43,14 @@ class Plan:
         graph, steps = executor.graph, executor.steps
         self.slot = {v: k for k, v in enumerate(graph.inputs)}
         self.num_inputs = len(graph.inputs)
+        # slots after the inputs' (one var is two inputs when a tensor was passed twice)
+        self.slots_used = self.num_inputs
         self.constants: dict = {}  # slot -> value
         for v in [v for step in steps for v in step_inputs(step)] + graph.outputs:
             if isinstance(v, Const) and v not in self.slot:
-                self.constants[len(self.slot)] = v.value
-                self.slot[v] = len(self.slot)
+                self.constants[self.slots_used] = v.value
+                self.slot[v] = self.slots_used
+                self.slots_used += 1
         # What the plan itself guarantees: the layouts of what its segments make.
         self.planned: dict = {}
         self.items: list = []  # (step, slots read, slots written, slots dead after)
@@ -97,14 +100,15 @@ class Plan:
         return self.planned.get(v) or layouts[v]
 
     def _add(self, step, reads: list, writes: list, dead: list) -> None:
-        first = len(self.slot)
+        first = self.slots_used
         for v in writes:
-            self.slot[v] = len(self.slot)
+            self.slot[v] = self.slots_used
+            self.slots_used += 1
         self.items.append(
             (
                 step,
                 [self.slot[v] for v in reads],
-                slice(first, len(self.slot)),
+                slice(first, self.slots_used),
                 [self.slot[v] for v in dead if v in self.slot],
             )
         )
