@@ -594,25 +594,15 @@ def arguments(call):
 
 PROGRAMS = {name: PRELUDE + source for name, source in PROGRAMS.items()}
 
-REFUSED = {"is_contiguous_branch", "stride_read"}  # may refuse with a TracingError
-# Known divergences, still open: each must keep failing until it is fixed
-# (strict), and then moves out of this list.
-KNOWN_DIVERGENT = {
+REFUSED = {  # may refuse with a TracingError naming the line
     "data_clamp_cuts_graph",
-    "detach_in_place",
+    "is_contiguous_branch",
     "leaf_made_inside_returned",
+    "stride_read",
 }
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="known divergence"))
-        if name in KNOWN_DIVERGENT
-        else name
-        for name in sorted(PROGRAMS)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_a_compiled_program_matches_eager_or_refuses(name):
     outcome = run_both(PROGRAMS[name])
     if outcome == "refused":

@@ -195,6 +195,8 @@ class Tensor:
             )
         if flag and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if recording.trace is not None and flag != self._requires_grad:
+            recording.trace.requires_grad_set(self)
         self._requires_grad = flag
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -457,6 +459,9 @@ class Tensor:
     def detach_(self) -> Tensor:
         if self._base is not None and self._base._requires_grad:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        trace = recording.trace
+        if trace is not None:
+            trace.detach_in_place(self)
         self.grad_fn = None
         self._output_nr = 0
         self._requires_grad = False

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import dtypes
+from ..ir import primitives as P
 from ..ir.autodiff import CotangentHook, CustomVJP
 from ..ir.graph import Const, Eqn, Graph, Var
 from ..runtime import grad_mode
@@ -422,7 +423,27 @@ class Trace:
         self._bind(tensor, self.var_of(result))
         base = self.aliases.get(id(tensor))
         if base is not None:  # x.data.add_(...) changes x
+            if base.grad_fn is not None:
+                # eagerly its values change and its graph stays: no one value
+                # of the program is both
+                self.unsupported("changing a computed tensor's values through .data or detach()")
             self.rebind(base, result)
+
+    def requires_grad_set(self, tensor) -> None:
+        """A leaf's flag changes: of the caller's tensor, or of a constant the
+        function made (a new leaf on every call, ``zeros(3, requires_grad=True)``),
+        no program output can carry it; a value the function computed from its
+        inputs may become a leaf (what ``grad(f)`` does with its arguments)."""
+        if self._existed(tensor) or id(tensor) in self.created:
+            self.unsupported("setting requires_grad of a tensor the function did not compute")
+
+    def detach_in_place(self, tensor) -> None:
+        """``tensor.detach_()``: from now on the value passes no gradient. Of a
+        tensor the caller holds, its flags would change, which a program
+        cannot do on later calls."""
+        if self._existed(tensor) and tensor._requires_grad:
+            self.unsupported("detach_() of a tensor the function did not make")
+        self._bind(tensor, self.var_of(P.stop_gradient(tensor)))
 
     def rebind_view(self, view, value) -> None:
         """``view``, changed in place through its base, now holds ``value``."""
