@@ -1557,3 +1557,19 @@ def test_a_compile_phase_counts_its_own_time_only(monkeypatch):
             pass
     # closes at 5
     assert timing.seconds == {"trace": 3.0, "machine code": 2.0}
+
+
+def test_a_grad_set_to_none_is_set_on_every_call():
+    """Setting ``.grad`` to None computes nothing, yet is a write every call
+    makes (the program has no extra output for it), on the direct path too."""
+
+    @fg.jit
+    def f(x, w):
+        w.grad = None
+        return x * 2
+
+    w = fg.ones(2, requires_grad=True)
+    for _ in range(4):
+        w.grad = fg.ones(2)
+        f(fg.ones(2), w)
+        assert w.grad is None

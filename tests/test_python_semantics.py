@@ -153,6 +153,38 @@ def step(x):
 def arguments(call):
     return data(call, 5, 3)
 """,
+    "training_with_a_hand_written_batchnorm": """
+class MyBatchNorm(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(fg.ones(n, dtype=fg.float64))
+        self.bias = nn.Parameter(fg.zeros(n, dtype=fg.float64))
+        self.running_mean = fg.zeros(n, dtype=fg.float64)
+        self.running_var = fg.ones(n, dtype=fg.float64)
+        self.momentum = 0.1
+    def forward(self, x):
+        if self.training:
+            mean, var = x.mean(0), x.var(0, unbiased=False)
+            with fg.no_grad():
+                self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mean
+                self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var
+        else:
+            mean, var = self.running_mean, self.running_var
+        return (x - mean) / (var + 1e-5).sqrt() * self.weight + self.bias
+model = nn.Sequential(nn.Linear(4, 8), MyBatchNorm(8), nn.ReLU(), nn.Linear(8, 1)).double()
+opt = fg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+def between(call):
+    model.train(call != 4)
+def step(x, y):
+    opt.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    if model.training:
+        loss.backward()
+        opt.step()
+    return loss.item()
+def arguments(call):
+    return data(call, 16, 4), data(call, 16, 1, seed=3)
+""",
     "rnn_hidden_on_module": """
 class Cell(nn.Module):
     def __init__(self):

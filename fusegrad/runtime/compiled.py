@@ -262,6 +262,7 @@ class Program:
             or self.lookup is not None
             or self.captured
             or self.grad_reads
+            or self.grad_targets
             or self.num_extras
             or self.makes_node
             or self.has_numbers
@@ -310,18 +311,18 @@ class Program:
         arrays = self._arrays(args + captured)
         values = self.forward_executor.run(arrays)
         n = self.num_outputs
-        if self.num_extras:
-            extras = values[n : n + self.num_extras]
-            for guard, value in zip(self.guards, extras):
-                if not _same_value(value, guard.observed):
-                    self.failure = (
-                        f"{guard.how} at {guard.where}: {_shown(guard.observed)} -> {_shown(value)}"
-                    )
-                    if self.communicates:
-                        raise RuntimeError(_DIVERGED.format(self.failure))
-                    return None
-            if self.mutated or self.grad_targets:
-                self._write_back(args, located, extras[len(self.guards) :], arrays)
+        extras = values[n : n + self.num_extras]
+        for guard, value in zip(self.guards, extras):
+            if not _same_value(value, guard.observed):
+                self.failure = (
+                    f"{guard.how} at {guard.where}: {_shown(guard.observed)} -> {_shown(value)}"
+                )
+                if self.communicates:
+                    raise RuntimeError(_DIVERGED.format(self.failure))
+                return None
+        # (a .grad set to None computes nothing: no extra, a write all the same)
+        if self.mutated or self.grad_targets:
+            self._write_back(args, located, extras[len(self.guards) :], arrays)
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
         if self.view_outputs:
             # a view's source: an input, another output or a base the outputs share
