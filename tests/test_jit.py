@@ -1573,3 +1573,16 @@ def test_a_grad_set_to_none_is_set_on_every_call():
         w.grad = fg.ones(2)
         f(fg.ones(2), w)
         assert w.grad is None
+
+
+def test_a_returned_value_the_function_retains_the_gradient_of_gets_it():
+    @fg.jit
+    def f(x):
+        y = x * 2
+        y.retain_grad()
+        return y
+
+    for _ in range(3):  # the trace, then the program
+        y = f(fg.tensor([1.0, 2.0], requires_grad=True))
+        y.sum().backward()
+        assert y.retains_grad and y.grad.tolist() == [1.0, 1.0]

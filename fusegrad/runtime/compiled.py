@@ -77,6 +77,12 @@ class Program:
             active = active_values(graph, self.wrt, trace.stopped, trace.customs)
             self.output_requires_grad = [isinstance(v, Var) and v in active for v in outputs]
         self.makes_node = any(self.output_requires_grad)
+        # outputs the function called retain_grad() on (what it stored among them)
+        self.retained = [
+            k
+            for k, (t, requires) in enumerate(zip(output_tensors, self.output_requires_grad))
+            if requires and id(t) in trace.retained
+        ]
         # backward() inside the function without retain_graph freed the
         # outputs' graph: as in eager mode, a second backward is an error, so
         # there is nothing to keep for one.
@@ -340,6 +346,8 @@ class Program:
                     out.grad_fn = node
                     out._output_nr = nr
                     out._requires_grad = True
+            for k in self.retained:
+                outputs[k].retain_grad()
         return outputs
 
     def _arrays(self, inputs: list) -> list:

@@ -470,6 +470,8 @@ class Tensor:
     def retain_grad(self) -> None:
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if recording.trace is not None:  # a compiled output retains its gradient too
+            recording.trace.retained[id(self)] = self
         if self.grad_fn is not None:
             self.grad_fn.retain(self._output_nr, self)
 

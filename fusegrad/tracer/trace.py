@@ -143,6 +143,7 @@ class Trace:
         self.numbers_read: dict = {}  # key -> the traced number read_number made for it
         self.input_places: set = set()  # (id(container), key) of the numbers read_number read
         self.value_reads: list = []  # where Python read a floating tensor's value
+        self.retained: dict = {}  # id -> tensor retain_grad() was called on (kept: ids unique)
         self.specialized: set = set()  # paths of number arguments whose value was guarded
         self.draws = Draws()  # this call's draws from Python's random and numpy's generator
         self.draw_specs: list = []  # (function, args, kwargs) of each draw, in order
