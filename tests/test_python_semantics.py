@@ -519,6 +519,15 @@ def arguments(call):
     return x if call % 2 else x.t()
 """,
     # ---- aliasing
+    "inplace_on_views_of_arguments": """
+def step(x, h):
+    h[:, :2] += x[:, :2] * 2
+    h.t()[0].mul_(3)
+    x[1] = 0.0
+    return h.sum() + x.sum()
+def arguments(call):
+    return data(call, 3, 4), data(call, 3, 4, seed=1)
+""",
     "same_tensor_twice": """
 def step(a, b):
     a.add_(1)

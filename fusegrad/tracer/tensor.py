@@ -547,6 +547,9 @@ class Tensor:
             return self._commit_through_base(result)
         if not self._data.flags.writeable:
             raise RuntimeError(_unwritable_reason(self._data))
+        if base is not None and recording.trace is not None:
+            # functionalized: the trace knows the base's new value, and the view's
+            return self._commit_through_base(result, traced_only=True)
         if recording.trace is not None:  # first: the trace snapshots the old value
             recording.trace.rebind(self, result)
         data = result._data
@@ -560,13 +563,21 @@ class Tensor:
             self._requires_grad = True
         return self
 
-    def _commit_through_base(self, result: Tensor) -> Tensor:
+    def _commit_through_base(self, result: Tensor, traced_only: bool = False) -> Tensor:
         """An in-place change of a view that autograd sees, as PyTorch's
         CopySlices: the base becomes the base with ``result`` written where
         the view is (its history with it), and the view is taken again from
-        the new base (so gradients flow to both)."""
+        the new base (so gradients flow to both). ``traced_only``: autograd
+        sees nothing, a trace records the change."""
         base, steps = self._base, self._view_steps
-        base._commit_inplace(_written_into(base, steps, result))
+        try:
+            written = _written_into(base, steps, result)
+        except RuntimeError:
+            if not traced_only:
+                raise
+            made_by = steps[0][0].name
+            recording.trace.unsupported(f"in-place modification of a view made by {made_by}")
+        base._commit_inplace(written)
         view = base
         for prim, params, others in steps:
             view = prim(view, *others, **params)
