@@ -265,6 +265,17 @@ step = fg.value_and_grad(loss)
 def arguments(call):
     return data(call, 3)
 """,
+    "global_numpy_arrays_changed_in_place": """
+small = np.ones(3)
+large = np.ones(10000)  # compared by a sample: its first element is one
+def between(call):
+    small[1] = call
+    large[0] = call
+def step(x):
+    return x * fg.from_numpy(small) + float(large[0])
+def arguments(call):
+    return data(call, 3)
+""",
     "closure_float_changed": """
 def make():
     factor = [2.0]

@@ -189,7 +189,7 @@ class Walk:
         self.by_id: dict = {}  # id(obj) -> Entry
         self.tensors: dict = {}  # id(tensor) -> [(entry index, key)]
         self.generators: list = []  # (Entry, key, generator, state)
-        self.arrays: list = []  # (Entry, key, array, copy)
+        self.arrays: dict = {}  # id -> (Entry, key, array, its picture: _array_picture)
         self.sets: dict = {}  # id -> (set, a frozen copy): compared by value
         self.global_names: set = set()  # what the walked code reads as globals
         self.names: set = set()  # and every name it uses, attributes too
@@ -334,7 +334,7 @@ class Walk:
             self.generators.append((entry, key, value, value.bit_generator.state))
             return
         if isinstance(value, np.ndarray):
-            self.arrays.append((entry, key, value, value.copy()))
+            self.arrays.setdefault(id(value), (entry, key, value, _array_picture(value)))
             return
         if isinstance(value, (set, frozenset)):
             self.sets[id(value)] = (value, frozenset(value))
@@ -421,8 +421,8 @@ class State:
         for entry, _, generator, state in before.generators:
             if generator.bit_generator.state != state:
                 raise Refused(f"it draws from the numpy Generator at {entry.label}")
-        for entry, key, array, copy in before.arrays:
-            if not np.array_equal(array, copy, equal_nan=True):
+        for entry, key, array, picture in before.arrays.values():
+            if not _same_array(array, picture):
                 raise Refused(f"it changes the numpy array at {_label(entry, key)} in place")
         for entry in before.entries:
             if entry.contents is None or isinstance(entry.obj, tuple) or entry.index in self.owned:
@@ -666,9 +666,8 @@ class State:
                     copy = constant((type(value), self.before.sets[id(value)][1]))  # at the walk
                     lines.append(f"        if not Q({read}, {copy}): " + fail(label))
                 elif isinstance(value, np.ndarray):
-                    lines.append(
-                        f"        if not A({read}, {constant(value.copy())}): " + fail(label)
-                    )
+                    picture = constant(self.before.arrays[id(value)][3])  # at the walk
+                    lines.append(f"        if not A({read}, {picture}): " + fail(label))
                 elif isinstance(value, _SCALARS) and not isinstance(value, (range, slice)):
                     lines.append(
                         f"        if not {_same_code(read, value, constant)}: " + fail(label)
@@ -791,13 +790,33 @@ def _same_set(value, copy: tuple) -> bool:
     return value.__class__ is copy[0] and value == copy[1]
 
 
-def _same_array(a, b) -> bool:
-    return (
-        type(a) is np.ndarray
-        and a.dtype == b.dtype
-        and a.shape == b.shape
-        and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
-    )
+ARRAY_COPY_BYTES = 4096  # numpy arrays up to this size are compared whole
+ARRAY_SAMPLES = 64  # of a larger one, this many elements
+
+
+def _array_picture(array: np.ndarray) -> tuple:
+    """What the guard compares of a numpy array the function can reach, on
+    every call: a small one's bytes; of a large one (a data set: megabytes
+    read on every call otherwise), the array itself (the same object must
+    be there, of the same shape) and a sample of its elements spread over
+    it, which catches a change in place unless it falls between samples."""
+    if array.nbytes <= ARRAY_COPY_BYTES:
+        return ("bytes", array.dtype, array.shape, array.tobytes())
+    positions = np.linspace(0, array.size - 1, ARRAY_SAMPLES).astype(np.intp)
+    return ("sample", array, array.shape, positions, array.flat[positions].tobytes())
+
+
+def _same_array(value, picture: tuple) -> bool:
+    if picture[0] == "bytes":
+        _, dtype, shape, data = picture
+        return (
+            type(value) is np.ndarray
+            and value.dtype == dtype
+            and value.shape == shape
+            and value.tobytes() == data
+        )
+    _, array, shape, positions, sample = picture
+    return value is array and value.shape == shape and value.flat[positions].tobytes() == sample
 
 
 def _entries_read(template):
