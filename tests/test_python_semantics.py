@@ -357,6 +357,18 @@ def step(x):
 def arguments(call):
     return data(call, 2, 3)
 """,
+    "eval_and_train_inside_the_step": """
+net = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5)).double()
+def step(x):
+    net.eval()
+    y = net(x)
+    net.train()
+    return y + net(x)
+def between(call):
+    fg.manual_seed(call)
+def arguments(call):
+    return data(call, 4, 3)
+""",
     "eval_mode_of_bound_forward": """
 net = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5)).double()
 step = net.forward
@@ -688,3 +700,23 @@ def test_a_set_reset_every_call_is_redone_not_run_eagerly():
             assert step(fg.ones(3) * k).tolist() == [float(k)] * 3
     assert tracker.arrived == set()
     assert step.cache_info()[:2] == (3, 1)
+
+
+def test_eval_and_train_inside_the_step_compile_once():
+    """The training flag is guarded as it is when the call starts, not as a
+    forward inside the call read it."""
+    import fusegrad as fg
+    import fusegrad.nn as nn
+
+    net = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+
+    @fg.jit
+    def step(x):
+        net.eval()
+        y = net(x)
+        net.train()
+        return y
+
+    for _ in range(4):
+        step(fg.ones(2, 3))
+    assert step.cache_info()[:2] == (3, 1) and net.training

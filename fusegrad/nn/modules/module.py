@@ -4,13 +4,12 @@ walked, converted, saved and loaded the way PyTorch does it."""
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections import OrderedDict, namedtuple
 
 from ...ir import dtypes
 from ...runtime.autograd import RemovableHandle
 from ...runtime.grad_mode import no_grad
-from ...tracer.tensor import Tensor, recording
+from ...tracer.tensor import Tensor
 from ..parameter import Parameter
 
 
@@ -40,16 +39,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-# Python values a module's forward may read as constants of a compiled program
-_SETTINGS = (bool, int, float, str, tuple, type(None))
-# traces -> ids of the modules whose settings they guard already
-_guarded: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _settings(module) -> tuple:
-    return tuple(v for v in module.__dict__.values() if type(v) in _SETTINGS)
 
 
 class Module:
@@ -84,9 +73,8 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        trace = recording.trace
-        if trace is not None:
-            self._guard_settings(trace)
+        # (a compiled program's guard on Python state covers the training flag
+        # and the numbers a forward reads: tracer/python_state.py)
         for hook in tuple(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:
@@ -97,15 +85,6 @@ class Module:
             if result is not None:
                 output = result
         return output
-
-    def _guard_settings(self, trace) -> None:
-        """A compiled program takes the training flag and the Python numbers a
-        forward reads (a dropout probability, a momentum) as constants: a
-        later change must retrace, not run the stale program."""
-        seen = _guarded.setdefault(trace, set())
-        if id(self) not in seen:
-            seen.add(id(self))
-            trace.guard_python(lambda: _settings(self), f"the settings of {type(self).__name__}")
 
     # ------------------------------------------------------------ registration
 
