@@ -422,6 +422,43 @@ def test_static_arguments_and_bad_arguments():
         fg.jit(lambda x, obj: x)(fg.ones(2), object())
 
 
+def test_objects_as_arguments_compile_once_and_are_read_on_every_call():
+    """A generator, a module, a loss function: the trace reads them through the
+    argument (not as the first call's objects), so one program serves each."""
+
+    def noisy(x, gen):
+        return x + fg.rand(3, generator=gen)
+
+    f = fg.jit(noisy)
+    for seed in (1, 2, 1):
+        got = f(fg.zeros(3), fg.Generator().manual_seed(seed))
+        assert got.tolist() == fg.rand(3, generator=fg.Generator().manual_seed(seed)).tolist()
+    assert f.cache_info()[:2] == (2, 1)
+
+    def loss(model, x, criterion):
+        return criterion(model(x), fg.zeros(4, 2))
+
+    f = fg.jit(loss)
+    for model in (fg.nn.Linear(3, 2), fg.nn.Linear(3, 2)):
+        x = fg.randn(4, 3)
+        assert f(model, x, fg.nn.functional.mse_loss).item() == pytest.approx(
+            loss(model, x, fg.nn.functional.mse_loss).item()
+        )
+    assert f.cache_info()[:2] == (1, 1)
+
+
+def test_a_numpy_array_argument_is_guarded_by_its_values():
+    """Refilled in place (a reused batch buffer, larger than the size the
+    state walk samples), it is traced again: its values were constants."""
+    buffer = np.zeros(2048, np.float32)
+    f = fg.jit(lambda x, a: x * fg.from_numpy(a[:2]))
+    assert f(fg.ones(2), buffer).tolist() == [0.0, 0.0]
+    buffer[:2] = 5.0
+    assert f(fg.ones(2), buffer).tolist() == [5.0, 5.0]
+    assert f(fg.ones(2), buffer).tolist() == [5.0, 5.0]
+    assert f.cache_info()[:2] == (1, 2)
+
+
 @pytest.mark.parametrize(
     "with_numpy", [pytest.param(case.values[0], id=case.id) for case in NUMPY_OPERANDS]
 )

@@ -582,6 +582,65 @@ def step(a):
 def arguments(call):
     return g if call % 2 else g.clone()
 """,
+    # ---- arguments that are not tensors
+    "numpy_array_argument": """
+def step(x, a):
+    return x * fg.from_numpy(a) + float(a.sum())
+def arguments(call):
+    return data(call, 3), np.array([1.0, 2.0, 3.0 + call % 2])
+""",
+    "numpy_buffer_refilled": """
+buffer = np.zeros(1000)
+def step(x, a):
+    return x * fg.from_numpy(a[:4])
+def between(call):
+    buffer[999 - call] = 1.0
+    buffer[:4] = call % 3
+def arguments(call):
+    return data(call, 4), buffer
+""",
+    "generator_argument": """
+g = fg.Generator().manual_seed(3)
+def step(x, gen):
+    return x + fg.rand(3, generator=gen, dtype=fg.float64)
+def arguments(call):
+    return data(call, 3), g
+""",
+    "generators_alternate": """
+gens = [fg.Generator().manual_seed(1), fg.Generator().manual_seed(2)]
+def step(x, gen):
+    return x * fg.randn(3, generator=gen, dtype=fg.float64)
+def arguments(call):
+    return data(call, 3), gens[call % 2]
+""",
+    "module_argument": """
+models = [nn.Linear(3, 2).double(), nn.Linear(3, 2).double()]
+def step(model, x):
+    loss = model(x).pow(2).sum()
+    loss.backward()
+    return loss
+def arguments(call):
+    return models[call // 2 % 2], data(call, 5, 3)
+""",
+    "function_argument": """
+def mine(t):
+    return t * 3
+def step(x, activation):
+    return activation(x).sum()
+def arguments(call):
+    return data(call, 4), [fg.tanh, F.relu, mine, np.abs][call % 4]
+""",
+    "config_object_argument": """
+class Config:
+    scale = 1.0
+cfg = Config()
+def step(x, c):
+    return x * c.scale
+def between(call):
+    cfg.scale = 1.0 + call // 2
+def arguments(call):
+    return data(call, 3), cfg
+""",
     # ---- autograd bookkeeping
     "zero_grad_of_unused_parameter": """
 a = nn.Linear(3, 1).double()

@@ -239,19 +239,21 @@ class Program:
     def python_guards_hold(self) -> bool:
         return all(read() == value for read, value, _ in self.python_guards)
 
-    def run(self, args: list, draws=None):
+    def run(self, args: list, draws=None, call=((), {})):
         """The outputs as tensors, or None when a guard fails (nothing changed
         then). ``draws``: this call's draws from Python's random module and
-        numpy's generator, shared by the programs it tries (pyrandom.py)."""
+        numpy's generator, shared by the programs it tries (pyrandom.py);
+        ``call``: the call's (args, kwargs), where tensors held by objects
+        among them are found."""
         drawn = ()
         if self.draw_specs:
             draws = draws if draws is not None else Draws()
             drawn = self._drawn(draws)
-            outputs = None if drawn is None else self._run(args, drawn)
+            outputs = None if drawn is None else self._run(args, drawn, call)
             if outputs is None:
                 draws.reset()  # what this program drew goes back for the next
             return outputs
-        return self._run(args, drawn)
+        return self._run(args, drawn, call)
 
     def direct_run(self, tensors: list):
         """For a program that nothing but its arguments decides (no guards,
@@ -283,7 +285,7 @@ class Program:
         arguments = [(t._dtype, t._requires_grad) for t in tensors]
         return plan.tensor_function(arguments, self.output_dtypes)
 
-    def _run(self, args: list, drawn):
+    def _run(self, args: list, drawn, call):
         if self.fixed_leaves:
             args = list(args)
             for position, number in self.fixed_leaves:
@@ -295,7 +297,7 @@ class Program:
                 return None
         located = ()
         if self.lookup is not None:
-            located = self.lookup()
+            located = self.lookup(*call)
             if located is None or not all(isinstance(t, Tensor) for t in located if t is not None):
                 self.failure = "a tensor the function reads is no longer where it was found"
                 return None
@@ -449,10 +451,10 @@ class Program:
         found = self.forward_executor.kernels
         return found + (self.backward_executor.kernels if self.backward is not None else [])
 
-    def warm_up(self, args: list) -> None:
+    def warm_up(self, args: list, call=((), {})) -> None:
         """Runs the forward and backward programs once (without side effects),
         so their kernels are compiled for these operands' layouts now."""
-        located = self.lookup() if self.lookup is not None else ()
+        located = self.lookup(*call) if self.lookup is not None else ()
         drawn = self._drawn(self.traced_draws) if self.draw_specs else ()
         captured = [c.current(args, located, drawn) for c in self.captured]
         values = self.forward_executor.run(self._arrays(list(args) + captured))

@@ -122,7 +122,7 @@ class DynamicProgram:
         for program in self._programs.values():
             program.fixed_leaves = leaves
 
-    def run(self, args: list, draws=None):
+    def run(self, args: list, draws=None, call=((), {})):
         leaves = args
         if self._fixed_leaves:
             leaves = list(args)
@@ -132,7 +132,7 @@ class DynamicProgram:
         if binding is None:
             return None
         program = self.program_for(binding)
-        outputs = program.run(args, draws)
+        outputs = program.run(args, draws, call)
         if outputs is None:
             self.failure = program.failure
         return outputs
@@ -145,8 +145,8 @@ class DynamicProgram:
     def python_guards_hold(self) -> bool:
         return self.traced.python_guards_hold()
 
-    def warm_up(self, args: list) -> None:
-        self.traced.warm_up(args)
+    def warm_up(self, args: list, call=((), {})) -> None:
+        self.traced.warm_up(args, call)
 
     @property
     def traced_ir(self) -> str:

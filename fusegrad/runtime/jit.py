@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import time
+import types
 import warnings
 from collections import Counter, OrderedDict, namedtuple
 from pathlib import Path
@@ -28,7 +29,7 @@ from .. import timing
 from ..ir.graph import format_graph
 from ..tracer.numbers import TracedFloat, TracedNumber, number_input, traced
 from ..tracer.pyrandom import Draws, drawing, generator_states, replayed_states, same_states
-from ..tracer.python_state import Refused, State, Walk, make_plain
+from ..tracer.python_state import Refused, State, Walk, make_plain, walk_enters
 from ..tracer.tensor import Tensor, recording, storage_pattern
 from ..tracer.trace import Trace, TracingError, active
 from . import grad_mode, threads
@@ -50,6 +51,14 @@ _EAGERLY = object()  # _turn_to_trace: run the Python function
 _SCALARS = (bool, int, float, str, type(None), np.bool_, np.integer, np.floating)
 _NUMBERS = (int, float, np.integer, np.floating)  # program inputs, unless decided on by value
 _NOT_NUMBERS = (bool, np.bool_)  # bools decide control flow: keyed by value
+# arguments the key holds as they are (a loss function, a class, a module)
+_HELD_BY_IDENTITY = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.ModuleType,
+    type,
+    np.ufunc,
+)
 _FLOATS = (float, np.floating)
 
 
@@ -218,7 +227,7 @@ class JitFunction:
                     if objects.__class__ is str:
                         program.failure = f"Python state changed: {objects}"
                         continue
-                outputs = program.run(tensors, draws)
+                outputs = program.run(tensors, draws, (args, kwargs))
                 if outputs is not None:
                     if state is not None and state.writes:
                         state.write(objects, outputs)
@@ -473,11 +482,11 @@ class JitFunction:
             objects = state.check(self.fn, *given)
             with timing.phase("first run"):
                 if lower:
-                    outputs = program.warm_up(leaves)
+                    outputs = program.warm_up(leaves, given)
                 elif objects.__class__ is str:
                     outputs = None
                 else:
-                    outputs = program.run(leaves, trace.draws)
+                    outputs = program.run(leaves, trace.draws, given)
             if lower:
                 result = None
             elif outputs is None:
@@ -651,6 +660,12 @@ class JitFunction:
                     for k in sorted(value)
                 ),
             )
+        if isinstance(value, np.ndarray):
+            return ("ndarray", value.dtype.str, value.shape)  # its values: guarded (python_state)
+        if walk_enters(value):
+            return ("object", type(value))  # what the function reads of it: guarded
+        if isinstance(value, _HELD_BY_IDENTITY):
+            return ("the object", value)
         raise TypeError(
             f"jit: {self._where(path)} is a {type(value).__name__}, which cannot be traced; pass "
             "tensors, numbers, or tuples/lists/dicts of them, or mark the argument "
@@ -939,6 +954,12 @@ def _describe(part) -> str:
         return repr(part[-1])
     if kind == "dict":
         return f"a dict with keys {[k for k, _ in part[1]]}"
+    if kind == "ndarray":
+        return f"a numpy array of dtype {part[1]} and shape {part[2]}"
+    if kind == "object":
+        return f"a {part[1].__name__}"
+    if kind == "the object":
+        return repr(part[1])
     return f"a {kind} of {len(part[1])}"
 
 

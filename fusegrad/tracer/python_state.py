@@ -154,6 +154,11 @@ def _kind(obj):
     return None
 
 
+def walk_enters(obj) -> bool:
+    """Whether the walk looks inside ``obj`` (and so guards what it holds)."""
+    return _kind(obj) is not None
+
+
 def _contents(entry, names=None) -> dict:
     """The entry's object's contents now, key -> value (of a namespace, the
     ``names`` given or the entry's)."""
@@ -191,6 +196,7 @@ class Walk:
         self.generators: list = []  # (Entry, key, generator, state)
         self.arrays: dict = {}  # id -> (Entry, key, array, its picture: _array_picture)
         self.sets: dict = {}  # id -> (set, a frozen copy): compared by value
+        self.arguments: set = set()  # the call's argument containers (entry indices)
         self.global_names: set = set()  # what the walked code reads as globals
         self.names: set = set()  # and every name it uses, attributes too
         self._enter(fn, "function_root", None, "fn", "the function")
@@ -229,6 +235,10 @@ class Walk:
 
     def _enter(self, obj, kind, parent, access, label, key=None):
         entry = Entry(len(self.entries), obj, kind, parent, access, label, key)
+        if (parent is None and kind != "function_root") or (
+            parent in self.arguments and kind in ("dict", "sequence")
+        ):
+            self.arguments.add(entry.index)
         self.entries.append(entry)
         self.by_id[id(obj)] = entry
         if len(self.entries) > MAX_OBJECTS:
@@ -334,7 +344,10 @@ class Walk:
             self.generators.append((entry, key, value, value.bit_generator.state))
             return
         if isinstance(value, np.ndarray):
-            self.arrays.setdefault(id(value), (entry, key, value, _array_picture(value)))
+            # an argument's values are compared whole: the next call's array
+            # may be a buffer refilled in place, not a data set left alone
+            picture = _array_picture(value, whole=entry.index in self.arguments)
+            self.arrays.setdefault(id(value), (entry, key, value, picture))
             return
         if isinstance(value, (set, frozenset)):
             self.sets[id(value)] = (value, frozenset(value))
@@ -504,20 +517,14 @@ class State:
 
     def lookup(self, targets: list):
         """``(lookup, found)`` for tensors the function read without receiving
-        them: ``lookup()`` returns the objects now at the places where the
-        walk from the function found ``targets`` before the trace (None when
+        them: ``lookup(args, kwargs)`` returns the objects now at the places
+        where the walk from the function and a call's arguments found
+        ``targets`` before the trace (None when
         a place is gone, or two places that held one target now differ);
         ``found[k]``: whether target ``k`` was found (``lookup`` is None when
         none was)."""
         entries = self.before.entries
-        from_function = {0}
-        for entry in entries[1:]:
-            if entry.parent in from_function:
-                from_function.add(entry.index)
-        places = [
-            [(i, key) for i, key in self.before.tensors.get(id(t), ()) if i in from_function]
-            for t in targets
-        ]
+        places = [list(self.before.tensors.get(id(t), ())) for t in targets]
         found = [bool(p) for p in places]
         if not any(found):
             return None, found
@@ -532,7 +539,7 @@ class State:
             constants.append(value)
             return f"C[{len(constants) - 1}]"
 
-        lines = ["def lookup(fn):", "    try:"]
+        lines = ["def lookup(fn, args, kwargs):", "    try:"]
         for i in sorted(needed):
             entry = entries[i]
             lines.append(f"        o{i} = {_source(entry, constant)}")
@@ -555,7 +562,7 @@ class State:
         namespace = {"C": constants, "M": _MISSING}
         exec(compile("\n".join(lines), "<fusegrad tensor places>", "exec"), namespace)
         find, fn = namespace["lookup"], entries[0].obj
-        return (lambda: find(fn)), found
+        return (lambda args, kwargs: find(fn, args, kwargs)), found
 
     # -- the guard
 
@@ -576,10 +583,7 @@ class State:
         settled: set = set()
         # containers the arguments are made of: the cache key holds their
         # structure, their numbers are inputs and their other scalars keyed
-        arguments = {1, 2}
-        for entry in entries[3:]:
-            if entry.parent in arguments and entry.kind in ("dict", "sequence"):
-                arguments.add(entry.index)
+        arguments = self.before.arguments
         # Objects no call can replace (the function, its closure cells and
         # globals, what a fusegrad closure holds): constants of the check
         pinned: set = set()
@@ -603,12 +607,18 @@ class State:
                     continue
             if entry.index in arguments:
                 for key, value in entry.contents.items():
+                    read = self._read(entry, name, name, key, constant)
                     child = self.before.by_id.get(id(value))
                     if child is not None and child.parent != entry.index:
                         aliases.append(
-                            f"        if {self._read(entry, name, name, key, constant)}"
-                            f" is not o{child.index}: " + fail(_label(entry, key))
+                            f"        if {read} is not o{child.index}: " + fail(_label(entry, key))
                         )
+                    elif isinstance(value, np.ndarray):  # the key holds its dtype and shape only
+                        picture = constant(self.before.arrays[id(value)][3])
+                        lines.append(
+                            f"        if not A({read}, {picture}): " + fail(_label(entry, key))
+                        )
+                        self._checks += 1
                 continue
             if entry.parent in settled or entry.index in pinned:
                 pass
@@ -794,13 +804,14 @@ ARRAY_COPY_BYTES = 4096  # numpy arrays up to this size are compared whole
 ARRAY_SAMPLES = 64  # of a larger one, this many elements
 
 
-def _array_picture(array: np.ndarray) -> tuple:
+def _array_picture(array: np.ndarray, whole: bool = False) -> tuple:
     """What the guard compares of a numpy array the function can reach, on
-    every call: a small one's bytes; of a large one (a data set: megabytes
-    read on every call otherwise), the array itself (the same object must
-    be there, of the same shape) and a sample of its elements spread over
-    it, which catches a change in place unless it falls between samples."""
-    if array.nbytes <= ARRAY_COPY_BYTES:
+    every call: a small one's bytes (``whole``: any one's); of a large one
+    (a data set: megabytes read on every call otherwise), the array itself
+    (the same object must be there, of the same shape) and a sample of its
+    elements spread over it, which catches a change in place unless it
+    falls between samples."""
+    if whole or array.nbytes <= ARRAY_COPY_BYTES:
         return ("bytes", array.dtype, array.shape, array.tobytes())
     positions = np.linspace(0, array.size - 1, ARRAY_SAMPLES).astype(np.intp)
     return ("sample", array, array.shape, positions, array.flat[positions].tobytes())
