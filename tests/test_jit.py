@@ -28,21 +28,34 @@ def _jitted(op, sample):
     return fg.jit(fn)
 
 
-@pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
+def _values(t):
+    return t.detach().float().numpy() if t.dtype.reduced else t.detach().numpy()
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [fg.float32, fg.float64, fg.float16, fg.bfloat16],
+    ids=["f32", "f64", "f16", "bf16"],
+)
 @pytest.mark.parametrize("op,sample", JIT_CASES)
 def test_compiled_values_and_gradients_agree_with_eager(op, sample, dtype):
     """Exact operations agree bit for bit; the kernels' transcendental
-    approximations (a few ulps, see test_mathfns.py) within a tolerance."""
+    approximations (a few ulps, see test_mathfns.py) within a tolerance; in
+    float16 and bfloat16, where such an ulp may round the other way, and
+    fused sums add in another order, within a few units of the type."""
     compiled = _jitted(op, sample)
-    rtol, atol = (1e-5, 1e-6) if dtype is fg.float32 else (1e-12, 1e-14)
+    if dtype.reduced:
+        rtol = atol = 4 * fg.finfo(dtype).eps
+        grad_rtol, grad_atol = rtol, atol
+    else:
+        rtol, atol = (1e-5, 1e-6) if dtype is fg.float32 else (1e-12, 1e-14)
+        grad_rtol, grad_atol = (1e-6 if dtype is fg.float64 else 1e-5), 1e-6
     for call in range(3):  # the trace, then the compiled program twice
         args = _tensors(op, sample, dtype, requires_grad=op.differentiable)
         eager_args = _tensors(op, sample, dtype, requires_grad=op.differentiable)
         out = compiled(*args)
         expected = op.op(*eager_args, **sample.kwargs)
-        np.testing.assert_allclose(
-            out.detach().numpy(), expected.detach().numpy(), rtol=rtol, atol=atol
-        )
+        np.testing.assert_allclose(_values(out), _values(expected), rtol=rtol, atol=atol)
         assert out.dtype is expected.dtype and out.requires_grad == expected.requires_grad
         if call and op.differentiable:
             assert out.grad_fn.name() == "CompiledFunctionBackward"
@@ -55,12 +68,9 @@ def test_compiled_values_and_gradients_agree_with_eager(op, sample, dtype):
             for g, w in zip(got, want):
                 # an element summed from terms that cancel is off by their rounding:
                 # absolutely, on the scale of the gradient's largest elements
-                scale = max(1.0, float(np.abs(w.numpy()).max(initial=0.0)))
+                scale = max(1.0, float(np.abs(_values(w)).max(initial=0.0)))
                 np.testing.assert_allclose(
-                    g.numpy(),
-                    w.numpy(),
-                    rtol=1e-6 if dtype is fg.float64 else 1e-5,
-                    atol=1e-6 * scale,
+                    _values(g), _values(w), rtol=grad_rtol, atol=grad_atol * scale
                 )
     assert compiled.cache_info().misses == 1 and compiled.cache_info().hits == 2
 

@@ -24,7 +24,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.fusion import is_column_reduction, is_whole_reduction
 from ..ir.graph import Const, Eqn, Var
-from .lowering import BOOL, LOWERINGS, llvm_type
+from .lowering import BOOL, LOWERINGS, emit, llvm_type, round_to
 from .target import compile_function
 
 I64 = ir.IntType(64)
@@ -571,9 +571,7 @@ def _lower(b, eqn, env, precise: bool):
     operands = [env[id(v)] if id(v) in env else _constant(v) for v in eqn.inputs]
     if eqn.prim is P.reshape:
         return operands[0]
-    lowering = LOWERINGS[eqn.prim]
-    emit = lowering.precise if precise and lowering.precise is not None else lowering.emit
-    return emit(b, operands, eqn)
+    return emit(b, operands, eqn, precise)
 
 
 def _is_scalar_constant(v) -> bool:
@@ -692,7 +690,9 @@ class Reducer:
 
     def value(self, b, total):
         """The total in the element type (as later passes read it)."""
-        return b.fptrunc(total, self.type) if total.type != self.type else total
+        value = b.fptrunc(total, self.type) if total.type != self.type else total
+        dtype = self.eqn.out.dtype
+        return round_to(b, value, dtype) if dtype.reduced else value
 
     def result(self, b, total):
         """The total as the output element is stored."""

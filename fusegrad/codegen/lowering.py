@@ -26,6 +26,9 @@ BOOL = ir.IntType(1)
 LLVM_TYPES = {
     "float32": ir.FloatType(),
     "float64": ir.DoubleType(),
+    # float16 and bfloat16 values are float32 holding only values they represent
+    "float16": ir.FloatType(),
+    "bfloat16": ir.FloatType(),
     "int64": ir.IntType(64),
     "int32": ir.IntType(32),
     "bool": BOOL,
@@ -78,9 +81,56 @@ def _arith(float_fn, int_fn):
     return lower
 
 
+I32 = ir.IntType(32)
+HALF_SMALLEST_NORMAL = 2.0**-14
+HALF_OVERFLOW = 65520.0  # halfway from float16's largest value, 65504, to 2**16: rounds to inf
+
+
+def round_to(b, x, dtype):
+    """A float32 value rounded to the nearest ``dtype`` (float16 or bfloat16)
+    value, ties to even, as ``DType.round`` rounds eager values. Integer
+    operations on the bits: no dependence on the CPU's conversion instructions."""
+    if dtype is dtypes.bfloat16:
+        bits = b.bitcast(x, I32)
+        odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+        carried = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), odd))
+        rounded = b.bitcast(b.and_(carried, ir.Constant(I32, 0xFFFF0000)), x.type)
+        return b.select(_is_nan(b, x), x, rounded)
+    magnitude = _intrinsic(b, "llvm.fabs", x)
+    # normal float16 values: float32's mantissa rounded to 10 bits
+    bits = b.bitcast(magnitude, I32)
+    odd = b.and_(b.lshr(bits, ir.Constant(I32, 13)), ir.Constant(I32, 1))
+    carried = b.add(bits, b.add(ir.Constant(I32, 0xFFF), odd))
+    normal = b.bitcast(b.and_(carried, ir.Constant(I32, ~0x1FFF & 0xFFFFFFFF)), x.type)
+    # subnormal ones are multiples of 2**-24: adding 0.5 (whose float32 unit
+    # in the last place is 2**-24) rounds to one, and subtracting it is exact
+    half = ir.Constant(x.type, 0.5)
+    subnormal = b.fsub(b.fadd(magnitude, half), half)
+    small = b.fcmp_ordered("<", magnitude, ir.Constant(x.type, HALF_SMALLEST_NORMAL))
+    rounded = b.select(small, subnormal, normal)
+    overflow = b.fcmp_ordered(">=", magnitude, ir.Constant(x.type, HALF_OVERFLOW))
+    rounded = b.select(overflow, ir.Constant(x.type, float("inf")), rounded)
+    copysign = b.module.declare_intrinsic(
+        "llvm.copysign", [x.type], ir.FunctionType(x.type, [x.type, x.type])
+    )
+    signed = b.call(copysign, [rounded, x])
+    return b.select(_is_nan(b, x), x, signed)
+
+
+def _storage(dtype):
+    return dtypes.float32 if dtype.reduced else dtype
+
+
 def _convert(b, args, eqn):
     (x,) = args
     source, target = eqn.inputs[0].dtype, eqn.out.dtype
+    if source is target:
+        return x
+    converted = _convert_storage(b, x, _storage(source), _storage(target))
+    return round_to(b, converted, target) if target.reduced else converted
+
+
+def _convert_storage(b, x, source, target):
     to = llvm_type(target)
     if source is target:
         return x
@@ -436,6 +486,23 @@ IN_NUMPY = {
     P.broadcast: "a collective: MPI communicates, as a step of the plan between kernels",
     P.all_gather: "a collective: MPI communicates, as a step of the plan between kernels",
 }
+
+
+def emit(b, operands: list, eqn, precise: bool = False):
+    """The equation's result from its operands. A float16 or bfloat16 result
+    is computed in float32 and rounded to its type, as eagerly; a comparison
+    rounds a reduced constant operand (a Python number kept as float32 holds
+    it) as PyTorch's comparisons do."""
+    lowering = LOWERINGS[eqn.prim]
+    fn = lowering.precise if precise and lowering.precise is not None else lowering.emit
+    out = eqn.out.dtype
+    if out is dtypes.bool_:
+        operands = [
+            round_to(b, x, v.dtype) if v.dtype.reduced and isinstance(v, Const) else x
+            for x, v in zip(operands, eqn.inputs)
+        ]
+    value = fn(b, operands, eqn)
+    return round_to(b, value, out) if out.reduced and eqn.prim is not P.convert else value
 
 
 def can_lower(eqn) -> bool:

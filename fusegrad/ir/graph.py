@@ -272,7 +272,8 @@ def verify(graph: Graph) -> None:
 
 def run_equation(eqn: Eqn, values: list) -> np.ndarray:
     """One equation on numpy arrays, by the primitive's implementation."""
-    return np.asarray(eqn.prim.impl(*values, **eqn.params), eqn.out.dtype.np)
+    out = eqn.prim.compute(values, [v.dtype for v in eqn.inputs], eqn.out.dtype, eqn.params)
+    return np.asarray(out, eqn.out.dtype.np)
 
 
 def evaluate(graph: Graph, inputs: list) -> list:

@@ -71,6 +71,20 @@ class Primitive:
     def __repr__(self) -> str:
         return self.name
 
+    def compute(self, values: list, operand_dtypes, out_dtype, params: dict):
+        """The implementation on ``values`` as their dtypes store them. Where
+        float16 or bfloat16 takes part it computes in their float32 storage
+        and rounds a reduced result once, as PyTorch's CPU kernels do; a
+        Python number beside a reduced tensor is a float32 constant (PyTorch
+        computes ``half * 0.1`` with 0.1 in float32), except that a
+        comparison rounds its operands to their type, as PyTorch's do."""
+        if out_dtype.reduced or any(d.reduced for d in operand_dtypes):
+            if out_dtype is dtypes.bool_:
+                values = [d.round(v) if d.reduced else v for d, v in zip(operand_dtypes, values)]
+            out = self.impl(*values, **params)
+            return out_dtype.round(out) if out_dtype.reduced and not self.view else out
+        return self.impl(*values, **params)
+
     def __call__(self, *args, **params):
         return _dispatch(self, args, params)
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from . import primitives as P
 from .fusion import is_elementwise
-from .graph import Const, Eqn, Graph, Var
+from .graph import Const, Eqn, Graph, Var, run_equation
 from .shapes import broadcast_shapes, is_symbolic
 
 FOLD_LIMIT = 4096  # elements; larger constants are not materialized
@@ -109,8 +109,7 @@ def fold_constants(graph: Graph) -> Graph:
             return None
         if eqn.prim.collective:
             return None
-        value = eqn.prim.impl(*[v.value for v in eqn.inputs], **eqn.params)
-        return Const(np.asarray(value, eqn.out.dtype.np), eqn.out.dtype)
+        return Const(run_equation(eqn, [v.value for v in eqn.inputs]), eqn.out.dtype)
 
     return _substitute(graph, rewrite)
 
@@ -387,8 +386,10 @@ def _uniform_constants_as_numbers(m: _Match):
         return Eqn(m.eqn.prim, operands, m.eqn.params, m.out)
     if others:
         return None
-    value = m.eqn.prim.impl(*[number.value for number in numbers], **m.eqn.params)
-    folded = Const(np.asarray(value, m.out.dtype.np).reshape(()), m.out.dtype)
+    value = run_equation(
+        Eqn(m.eqn.prim, tuple(numbers), m.eqn.params, m.out), [n.value for n in numbers]
+    )
+    folded = Const(value.reshape(()), m.out.dtype)
     return Eqn(P.broadcast_to, (folded,), {"shape": tuple(m.out.shape)}, m.out)
 
 

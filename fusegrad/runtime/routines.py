@@ -513,7 +513,9 @@ def runs_natively(prim, x: np.ndarray) -> bool:
 
 
 def run_equation(eqn, values: list) -> np.ndarray:
-    """One equation on numpy arrays: by its routine where it has one."""
+    """One equation on numpy arrays: by its routine where it has one (on a
+    float16 or bfloat16 operand's float32 storage, the result rounded once)."""
     if runs_natively(eqn.prim, values[0]):
-        return ROUTINES[eqn.prim](*values, **eqn.params)
+        out = ROUTINES[eqn.prim](*values, **eqn.params)
+        return eqn.out.dtype.round(out) if eqn.out.dtype.reduced else out
     return graph.run_equation(eqn, values)

@@ -768,26 +768,16 @@ def computed(prim, args, params) -> tuple:
     return data, _DTYPE_OF[data.dtype]
 
 
-_COMPARISONS = frozenset([P.eq, P.ne, P.lt, P.le, P.gt, P.ge])
 _NATIVE = native_eager.PRIMITIVES  # eager primitives run as kernels on large arrays
 
 
 def _reduced_impl(prim, args, params) -> tuple:
-    """(data, dtype) of a primitive with float16 or bfloat16 operands: computed
-    in their float32 storage, a reduced result rounded once, as PyTorch's
-    CPU kernels do. A Python number operand stays as float32 has it (PyTorch
-    computes ``half * 0.1`` with 0.1 in float32), but a comparison compares
-    it rounded to the tensor's type, as PyTorch's do."""
-    if recording.trace is not None:
-        recording.trace.unsupported("float16 and bfloat16 tensors")
+    """(data, dtype) of a primitive with float16 or bfloat16 operands (see
+    ``Primitive.compute``)."""
     _, dtype = prim.shape_rule(*args, **params)
     values = [t._data for t in args]
-    if prim in _COMPARISONS:
-        values = [t._dtype.round(v) if t._dtype.reduced else v for t, v in zip(args, values)]
-    data = prim.impl(*values, **params)
-    if dtype.reduced and not prim.view:
-        data = dtype.round(data)
-    return data, dtype
+    data = prim.compute(values, [t._dtype for t in args], dtype, params)
+    return (data if data.__class__ is np.ndarray else np.asarray(data)), dtype
 
 
 def _any_volatile(args) -> bool:
