@@ -642,6 +642,27 @@ def arguments(call):
     return data(call, 3), cfg
 """,
     # ---- autograd bookkeeping
+    "custom_backward_indexes_with_saved_ints": """
+class Gather(fg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.save_for_backward(index)
+        ctx.size = x.shape[0]
+        return x[index]
+    @staticmethod
+    def backward(ctx, g):
+        index, = ctx.saved_tensors
+        out = fg.zeros(ctx.size, dtype=g.dtype)
+        out.index_add_(0, index, g)
+        return out, None
+w = fg.ones(5, dtype=fg.float64, requires_grad=True)
+def step(x, index):
+    loss = (Gather.apply(w * x, index) ** 2).sum()
+    loss.backward()
+    return loss
+def arguments(call):
+    return data(call, 5), fg.tensor([[0, 2, 2], [4, 1, 0], [3, 3, 3]][call % 3])
+""",
     "zero_grad_of_unused_parameter": """
 a = nn.Linear(3, 1).double()
 b = nn.Linear(3, 1).double()

@@ -87,6 +87,7 @@ class Arguments:
     rows: tuple  # call k has rows[k % len(rows)] rows
     grad: bool  # x requires grad
     alias: str  # odd calls return "same" (x, x), "view" (x, x[:, :]), "global" (a global, y)
+    extra: str = "none"  # a third argument z: see EXTRA_ARGUMENTS
 
     @property
     def constructs(self) -> list:
@@ -96,6 +97,8 @@ class Arguments:
             "view": ["tensor-and-its-view"],
             "global": ["global-as-argument"],
         }[self.alias]
+        if self.extra != "none":
+            found.append(f"{self.extra}-argument")
         if len(self.rows) > 1:
             found.append("shape-changes")
         if self.grad:
@@ -132,6 +135,34 @@ def indent(text: str, depth: int = 1) -> str:
     return "\n".join("    " * depth + line if line else line for line in text.splitlines())
 
 
+# The third argument z, an object other than a tensor: (the state it needs,
+# how arguments(call) picks it, the statements of step using it). Two objects
+# alternate, or one changes, so a program made for one must read the other.
+EXTRA_ARGUMENTS = {
+    "numpy-array": (
+        "buffer = np.zeros({cols})",
+        "if call % 2:\n    buffer[:] = call % 3\nz = buffer if call % 2 else np.full({cols}, 0.5)",
+        "h = h * fg.from_numpy(z)",
+    ),
+    "generator": (
+        "gens = [fg.Generator().manual_seed(1), fg.Generator().manual_seed(2)]",
+        "z = gens[call // 2 % 2]",
+        "h = h + fg.rand(h.shape, generator=z, dtype=fg.float64)",
+    ),
+    "object": (
+        "class Box:\n    scale = 1.0\n\n\nboxes = [Box(), Box()]\n"
+        "for box in boxes:\n    box.t = fg.zeros({cols}, dtype=fg.float64)",
+        "z = boxes[call // 2 % 2]\nz.scale = 1.0 + call % 3",
+        "h = h * z.scale + z.t\nz.t = z.t * 0.5 + h.detach().mean(0)",
+    ),
+    "module": (
+        "nets = [nn.Linear({cols}, {cols}).double(), nn.Linear({cols}, {cols}).double()]",
+        "z = nets[call % 2]",
+        "h = h + z(h)",
+    ),
+}
+
+
 def _arguments_source(a: Arguments) -> str:
     grad = ", requires_grad=True" if a.grad else ""
     rows = f"{list(a.rows)}[call % {len(a.rows)}]" if len(a.rows) > 1 else str(a.rows[0])
@@ -143,10 +174,18 @@ def _arguments_source(a: Arguments) -> str:
         f"    x = fg.tensor(rng.standard_normal((rows, {a.cols})), dtype=fg.float64{grad})",
         f"    y = fg.tensor(rng.standard_normal((rows, {a.cols})), dtype=fg.float64)",
     ]
+    z = ""
+    if a.extra != "none":
+        _, pick, _ = EXTRA_ARGUMENTS[a.extra]
+        lines.append(indent(pick.format(cols=a.cols)))
+        z = ", z"
     second = {"same": "x, x", "view": "x, x[:, :]", "global": "shared, y"}.get(a.alias)
     if second:
-        lines += ["    if call % 2:", f"        return {second}"]
-    lines.append("    return x, y")
+        lines += ["    if call % 2:", f"        return {second}{z}"]
+    lines.append(f"    return x, y{z}")
+    if a.extra != "none":
+        state, _, _ = EXTRA_ARGUMENTS[a.extra]
+        lines = [state.format(cols=a.cols), "", ""] + lines
     if a.alias == "global":
         values = f"np.random.default_rng({a.seed}).standard_normal(({a.rows[0]}, {a.cols}))"
         lines = [f"shared = fg.tensor({values}, dtype=fg.float64{grad})", "", ""] + lines
@@ -174,7 +213,11 @@ def render(program: Program) -> str:
     between = [indent(piece.text) for piece in pieces if piece.place == "between"]
     if between:
         parts.append("\n".join(["def between(call):", *declared, *between]))
-    step = ["def step(x, y):", *declared, "    h = x + y", "    n = 0.0"]
+    extra = program.arguments.extra
+    step = [f"def step(x, y{'' if extra == 'none' else ', z'}):", *declared, "    h = x + y"]
+    if extra != "none":
+        step.append(indent(EXTRA_ARGUMENTS[extra][2]))
+    step.append("    n = 0.0")
     step += [indent(piece.text) for piece in pieces if piece.place == "step"]
     parts.append("\n".join([*step, "    return h, n"]))
     return "\n\n\n".join(part.strip("\n") for part in parts) + "\n"
@@ -610,7 +653,8 @@ def draw_arguments(rng: random.Random) -> Arguments:
         rows = rows[:1]  # the global tensor has one shape
     if grad and alias in ("same", "view"):
         alias = "none"  # y would be a leaf that requires grad: writing into it is an error
-    return Arguments(rng.randrange(2**31), rng.randint(2, 4), rows, grad, alias)
+    extra = rng.choice(["none"] * 4 + sorted(EXTRA_ARGUMENTS))
+    return Arguments(rng.randrange(2**31), rng.randint(2, 4), rows, grad, alias, extra)
 
 
 def draw_program(seed: int, index: int, calls: int = 5) -> tuple:
@@ -697,6 +741,8 @@ def signature(failure: fuzz.Failure) -> str:
 def _simpler_arguments(a: Arguments):
     if a.alias != "none":
         yield replace(a, alias="none")
+    if a.extra != "none":
+        yield replace(a, extra="none")
     if len(a.rows) > 1:
         yield replace(a, rows=a.rows[:1])
     if a.grad:
