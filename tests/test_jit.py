@@ -1633,3 +1633,29 @@ def test_a_returned_value_the_function_retains_the_gradient_of_gets_it():
         y = f(fg.tensor([1.0, 2.0], requires_grad=True))
         y.sum().backward()
         assert y.retains_grad and y.grad.tolist() == [1.0, 1.0]
+
+
+def test_the_gradient_at_an_output_others_are_computed_from_is_refused_not_partial():
+    """Eagerly, the gradient arriving at h also holds what flowed back through
+    the loss computed from it; a compiled call's backward passes that straight
+    to x, so reading it at h (where allow_unused=True gave None) raises."""
+
+    @fg.jit
+    def f(x):
+        h = x * 3
+        return (h * h).sum(), h
+
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(3):
+        loss, h = f(x)
+        for allow_unused in (False, True):
+            with pytest.raises(RuntimeError, match="computed from it inside the call"):
+                fg.autograd.grad(loss, h, retain_graph=True, allow_unused=allow_unused)
+        assert fg.autograd.grad(h.sum(), h, retain_graph=True)[0].tolist() == [1.0, 1.0]
+        h.register_hook(lambda g: g * 2)
+        with pytest.raises(RuntimeError, match="computed from it inside the call"):
+            loss.backward(retain_graph=True)
+        x.grad = None
+    loss, _ = f(x)
+    loss.backward()  # reading nothing at h: as eagerly
+    assert x.grad.tolist() == [18.0, 36.0]

@@ -81,7 +81,12 @@ def active_values(graph: Graph, wrt: list, stopped=frozenset(), customs=()) -> s
     Equations in ``stopped`` (ones eager mode recorded no gradient for, such
     as work under no_grad) pass nothing on; a custom call's outputs are
     active when one of its inputs is."""
-    active = {graph.inputs[i] for i in wrt}
+    return differentiable_from(graph, {graph.inputs[i] for i in wrt}, stopped, customs)
+
+
+def differentiable_from(graph: Graph, start: set, stopped=frozenset(), customs=()) -> set:
+    """``start`` and the vars that depend differentiably on it (see ``active_values``)."""
+    active = set(start)
     custom_of = {v: c for c in customs for v in c.outputs if v is not None}
     for eqn in graph.eqns:
         custom = custom_of.get(eqn.out)

@@ -113,6 +113,9 @@ class Node:
 
     __slots__ = ("edges", "shown_edges", "sequence_nr", "tensor_hooks", "retained", "__weakref__")
     num_outputs = 1
+    # output_nr -> outputs computed from it inside the node, whose gradients
+    # never arrive at it (a compiled call's): see CompiledFunctionBackward
+    inner_dependents = None
 
     def __init__(self, edges: tuple):
         self.edges = edges
@@ -476,6 +479,8 @@ def _run(roots, root_grads, retain_graph, create_graph, capture, accumulate_only
             node = heapq.heappop(ready)[2]
             grads = buffers.pop(node)
             is_leaf_node = node.__class__ is AccumulateGrad
+            if node.inner_dependents:
+                _refuse_partial_reads(node, grads, arrivals.get(node, ()))
             if node.tensor_hooks or node.retained or is_leaf_node:
                 _run_tensor_hooks(node, grads)
             for nr, receiver in arrivals.get(node, ()):
@@ -531,6 +536,26 @@ def _sum(a, b):
         total = _plain(a._data, a._dtype) + _plain(b._data, b._dtype)
         return _tensor._make(total._data, total._dtype)
     return a + b
+
+
+def _refuse_partial_reads(node, grads, arrivals) -> None:
+    """A gradient read at an output of ``node`` (a hook, retain_grad, a
+    capture) that lacks what its inner dependents carry raises: eagerly it
+    would hold it."""
+    read = {nr for nr, _ in arrivals}
+    read.update(node.tensor_hooks or ())
+    read.update(node.retained or ())
+    for nr in read:
+        carrying = [k for k in node.inner_dependents.get(nr, ()) if grads[k] is not None]
+        if carrying:
+            raise RuntimeError(
+                f"the gradient of output {nr} of a compiled call cannot be read (a hook, "
+                "retain_grad(), autograd.grad or backward(inputs=...) with respect to it) "
+                f"while outputs computed from it inside the call ({carrying}) carry "
+                "gradients: the compiled backward passes those on to the call's inputs "
+                "directly. Read it from a call that does not return both, or run the "
+                "function eagerly (jit(fn, eager=True))"
+            )
 
 
 def _run_tensor_hooks(node, grads) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import primitives as P
-from ..ir.autodiff import active_values, adjoint, backward_reading, partition
+from ..ir.autodiff import active_values, adjoint, backward_reading, differentiable_from, partition
 from ..ir.fusion import is_elementwise
 from ..ir.graph import Const, Eqn, Graph, Var, format_graph, type_string, verify
 from ..ir.simplify import dce, simplify, without_stop_gradients
@@ -77,6 +77,9 @@ class Program:
             active = active_values(graph, self.wrt, trace.stopped, trace.customs)
             self.output_requires_grad = [isinstance(v, Var) and v in active for v in outputs]
         self.makes_node = any(self.output_requires_grad)
+        self.inner_dependents = _inner_dependents(
+            graph, outputs, self.output_requires_grad, trace.stopped, trace.customs
+        )
         # outputs the function called retain_grad() on (what it stored among them)
         self.retained = [
             k
@@ -662,12 +665,32 @@ def _graph_freed(node) -> bool:
     return False
 
 
+def _inner_dependents(graph, outputs: list, requires_grad: list, stopped, customs) -> dict:
+    """Output k -> the other outputs the program computes from it
+    differentiably (a loss from the logits it also returns)."""
+    found = {}
+    if sum(requires_grad) < 2:
+        return found
+    for k, (v, requires) in enumerate(zip(outputs, requires_grad)):
+        if requires:
+            downstream = differentiable_from(graph, {v}, stopped, customs)
+            others = tuple(j for j, w in enumerate(outputs) if j != k and w in downstream)
+            if others:
+                found[k] = others
+    return found
+
+
 class CompiledFunctionBackward(Node):
-    """The backward of a compiled function's call."""
+    """The backward of a compiled function's call. The gradient arriving at
+    an output the call's other outputs were computed from holds only what
+    came from outside the call: eagerly it would also hold what flowed
+    through those others, so reading it (a hook, retain_grad, autograd.grad
+    with respect to it) is an error while they carry a gradient."""
 
     def __init__(self, program: Program, inputs: list, residuals: list):
         super().__init__(tuple(gradient_edge(inputs[i]) for i in program.wrt))
         self.program = program
+        self.inner_dependents = program.inner_dependents
         self.num_outputs = program.num_outputs
         self.inputs = [
             (t, t._version_counter[0] if isinstance(t, Tensor) else None) for t in inputs
