@@ -1659,3 +1659,27 @@ def test_the_gradient_at_an_output_others_are_computed_from_is_refused_not_parti
     loss, _ = f(x)
     loss.backward()  # reading nothing at h: as eagerly
     assert x.grad.tolist() == [18.0, 36.0]
+
+
+def test_a_list_only_appended_to_compiles_once():
+    """Its items are never read, so they guard nothing: a loss history does
+    not make every call trace again (a list that is also read does)."""
+    history, seen = [], []
+
+    @fg.jit
+    def step(x):
+        loss = (x * x).sum()
+        history.append(loss.item())
+        return loss
+
+    @fg.jit
+    def reads(x):
+        seen.append(x.sum().item())
+        return x * len(seen)
+
+    for k in range(6):
+        step(fg.full((2,), float(k)))
+        assert reads(fg.ones(2)).tolist() == [k + 1.0, k + 1.0]
+    assert history == [2.0 * k * k for k in range(6)] and type(history[-1]) is float
+    assert step.cache_info().misses == 1
+    assert reads.cache_info().misses == 6

@@ -388,6 +388,36 @@ def step(x):
 def arguments(call):
     return data(call, 3)
 """,
+    "appended_through_a_method_and_a_closure": """
+class Tracker:
+    def __init__(self):
+        self.losses = []
+    def log(self, t):
+        self.losses.append(t.detach())
+def make():
+    seen = []
+    def note(v):
+        seen.extend([v, v + 1])
+    return note, seen
+tracker = Tracker()
+note, seen = make()
+def step(x):
+    loss = (x * x).sum()
+    tracker.log(loss)
+    note(loss.item())
+    return loss
+def arguments(call):
+    return data(call, 3)
+""",
+    "appended_list_read_elsewhere": """
+history = []
+alias = history
+def step(x):
+    history.append(x.sum().item())
+    return x * alias[-1]
+def arguments(call):
+    return data(call, 3)
+""",
     "counter_on_object": """
 class Counter:
     n = 0

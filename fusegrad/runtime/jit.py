@@ -408,6 +408,9 @@ class JitFunction:
         given = args, kwargs
         try:
             before = Walk(self.fn, args, kwargs)
+            appended = before.appended_lists()
+            if appended:  # walked again, without guarding those lists' items
+                before = Walk(self.fn, args, kwargs, appended)
         except Refused as exc:
             return self._eager_instead(str(exc), given, lower)
         leaves, paths, args, kwargs = self._inputs(trace, args, kwargs, dynamic)

@@ -111,12 +111,61 @@ def _code_names(code) -> tuple:
     return globals_, names
 
 
+_NAME_OPS = _GLOBAL_OPS | {
+    "LOAD_ATTR",
+    "STORE_ATTR",
+    "DELETE_ATTR",
+    "LOAD_METHOD",
+    "LOAD_DEREF",
+    "STORE_DEREF",
+    "DELETE_DEREF",
+    "LOAD_CLASSDEREF",
+}
+_APPENDING = ("append", "extend")
+
+
+def _names_not_only_appended_to(code) -> set:
+    """The names a code object (and the code nested in it) uses otherwise
+    than to call ``.append`` or ``.extend`` on what they hold: a list only
+    appended to is never read, so its old items guard nothing."""
+    used = set()
+    instructions = list(dis.get_instructions(code))
+    for k, instruction in enumerate(instructions):
+        if instruction.opname not in _NAME_OPS:
+            continue
+        following = instructions[k + 1] if k + 1 < len(instructions) else None
+        appends = (
+            instruction.opname.startswith("LOAD")
+            and instruction.opname != "LOAD_METHOD"
+            and following is not None
+            and following.opname in ("LOAD_METHOD", "LOAD_ATTR")
+            and following.argval in _APPENDING
+        )
+        if not appends:
+            used.add(instruction.argval)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            used |= _names_not_only_appended_to(constant)
+    return used
+
+
 class Entry:
     """One object the walk entered: ``access`` reads it from its parent's
     local (``o{parent}``) in generated code; ``contents`` is its shallow copy,
     key -> value, as ``_contents`` reads it."""
 
-    __slots__ = ("index", "obj", "kind", "parent", "access", "label", "contents", "keys", "key")
+    __slots__ = (
+        "index",
+        "obj",
+        "kind",
+        "parent",
+        "access",
+        "label",
+        "contents",
+        "keys",
+        "key",
+        "items",
+    )
 
     def __init__(self, index, obj, kind, parent, access, label, key=None):
         self.index, self.obj, self.kind = index, obj, kind
@@ -124,6 +173,7 @@ class Entry:
         self.key = key  # the parent's key it was reached by, when ``access`` is None
         self.keys = None  # for "globals" and "module": the names walked
         self.contents = None
+        self.items = None  # for "appended": the list's items before
 
 
 def _kind(obj):
@@ -167,6 +217,8 @@ def _contents(entry, names=None) -> dict:
         return dict(obj)
     if kind == "sequence":
         return dict(enumerate(obj))
+    if kind == "appended":
+        return {}  # its items: see Entry.items
     if kind == "object":
         return dict(obj.__dict__)
     if kind == "hooks":
@@ -189,7 +241,10 @@ class Walk:
     second place holding an entered object is an alias, which the guard
     checks still holds it)."""
 
-    def __init__(self, fn, args: tuple, kwargs: dict):
+    def __init__(self, fn, args: tuple, kwargs: dict, appended: frozenset = frozenset()):
+        self.appended = appended  # ids of lists only appended to: see ``appended_lists``
+        self.not_only_appended: set = set()  # names the walked code uses otherwise
+        self.list_places: dict = {}  # id(list) -> [(entry, key)]
         self.entries: list = []
         self.by_id: dict = {}  # id(obj) -> Entry
         self.tensors: dict = {}  # id(tensor) -> [(entry index, key)]
@@ -213,6 +268,9 @@ class Walk:
                 value.update(copy)
         for entry in self.entries:
             if entry.contents is None or isinstance(entry.obj, tuple):
+                continue
+            if entry.kind == "appended":
+                entry.obj[:] = entry.items
                 continue
             now = _contents(entry)
             if entry.kind in ("dict", "sequence"):
@@ -297,6 +355,8 @@ class Walk:
                         cls.__name__,
                     )
         entry.contents = _contents(entry)
+        if kind == "appended":
+            entry.items = list(obj)
         for key, value in entry.contents.items():
             self._leaf_or_child(entry, key, value)
 
@@ -314,6 +374,7 @@ class Walk:
             global_names, names = _code_names(fn.__code__)
             self.global_names |= global_names
             self.names |= names
+            self.not_only_appended |= _names_not_only_appended_to(fn.__code__)
         for k, cell in enumerate(fn.__closure__ or ()):
             self._child(entry, cell, f".__closure__[{k}]", f"closure {fn.__code__.co_freevars[k]}")
         if fn.__defaults__:
@@ -355,9 +416,32 @@ class Walk:
         kind = _kind(value)
         if kind is None:
             return
+        if type(value) is list:
+            self.list_places.setdefault(id(value), []).append((entry, key))
         if id(value) in self.by_id:  # an alias: the guard checks it holds the same object
             return
+        if id(value) in self.appended:
+            kind = "appended"
         self._enter(value, kind, entry.index, _access(entry, key), _label(entry, key), key)
+
+    def appended_lists(self) -> frozenset:
+        """The lists (ids) the walked code only appends to: held at one place,
+        an attribute, global or closure variable whose name no walked code
+        uses but to call ``.append`` or ``.extend``. Their items are not
+        guarded and a call's appends are redone as appends, so a loss
+        history does not make every call trace again."""
+        found = set()
+        for key, places in self.list_places.items():
+            if len(places) != 1:
+                continue
+            entry, name = places[0]
+            if entry.kind == "cell":
+                name = entry.label.removeprefix("closure ")
+            elif entry.kind not in ("globals", "module", "object", "class"):
+                continue
+            if isinstance(name, str) and name not in self.not_only_appended:
+                found.add(key)
+        return frozenset(found)
 
 
 def _access(entry, key) -> str:
@@ -440,6 +524,9 @@ class State:
         for entry in before.entries:
             if entry.contents is None or isinstance(entry.obj, tuple) or entry.index in self.owned:
                 continue
+            if entry.kind == "appended":
+                self._find_appends(entry)
+                continue
             now = _contents(entry)
             if isinstance(entry.obj, list):
                 if len(now) != len(entry.contents) or any(
@@ -459,6 +546,17 @@ class State:
                     # it pins the size (the trace is active while writes are found)
                     stored = int(key) if isinstance(key, TracedNumber) else key
                     self.writes.append((entry.index, stored, template))
+
+    def _find_appends(self, entry) -> None:
+        now, before = entry.obj, entry.items
+        if len(now) < len(before) or any(a is not b for a, b in zip(now, before)):
+            raise Refused(f"it changes {entry.label} other than by appending to it")
+        if len(now) > len(before):
+            items = [
+                self._template(v, f"{entry.label}[{k}]")
+                for k, v in enumerate(now[len(before) :], len(before))
+            ]
+            self.writes.append((entry.index, None, ("extend", items)))
 
     def _unchanged(self, old, new) -> bool:
         """Whether a place holds what it held: the same object, a scalar equal
@@ -836,7 +934,7 @@ def _entries_read(template):
     kind = template[0]
     if kind in ("entry", "tensor_at"):
         yield template[1]
-    elif kind in ("list", "tuple"):
+    elif kind in ("list", "tuple", "extend"):
         for t in template[1]:
             yield from _entries_read(t)
     elif kind == "set":
@@ -862,7 +960,7 @@ def _build(template, local: dict, outputs):
     if kind == "number":
         value = outputs[template[1]]._data.item()
         return float(value) if template[2] == "float" else int(value)
-    if kind == "list":
+    if kind in ("list", "extend"):
         return [_build(t, local, outputs) for t in template[1]]
     if kind == "tuple":
         return tuple(_build(t, local, outputs) for t in template[1])
@@ -883,7 +981,10 @@ def _read_now(obj, key):
 
 def _store(entry, obj, key, template, value) -> None:
     if key is None:
-        obj[:] = value
+        if template[0] == "extend":
+            obj.extend(value)
+        else:
+            obj[:] = value
         return
     delete = template == ("delete",)
     kind = entry.kind
