@@ -194,7 +194,7 @@ def test_compiled_conversions_round_as_eager_ones_bit_for_bit():
     )
     values = np.concatenate([bits, bits | 0x80000000]).view(np.float32)
     for dtype in (fg.float16, fg.bfloat16):
-        got = fg.jit(lambda t: t.to(dtype).float())(fg.tensor(values)).numpy()
+        got = fg.jit(lambda t, d=dtype: t.to(d).float())(fg.tensor(values)).numpy()
         want = dtype.round(values)
         same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
         assert same.all(), values[~same][:5]

@@ -1683,3 +1683,29 @@ def test_a_list_only_appended_to_compiles_once():
     assert history == [2.0 * k * k for k in range(6)] and type(history[-1]) is float
     assert step.cache_info().misses == 1
     assert reads.cache_info().misses == 6
+
+
+def test_numbers_the_function_changes_become_inputs():
+    """A step counter and a learning rate a scheduler decays, changed by the
+    step itself: guarded by value, every call would trace again; from the
+    trace after the first change on they are inputs, read and written back
+    by the program, and a branch on them is a guard on its outcome."""
+    fg.manual_seed(0)
+    model = fg.nn.Linear(3, 1)
+    opt = fg.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = fg.optim.lr_scheduler.StepLR(opt, 3, 0.5)
+
+    @fg.jit
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        scheduler.step()
+        return loss
+
+    for _ in range(12):
+        step(fg.ones(2, 3))
+    assert scheduler.last_epoch == 12 and type(scheduler.last_epoch) is int
+    assert opt.param_groups[0]["lr"] == 0.1 * 0.5**4
+    assert step.cache_info().misses <= 4 and step.cache_info().hits >= 8

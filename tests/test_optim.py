@@ -248,7 +248,9 @@ def test_a_fused_step_reads_the_learning_rate_a_scheduler_sets():
             scheduler.step()
         runs.append(w.detach().numpy())
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-12)
-    assert opt._compiled_update.cache_info().misses == 1
+    # the first trace keeps the rate it read as a guard (code other than the
+    # update could have read it too); once it changed, it is an input
+    assert opt._compiled_update.cache_info().misses == 2
 
 
 def test_a_copy_of_an_optimizer_with_a_scheduler_steps_its_own_parameters():

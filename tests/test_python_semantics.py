@@ -496,6 +496,42 @@ def step(x):
 def arguments(call):
     return data(call, 3)
 """,
+    "learning_rate_read_by_the_step_and_the_optimizer": """
+lin = nn.Linear(3, 1).double()
+opt = fg.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+def step(x):
+    opt.zero_grad()
+    loss = lin(x).pow(2).sum() * (1 + opt.param_groups[0]["lr"])
+    loss.backward()
+    opt.step()
+    return loss
+def between(call):
+    opt.param_groups[0]["lr"] = [0.1, 0.1, 0.05, 0.2, 0.2, 0.01][call]
+def arguments(call):
+    return data(call, 4, 3)
+""",
+    "counter_and_decay_on_a_handwritten_optimizer": """
+w = fg.ones(3, dtype=fg.float64, requires_grad=True)
+class Opt:
+    def __init__(self):
+        self.steps, self.lr, self.velocity = 0, 0.2, 0.0
+    def step(self):
+        self.steps += 1
+        if self.steps % 3 == 0:
+            self.lr = self.lr * 0.5
+        with fg.no_grad():
+            self.velocity = 0.9 * self.velocity + w.grad.sum().item()
+            w.sub_(self.lr * w.grad + 0.01 * self.velocity)
+opt = Opt()
+def step(x):
+    w.grad = None
+    loss = (w * x).pow(2).sum()
+    loss.backward()
+    opt.step()
+    return loss, opt.steps
+def arguments(call):
+    return data(call, 3)
+""",
     "scheduler_inside_step": """
 lin = nn.Linear(3, 1).double()
 opt = fg.optim.SGD(lin.parameters(), lr=0.1)

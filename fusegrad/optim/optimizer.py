@@ -22,6 +22,7 @@ from itertools import chain
 from ..ir import dtypes
 from ..runtime.grad_mode import enable_grad, no_grad
 from ..runtime.jit import jit
+from ..tracer.numbers import TracedFloat, TracedNumber
 from ..tracer.tensor import Tensor, recording, tensor_type_name
 
 
@@ -375,6 +376,8 @@ def _shape_of_numbers(value):
     program inputs."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return type(value).__name__
+    if isinstance(value, TracedNumber):  # a number jit made an input where it is
+        return "float" if isinstance(value, TracedFloat) else "int"
     if isinstance(value, tuple) and any(isinstance(v, (int, float)) for v in value):
         return tuple(_shape_of_numbers(v) for v in value)
     return value

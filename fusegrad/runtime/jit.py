@@ -165,6 +165,9 @@ class JitFunction:
         # later keys hold their value rather than making them program inputs
         self._by_value: frozenset = frozenset()
         self._draws = False  # whether a trace saw draws from Python's random or numpy's
+        # places of Python numbers the function changed (a counter): inputs of
+        # later traces, not guards (python_state.Walk.install_numbers)
+        self._number_places: frozenset = frozenset()
         # dynamic sizes: the dimensions (by argument path) traced as symbols,
         # those that cannot be (a trace needed their value), and each
         # argument's shape when first traced
@@ -417,6 +420,7 @@ class JitFunction:
         states, already_drawn = generator_states(), len(trace.draws.made)
         returned = False
         try:
+            before.install_numbers(self._number_places, trace.install_number)
             with timing.phase("trace"), active(trace), drawing():
                 result = self.fn(*args, **kwargs)
             returned = True
@@ -444,6 +448,11 @@ class JitFunction:
                 make_plain(before)
                 return None, _plain(result)
             trace.locate(state.lookup)
+            # numbers it changed or an optimizer read: inputs of its next traces
+            numbers = state.changed_numbers | before.paths_of(trace.input_places)
+            if not numbers <= self._number_places:
+                with self._lock:
+                    self._number_places |= numbers
             with timing.phase("adjoint and passes"):
                 outputs = out_tensors + state.hidden_outputs
                 if trace.symbol_hints:
@@ -804,7 +813,7 @@ def _python_state(before, trace, out_tensors: list) -> tuple:
         if not isinstance(value, (bool, int, float, str, tuple, type(None)))
     }
     try:
-        state = State(before, trace.input_places, out_tensors, owned)
+        state = State(before, trace.installed, out_tensors, owned)
     except Refused as exc:
         return None, str(exc)
     if _writes_through_an_overlap(trace):

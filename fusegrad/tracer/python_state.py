@@ -243,6 +243,7 @@ class Walk:
 
     def __init__(self, fn, args: tuple, kwargs: dict, appended: frozenset = frozenset()):
         self.appended = appended  # ids of lists only appended to: see ``appended_lists``
+        self.pinned_for_numbers: set = set()  # ids of objects the program reads numbers from
         self.not_only_appended: set = set()  # names the walked code uses otherwise
         self.list_places: dict = {}  # id(list) -> [(entry, key)]
         self.entries: list = []
@@ -424,10 +425,95 @@ class Walk:
             kind = "appended"
         self._enter(value, kind, entry.index, _access(entry, key), _label(entry, key), key)
 
+    def holds_number_inputs(self, entry) -> bool:
+        """Whether numbers the entry's object holds may become inputs: it holds
+        them by name, key or list index (not a tuple, which cannot take one)
+        and is no argument container (whose numbers are inputs already)."""
+        kinds = ("object", "class", "module", "globals", "cell", "dict")
+        by_name = entry.kind in kinds or type(entry.obj) is list
+        return by_name and entry.index not in self.arguments
+
+    def path(self, entry, key) -> tuple:
+        """A place as the steps from a root to it, the same on every walk."""
+        steps = [key]
+        while entry is not None:
+            steps.append(entry.access if entry.access is not None else ("key", entry.key))
+            entry = None if entry.parent is None else self.entries[entry.parent]
+        return tuple(reversed(steps))
+
+    def install_numbers(self, paths: set, install) -> None:
+        """Puts a traced number, an input of the program read on every call,
+        at each place of ``paths`` that holds an int or a float, before the
+        function runs, so that every read of it is traced: numbers the
+        function changes (a step counter, a learning rate it decays) or an
+        optimizer reads, which a guard on their value would trace again
+        whenever they change. ``install(key, read, origin, place, store)``:
+        Trace.install_number."""
+        for entry in self.entries:
+            if entry.contents is None or not self.holds_number_inputs(entry):
+                continue
+            for key, value in entry.contents.items():
+                if type(value) not in (int, float):
+                    continue
+                path = self.path(entry, key)
+                if path in paths:
+                    obj = entry.obj
+                    read = self._reader(entry, key)
+                    if read is None:  # under an argument: read from this object, pinned
+                        read = functools.partial(_read_now, obj, key)
+                        self.pinned_for_numbers.add(id(obj))
+                    install(
+                        ("python state", path),
+                        read,
+                        _label(entry, key),
+                        (obj, key),
+                        functools.partial(_store, entry, obj, key, ()),
+                    )
+
+    def _reader(self, entry, key):
+        """A function reading what is now at the entry's ``key``, from the
+        function down (None if the place is under an argument): the objects
+        on the way may be others than now (a scheduler's new list)."""
+        chain = []
+        while entry.parent is not None:
+            chain.append(entry)
+            entry = self.entries[entry.parent]
+        if entry.index != 0:
+            return None
+        constants = [entry.obj, key]
+        steps = []
+        for link in reversed(chain):
+            if link.access is None:
+                constants.append(link.key)
+                steps.append(f"[C[{len(constants) - 1}]]")
+            else:
+                steps.append(link.access)
+        holder = f"C[0]{''.join(steps)}"
+        lines = [
+            "def read():",
+            "    try:",
+            f"        return R({holder}, C[1])",
+            "    except (AttributeError, KeyError, IndexError, TypeError, ValueError):",
+            "        return None",
+        ]
+        namespace = {"C": constants, "R": _read_now}
+        exec(compile("\n".join(lines), "<fusegrad number place>", "exec"), namespace)
+        return namespace["read"]
+
+    def paths_of(self, places: set) -> set:
+        """The paths of places given as (id(container), key) the walk entered."""
+        found = set()
+        for container, key in places:
+            entry = self.by_id.get(container)
+            if entry is not None and self.holds_number_inputs(entry):
+                found.add(self.path(entry, key))
+        return found
+
     def appended_lists(self) -> frozenset:
         """The lists (ids) the walked code only appends to: held at one place,
-        an attribute, global or closure variable whose name no walked code
-        uses but to call ``.append`` or ``.extend``. Their items are not
+        a global, a closure variable of the user's function or an attribute
+        of an object of the user's class, whose name no walked code uses but
+        to call ``.append`` or ``.extend``. Their items are not
         guarded and a call's appends are redone as appends, so a loss
         history does not make every call trace again."""
         found = set()
@@ -435,9 +521,16 @@ class Walk:
             if len(places) != 1:
                 continue
             entry, name = places[0]
+            # only the user's code is scanned: a list of a library object (an
+            # optimizer's param_groups) is read by code the walk never sees
             if entry.kind == "cell":
+                if not _is_user_function(self.entries[entry.parent].obj):
+                    continue
                 name = entry.label.removeprefix("closure ")
-            elif entry.kind not in ("globals", "module", "object", "class"):
+            elif entry.kind == "object":
+                if not _is_user_class(type(entry.obj)):
+                    continue
+            elif entry.kind not in ("globals", "module", "class"):
                 continue
             if isinstance(name, str) and name not in self.not_only_appended:
                 found.add(key)
@@ -470,6 +563,10 @@ def _label(entry, key) -> str:
     return f"{entry.label}[{key!r}]"
 
 
+def _is_number(value) -> bool:
+    return type(value) in (int, float) or isinstance(value, TracedNumber)
+
+
 def _same(a, b) -> bool:
     """Scalars equal in type and value (NaN equals NaN, -0.0 differs from 0.0)."""
     if type(a) is not type(b):
@@ -490,9 +587,12 @@ class State:
     hidden outputs. ``hidden_outputs``: the tensors and traced numbers the
     writes store, which the program computes beside the function's result."""
 
-    def __init__(self, before: Walk, inputs: set, outputs: list, owned: set = frozenset()):
+    def __init__(self, before: Walk, installed: dict, outputs: list, owned: set = frozenset()):
         self.before = before
-        self.inputs = inputs  # (id(container), key) of numbers the program reads
+        # (id(container), key) -> the traced number put there before the
+        # function ran: the program reads it, no guard needs to
+        self.installed = installed
+        self.inputs = set(installed)
         # objects the program's operations hold (a process group): what they
         # do to themselves is the operations' doing, redone by every run
         self.owned = {e.index for e in before.entries if id(e.obj) in owned}
@@ -500,6 +600,8 @@ class State:
             if entry.parent in self.owned:
                 self.owned.add(entry.index)
         self.hidden_outputs: list = []
+        # places of ints and floats the call changed: inputs from the next trace on
+        self.changed_numbers: set = set()
         self._output_ids = {id(t): k for k, t in enumerate(outputs)}
         self._first_output = len(outputs)
         self.writes: list = []  # (entry index, key, template); key None: a whole list
@@ -535,10 +637,16 @@ class State:
                     items = [self._template(now[k], f"{entry.label}[{k}]") for k in range(len(now))]
                     self.writes.append((entry.index, None, ("list", items)))
                 continue
+            numbers = before.holds_number_inputs(entry)
             for key in entry.contents.keys() | now.keys():
                 old = entry.contents.get(key, _MISSING)
                 new = now.get(key, _MISSING)
+                if new is not _MISSING and self.installed.get((id(entry.obj), key)) is new:
+                    continue  # the input it read, left as it was
                 if not self._unchanged(old, new):
+                    if numbers and type(old) in (int, float) and _is_number(new):
+                        self.changed_numbers.add(before.path(entry, key))
+                    self._note_list_of_changed_numbers(old, new)
                     template = (
                         ("delete",) if new is _MISSING else self._template(new, _label(entry, key))
                     )
@@ -546,6 +654,19 @@ class State:
                     # it pins the size (the trace is active while writes are found)
                     stored = int(key) if isinstance(key, TracedNumber) else key
                     self.writes.append((entry.index, stored, template))
+
+    def _note_list_of_changed_numbers(self, old, new) -> None:
+        """A list of numbers replaced by another (a scheduler's ``_last_lr``):
+        the numbers that changed are inputs from the next trace on, at the
+        old list's places."""
+        entry = self.before.by_id.get(id(old))
+        if entry is None or type(old) is not list or type(new) is not list:
+            return
+        if len(old) != len(new) or not self.before.holds_number_inputs(entry):
+            return
+        for k, (a, b) in enumerate(zip(old, new)):
+            if type(a) in (int, float) and _is_number(b) and not self._unchanged(a, b):
+                self.changed_numbers.add(self.before.path(entry, k))
 
     def _find_appends(self, entry) -> None:
         now, before = entry.obj, entry.items
@@ -677,6 +798,8 @@ class State:
             return f"return {constant(label)}"
 
         entries = self.before.entries
+        # objects numbers are read from on every call: the program reads that object's
+        installed = self.before.pinned_for_numbers
         aliases: list = []  # checks that places share an object, as they did
         settled: set = set()
         # containers the arguments are made of: the cache key holds their
@@ -695,6 +818,10 @@ class State:
                 lines.append(f"        {name} = {constant(entry.obj)}")
             else:
                 lines.append(f"        {name} = {_source(entry, constant)}")
+                if id(entry.obj) in installed:
+                    lines.append(
+                        f"        if {name} is not {constant(entry.obj)}: " + fail(entry.label)
+                    )
             if entry.index in self.owned:
                 continue
             if entry.kind == "cell" and entries[entry.parent].kind == "function":

@@ -33,7 +33,7 @@ from ..ir.autodiff import CotangentHook, CustomVJP
 from ..ir.graph import Const, Eqn, Graph, Var
 from ..runtime import grad_mode
 from ..runtime.autograd import Node, gradient_edge
-from .numbers import PACKAGE_DIR, number_input, traced
+from .numbers import PACKAGE_DIR, TracedNumber, number_input, traced
 from .pyrandom import Draws
 from .symbolic import SymInt, evaluated, has_sizes, hinted, settled, symbol_poly
 from .tensor import Size, Tensor, recording
@@ -142,6 +142,7 @@ class Trace:
         self.aliases: dict = {}  # id(detached alias) -> the tensor whose storage it shares
         self.numbers_read: dict = {}  # key -> the traced number read_number made for it
         self.input_places: set = set()  # (id(container), key) of the numbers read_number read
+        self.installed: dict = {}  # (id(container), key) -> number put there (install_number)
         self.value_reads: list = []  # where Python read a floating tensor's value
         self.retained: dict = {}  # id -> tensor retain_grad() was called on (kept: ids unique)
         self.specialized: set = set()  # paths of number arguments whose value was guarded
@@ -465,6 +466,9 @@ class Trace:
         number = self.numbers_read.get(key)
         if number is None:
             value = read()
+            if isinstance(value, TracedNumber):  # installed there (install_number)
+                self.numbers_read[key] = value
+                return value
             tensor = number_input(value, origin)
             if tensor is None:
                 return value
@@ -472,6 +476,14 @@ class Trace:
             self.captured_vars.append(self._new_var(tensor))
             number = self.numbers_read[key] = traced(tensor, origin)
         return number
+
+    def install_number(self, key, read, origin: str, place, store) -> None:
+        """``read_number``'s number, put at its place (``store(number)``)
+        before the function runs, so that every read of the place reads it."""
+        number = self.read_number(key, read, origin, place)
+        if isinstance(number, TracedNumber):
+            store(number)
+            self.installed[id(place[0]), place[1]] = number
 
     def number_of(self, tensor):
         """``tensor.item()`` while tracing: the traced number it holds (a
