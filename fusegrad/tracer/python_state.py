@@ -265,8 +265,10 @@ class Walk:
         writes, which the program's run redoes, or a failed trace's)."""
         for value, copy in self.sets.values():
             if isinstance(value, set) and value != copy:
-                value.clear()
-                value.update(copy)
+                # undone item by item: a set cleared and filled again may
+                # iterate in another order than the one eager code goes on with
+                value.difference_update(value - copy)
+                value.update(copy - value)
         for entry in self.entries:
             if entry.contents is None or isinstance(entry.obj, tuple):
                 continue
@@ -647,13 +649,25 @@ class State:
                     if numbers and type(old) in (int, float) and _is_number(new):
                         self.changed_numbers.add(before.path(entry, key))
                     self._note_list_of_changed_numbers(old, new)
-                    template = (
-                        ("delete",) if new is _MISSING else self._template(new, _label(entry, key))
-                    )
                     # a size as a key (``cache[x.shape[0]]``) is its value: hashing
                     # it pins the size (the trace is active while writes are found)
                     stored = int(key) if isinstance(key, TracedNumber) else key
+                    if new is _MISSING:
+                        template = ("delete",)
+                    elif new is old and type(old) is set:
+                        template = self._set_update(entry, stored, old, _label(entry, key))
+                    else:
+                        template = self._template(new, _label(entry, key))
                     self.writes.append((entry.index, stored, template))
+
+    def _set_update(self, entry, key, value: set, label: str):
+        """A set changed in place: its removals and additions, redone in place
+        on the set then there, as the call made them (a set built anew may
+        iterate in another order)."""
+        before = self.before.sets[id(value)][1]
+        removed = [self._template(v, f"an item of {label}") for v in before if v not in value]
+        added = [self._template(v, f"an item of {label}") for v in value if v not in before]
+        return ("set_update", entry.index, key, added, removed)
 
     def _note_list_of_changed_numbers(self, old, new) -> None:
         """A list of numbers replaced by another (a scheduler's ``_last_lr``):
@@ -1067,6 +1081,10 @@ def _entries_read(template):
     elif kind == "set":
         for t in template[2]:
             yield from _entries_read(t)
+    elif kind == "set_update":
+        yield template[1]
+        for t in (*template[3], *template[4]):
+            yield from _entries_read(t)
     elif kind == "dict":
         for _, t in template[1]:
             yield from _entries_read(t)
@@ -1095,6 +1113,12 @@ def _build(template, local: dict, outputs):
         return {k: _build(t, local, outputs) for k, t in template[1]}
     if kind == "set":
         return template[1](_build(t, local, outputs) for t in template[2])
+    if kind == "set_update":
+        _, index, key, added, removed = template
+        value = _read_now(local[index], key)
+        value.difference_update([_build(t, local, outputs) for t in removed])
+        value.update(_build(t, local, outputs) for t in added)
+        return value
     raise AssertionError(kind)
 
 
