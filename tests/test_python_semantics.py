@@ -409,6 +409,40 @@ def step(x):
 def arguments(call):
     return data(call, 3)
 """,
+    "global_read_in_a_dunder_method": """
+scale = 1.0
+class Layer:
+    def __init__(self):
+        self.seen = []
+    def __call__(self, x):
+        self.seen.append(x.sum().item())
+        return x * scale * len(self.seen)
+layer = Layer()
+def step(x):
+    return layer(x)
+def between(call):
+    global scale
+    scale = 1.0 + call
+def arguments(call):
+    return data(call, 3)
+""",
+    "global_read_in_a_property": """
+scale = 1.0
+class Layer:
+    @property
+    def factor(self):
+        return scale * 2
+    def __getitem__(self, x):
+        return x * self.factor
+layer = Layer()
+def step(x):
+    return layer[x]
+def between(call):
+    global scale
+    scale = 1.0 + call % 2
+def arguments(call):
+    return data(call, 3)
+""",
     "appended_list_read_elsewhere": """
 history = []
 alias = history

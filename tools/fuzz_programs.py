@@ -438,6 +438,32 @@ def module(d: Draw) -> Feature:
     return Feature(tuple(pieces))
 
 
+def callable_object(d: Draw) -> Feature:
+    """A hand-written layer (makemore's): state read and written in
+    ``__call__`` and a property, a global read there, a list it appends to."""
+    k, c = d.fresh(), d.cols
+    layer, scale = f"layer{k}", f"scale{k}"
+    made = in_state(
+        f"{scale} = 1.0\n\n\nclass Layer{k}:\n"
+        f"    def __init__(self):\n        self.steps = 0\n        self.outs = []\n"
+        f"        self.mean = fg.zeros({c}, dtype=fg.float64)\n\n"
+        f"    @property\n    def gain(self):\n        return {scale} * (1.0 + 0.1 * self.steps)\n\n"
+        f"    def __call__(self, v):\n        self.steps += 1\n"
+        f"        self.mean = self.mean * 0.9 + v.detach().mean(0) * 0.1\n"
+        f"        self.outs.append(v.sum().item())\n"
+        f"        return v * self.gain + self.mean\n\n\n{layer} = Layer{k}()"
+    )
+    pieces = [made, in_step(f"h = {layer}(h)", "callable-object", "global-read", "item")]
+    changes = [
+        in_between(f"{scale} = 1.0 + 0.5 * (call % 2)", "global-write"),
+        in_between(f"{layer}.steps = call", "object-attribute"),
+        in_step(f"n = n + len({layer}.outs)", "callable-object"),
+        in_step(f"if {layer}.steps % 2:\n    h = h * 0.5", "callable-object", "branch"),
+    ]
+    pieces += d.rng.sample(changes, d.rng.randint(0, 2))
+    return Feature(tuple(pieces), globals=(scale,))
+
+
 def batch_norm(d: Draw) -> Feature:
     bn = f"bn{d.fresh()}"
     pieces = [
@@ -630,6 +656,7 @@ FEATURES = (  # (weight, drawer)
     (2.0, branch),
     (1.5, loop),
     (1.0, plain_object),
+    (1.0, callable_object),
     (1.0, module),
     (0.5, batch_norm),
     (1.5, global_state),

@@ -189,6 +189,8 @@ def _kind(obj):
         return "method"
     if isinstance(obj, functools.partial):
         return "partial"
+    if isinstance(obj, property):
+        return "property"
     if isinstance(obj, type):
         return "class" if _is_user_class(obj) else None
     if isinstance(obj, types.CellType):
@@ -227,7 +229,13 @@ def _contents(entry, names=None) -> dict:
         space = obj.__dict__ if kind == "module" else obj
         return {name: space.get(name, _MISSING) for name in names or entry.keys}
     if kind == "class":
-        return {k: v for k, v in obj.__dict__.items() if not k.startswith("__")}
+        # its methods, __call__ and __getitem__ too (their code reads state);
+        # not what Python keeps there itself (__module__, __dict__, ...)
+        return {
+            k: v
+            for k, v in obj.__dict__.items()
+            if not k.startswith("__") or isinstance(v, types.FunctionType)
+        }
     if kind == "cell":
         try:
             return {"cell_contents": obj.cell_contents}
@@ -342,6 +350,10 @@ class Walk:
         if kind == "method":
             self._child(entry, obj.__self__, ".__self__", "self")
             self._child(entry, obj.__func__, ".__func__", "function")
+            return
+        if kind == "property":
+            for part in ("fget", "fset", "fdel"):
+                self._child(entry, getattr(obj, part), f".{part}", part)
             return
         if kind == "partial":
             self._child(entry, obj.func, ".func", "func")
@@ -861,8 +873,21 @@ class State:
                 continue
             if entry.parent in settled or entry.index in pinned:
                 pass
-            elif entry.kind in ("function", "method", "partial", "opaque", "globals", "cell"):
-                if entry.parent is not None and entry.kind in ("function", "method", "partial"):
+            elif entry.kind in (
+                "function",
+                "method",
+                "partial",
+                "property",
+                "opaque",
+                "globals",
+                "cell",
+            ):
+                if entry.parent is not None and entry.kind in (
+                    "function",
+                    "method",
+                    "partial",
+                    "property",
+                ):
                     lines.append(
                         f"        if {name}.__class__ is not {constant(type(entry.obj))}: "
                         + fail(entry.label)
@@ -966,7 +991,17 @@ class State:
 
 
 # attributes Python does not let code assign: what they hold stays
-_READ_ONLY = {".__globals__", ".__self__", ".__func__", ".func", ".args", ".keywords"}
+_READ_ONLY = {
+    ".__globals__",
+    ".__self__",
+    ".__func__",
+    ".func",
+    ".args",
+    ".keywords",
+    ".fget",
+    ".fset",
+    ".fdel",
+}
 
 
 def _is_cell(entry) -> bool:
