@@ -127,6 +127,23 @@ def snapshot(value, depth: int = 0, seen=None):
     if isinstance(value, fg.optim.Optimizer):
         return ("optimizer", snapshot(value.state_dict(), depth + 1, seen))
     attributes = getattr(value, "__dict__", None)
+    slots = [
+        name
+        for cls in type(value).__mro__
+        for name in (lambda s: (s,) if isinstance(s, str) else s)(cls.__dict__.get("__slots__", ()))
+        if name not in ("__dict__", "__weakref__")
+    ]
+    if slots:
+        mangled = {
+            name: f"_{type(value).__name__.lstrip('_')}{name}"
+            if name.startswith("__") and not name.endswith("__")
+            else name
+            for name in slots
+        }
+        attributes = {
+            **(attributes or {}),
+            **{name: getattr(value, real, None) for name, real in mangled.items()},
+        }
     if attributes is not None:
         return (
             type(value).__name__,

@@ -443,6 +443,28 @@ def between(call):
 def arguments(call):
     return data(call, 3)
 """,
+    "slotted_objects": """
+class Config:
+    __slots__ = ("scale",)
+    def __init__(self):
+        self.scale = 1.0
+class Running:
+    __slots__ = ("mean", "__count")
+    def __init__(self):
+        self.mean = fg.zeros(3, dtype=fg.float64)
+        self.__count = 0
+    def update(self, v):
+        self.__count += 1
+        self.mean = self.mean + (v.detach().mean(0) - self.mean) / self.__count
+        return self.mean
+cfg, running = Config(), Running()
+def step(x):
+    return x * cfg.scale + running.update(x)
+def between(call):
+    cfg.scale = 1.0 + call % 2
+def arguments(call):
+    return data(call, 2, 3)
+""",
     "appended_list_read_elsewhere": """
 history = []
 alias = history

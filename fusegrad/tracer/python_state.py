@@ -39,6 +39,7 @@ import os
 import sys
 import sysconfig
 import types
+import weakref
 
 import numpy as np
 
@@ -201,9 +202,33 @@ def _kind(obj):
         return "sequence"
     if type(obj).__module__.startswith(_MACHINERY):
         return None
+    if _slot_names(type(obj)) and _is_user_class(type(obj)):
+        return "slots"
     if isinstance(getattr(obj, "__dict__", None), dict):
         return "object"
     return None
+
+
+_SLOTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> its slot names
+
+
+def _slot_names(cls) -> tuple:
+    """The attributes ``__slots__`` give instances of ``cls`` (private ones
+    by their mangled names)."""
+    known = _SLOTS.get(cls)
+    if known is not None:
+        return known
+    names = []
+    for c in cls.__mro__:
+        slots = c.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = f"_{c.__name__.lstrip('_')}{name}"
+            names.append(name)
+    known = _SLOTS[cls] = tuple(dict.fromkeys(names))
+    return known
 
 
 def walk_enters(obj) -> bool:
@@ -223,6 +248,10 @@ def _contents(entry, names=None) -> dict:
         return {}  # its items: see Entry.items
     if kind == "object":
         return dict(obj.__dict__)
+    if kind == "slots":  # and what its __dict__ holds, if it has one too
+        found = {name: getattr(obj, name, _MISSING) for name in _slot_names(type(obj))}
+        found.update(getattr(obj, "__dict__", {}))
+        return found
     if kind == "hooks":
         return {name: obj.__dict__.get(name, _MISSING) for name in _HOOK_TABLES}
     if kind in ("module", "globals"):
@@ -360,7 +389,7 @@ class Walk:
             self._child(entry, obj.args, ".args", "args")
             self._child(entry, obj.keywords, ".keywords", "keywords")
             return
-        if kind == "object":
+        if kind in ("object", "slots"):
             for cls in type(obj).__mro__:
                 if cls is not object and _is_user_class(cls):
                     self._child(
@@ -443,7 +472,7 @@ class Walk:
         """Whether numbers the entry's object holds may become inputs: it holds
         them by name, key or list index (not a tuple, which cannot take one)
         and is no argument container (whose numbers are inputs already)."""
-        kinds = ("object", "class", "module", "globals", "cell", "dict")
+        kinds = ("object", "slots", "class", "module", "globals", "cell", "dict")
         by_name = entry.kind in kinds or type(entry.obj) is list
         return by_name and entry.index not in self.arguments
 
@@ -558,6 +587,10 @@ def _access(entry, key) -> str:
         return f".__dict__[{key!r}]"
     if kind == "class":
         return f".__dict__[{key!r}]"
+    if kind == "slots":
+        if not (isinstance(key, str) and key.isidentifier()):
+            raise Refused(f"{entry.label} has an attribute named {key!r}")
+        return f".{key}"
     if kind == "cell":
         return ".cell_contents"
     if kind == "module":
@@ -570,7 +603,7 @@ def _access(entry, key) -> str:
 def _label(entry, key) -> str:
     if entry.kind in ("globals", "module"):
         return f"{entry.label} {key}" if entry.kind == "module" else f"global {key!r}"
-    if entry.kind in ("object", "class", "module", "hooks"):
+    if entry.kind in ("object", "slots", "class", "module", "hooks"):
         return f"{entry.label}.{key}"
     if entry.kind == "cell":
         return entry.label
@@ -986,6 +1019,8 @@ class State:
             return f"{name}.cell_contents"
         if entry.kind in ("class", "hooks"):
             return f"{name}.__dict__.get({key!r}, M)"
+        if entry.kind == "slots":
+            return f"getattr({name}, {key!r}, M)"
         literal = isinstance(key, (str, int, float, bool, type(None)))
         return f"{container}[{repr(key) if literal else constant(key)}]"
 
@@ -1162,7 +1197,10 @@ def _read_now(obj, key):
         return obj[key]
     if isinstance(obj, types.CellType):
         return obj.cell_contents
-    return obj.__dict__[key]
+    space = getattr(obj, "__dict__", None)
+    if space is not None and key in space:
+        return space[key]
+    return getattr(obj, key)  # a slot
 
 
 def _store(entry, obj, key, template, value) -> None:
@@ -1179,7 +1217,7 @@ def _store(entry, obj, key, template, value) -> None:
             del obj.cell_contents
         else:
             obj.cell_contents = value
-    elif kind == "class":
+    elif kind in ("class", "slots"):
         if delete:
             delattr(obj, key)
         else:
