@@ -465,6 +465,16 @@ def between(call):
 def arguments(call):
     return data(call, 2, 3)
 """,
+    "deque_window": """
+import collections
+window = collections.deque(maxlen=3)
+def step(x):
+    loss = (x * x).sum()
+    window.append(loss.item())
+    return loss / (sum(window) / len(window))
+def arguments(call):
+    return data(call, 3)
+""",
     "appended_list_read_elsewhere": """
 history = []
 alias = history

@@ -32,6 +32,7 @@ compiling machinery and objects the walk cannot see into (no ``__dict__``).
 
 from __future__ import annotations
 
+import collections
 import dis
 import functools
 import math
@@ -198,7 +199,7 @@ def _kind(obj):
         return "cell"
     if isinstance(obj, dict):
         return "dict"
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, (list, tuple, collections.deque)):
         return "sequence"
     if type(obj).__module__.startswith(_MACHINERY):
         return None
@@ -320,8 +321,8 @@ class Walk:
                 if len(items) != len(before) or any(
                     a is not c or b is not d for (a, b), (c, d) in zip(items, before)
                 ):
-                    if isinstance(entry.obj, list):
-                        entry.obj[:] = [value for _, value in before]
+                    if isinstance(entry.obj, _MUTABLE_SEQUENCES):
+                        _refill(entry.obj, [value for _, value in before])
                     else:
                         entry.obj.clear()
                         entry.obj.update(before)
@@ -677,7 +678,7 @@ class State:
                 self._find_appends(entry)
                 continue
             now = _contents(entry)
-            if isinstance(entry.obj, list):
+            if isinstance(entry.obj, _MUTABLE_SEQUENCES):
                 if len(now) != len(entry.contents) or any(
                     not self._unchanged(entry.contents[k], now[k]) for k in now
                 ):
@@ -1066,10 +1067,10 @@ def make_plain(walk: Walk) -> None:
     for entry in walk.entries:
         if entry.contents is None or isinstance(entry.obj, tuple):
             continue
-        if isinstance(entry.obj, list):
+        if isinstance(entry.obj, _MUTABLE_SEQUENCES):
             items = [_plain(v, entered) for v in entry.obj]
             if any(a is not b for a, b in zip(items, entry.obj)):
-                entry.obj[:] = items
+                _refill(entry.obj, items)
             continue
         for key, value in _contents(entry).items():
             plain = _plain(value, entered)
@@ -1192,6 +1193,18 @@ def _build(template, local: dict, outputs):
     raise AssertionError(kind)
 
 
+_MUTABLE_SEQUENCES = (list, collections.deque)
+
+
+def _refill(sequence, items) -> None:
+    """A list or deque made to hold ``items``, in place."""
+    if isinstance(sequence, list):
+        sequence[:] = items
+    else:
+        sequence.clear()
+        sequence.extend(items)
+
+
 def _read_now(obj, key):
     if isinstance(obj, (dict, list, tuple)):
         return obj[key]
@@ -1208,7 +1221,7 @@ def _store(entry, obj, key, template, value) -> None:
         if template[0] == "extend":
             obj.extend(value)
         else:
-            obj[:] = value
+            _refill(obj, value)
         return
     delete = template == ("delete",)
     kind = entry.kind
