@@ -126,6 +126,17 @@ def snapshot(value, depth: int = 0, seen=None):
         return ("generator", repr(value.bit_generator.state))
     if isinstance(value, fg.optim.Optimizer):
         return ("optimizer", snapshot(value.state_dict(), depth + 1, seen))
+    if isinstance(value, types.GeneratorType):  # where it is: its frame's locals
+        frame = value.gi_frame
+        return (
+            "generator",
+            None if frame is None else snapshot(dict(frame.f_locals), depth + 1, seen),
+        )
+    if hasattr(type(value), "__next__") and not hasattr(value, "__dict__"):
+        try:
+            return ("iterator", snapshot(list(value.__reduce__()[2:]), depth + 1, seen))
+        except TypeError:
+            pass
     attributes = getattr(value, "__dict__", None)
     slots = [
         name

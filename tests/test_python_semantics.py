@@ -475,6 +475,20 @@ def step(x):
 def arguments(call):
     return data(call, 3)
 """,
+    "next_of_iterators": """
+batches = [data(k, 3) for k in range(8)]
+it = iter(batches)
+def numbers():
+    k = 0
+    while True:
+        yield float(k)
+        k += 1
+counting = numbers()
+def step(x):
+    return x + next(it) * next(counting)
+def arguments(call):
+    return data(call, 3)
+""",
     "appended_list_read_elsewhere": """
 history = []
 alias = history

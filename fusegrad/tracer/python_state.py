@@ -290,6 +290,7 @@ class Walk:
         self.generators: list = []  # (Entry, key, generator, state)
         self.arrays: dict = {}  # id -> (Entry, key, array, its picture: _array_picture)
         self.sets: dict = {}  # id -> (set, a frozen copy): compared by value
+        self.iterators: dict = {}  # id -> (Entry, key, iterator, its position: _position)
         self.arguments: set = set()  # the call's argument containers (entry indices)
         self.global_names: set = set()  # what the walked code reads as globals
         self.names: set = set()  # and every name it uses, attributes too
@@ -458,6 +459,10 @@ class Walk:
         if isinstance(value, (set, frozenset)):
             self.sets[id(value)] = (value, frozenset(value))
             return
+        if hasattr(type(value), "__next__") and _kind(value) is None:
+            # (one whose position Python does not show, a file, stays opaque)
+            self.iterators.setdefault(id(value), (entry, key, value, _position(value)))
+            return
         kind = _kind(value)
         if kind is None:
             return
@@ -611,6 +616,39 @@ def _label(entry, key) -> str:
     return f"{entry.label}[{key!r}]"
 
 
+def _position(iterator, depth: int = 0):
+    """Where an iterator is, as far as Python shows it (None where it does
+    not): a generator's suspended frame (its instruction and locals), else
+    what ``__reduce__`` gives to pickle it (a list iterator's index, an
+    enumerate's count and inner iterator); items and containers by identity."""
+    if depth > 4:
+        return None
+    if isinstance(iterator, types.GeneratorType):
+        frame = iterator.gi_frame
+        if frame is None:
+            return ("finished",)
+        return ("at", frame.f_lasti, _brief(frame.f_locals, depth))
+    try:
+        reduced = iterator.__reduce__()
+    except Exception:
+        return None
+    return _brief(reduced, depth)
+
+
+def _brief(value, depth: int):
+    """``value`` for comparing positions: scalars by value, iterators by
+    position, containers by their items, anything else by identity."""
+    if isinstance(value, _SCALARS) and not isinstance(value, (range, slice)):
+        return value
+    if hasattr(type(value), "__next__") and not isinstance(value, Tensor):
+        return ("iterator", _position(value, depth + 1))
+    if type(value) in (tuple, list):
+        return tuple(_brief(v, depth) for v in value)
+    if type(value) is dict:
+        return tuple((k, _brief(v, depth)) for k, v in value.items())
+    return ("object", id(value))
+
+
 def _is_number(value) -> bool:
     return type(value) in (int, float) or isinstance(value, TracedNumber)
 
@@ -668,6 +706,10 @@ class State:
         for entry, _, generator, state in before.generators:
             if generator.bit_generator.state != state:
                 raise Refused(f"it draws from the numpy Generator at {entry.label}")
+        for entry, key, iterator, position in before.iterators.values():
+            if position is not None and _position(iterator) != position:
+                # a compiled call would not take the next item again
+                raise Refused(f"it advances the iterator at {_label(entry, key)} (next())")
         for entry, key, array, picture in before.arrays.values():
             if not _same_array(array, picture):
                 raise Refused(f"it changes the numpy array at {_label(entry, key)} in place")
