@@ -489,6 +489,15 @@ def step(x):
 def arguments(call):
     return data(call, 3)
 """,
+    "writes_into_argument_containers": """
+def step(x, out, log):
+    out["loss"] = (x * x).sum() * out["scale"]
+    out["n"] = out["n"] + 1
+    log.append(x.sum().item())
+    return x * 2
+def arguments(call):
+    return data(call, 3), {"n": call, "scale": 0.5 + call}, [call]
+""",
     "appended_list_read_elsewhere": """
 history = []
 alias = history

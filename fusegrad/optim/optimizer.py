@@ -378,7 +378,7 @@ def _shape_of_numbers(value):
         return type(value).__name__
     if isinstance(value, TracedNumber):  # a number jit made an input where it is
         return "float" if isinstance(value, TracedFloat) else "int"
-    if isinstance(value, tuple) and any(isinstance(v, (int, float)) for v in value):
+    if isinstance(value, tuple) and any(isinstance(v, (int, float, TracedNumber)) for v in value):
         return tuple(_shape_of_numbers(v) for v in value)
     return value
 

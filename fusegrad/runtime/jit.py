@@ -259,6 +259,8 @@ class JitFunction:
         if turn is _EAGERLY:
             return self.fn(*args, **kwargs)
         variants, done = turn
+        # the arguments' structure as called: the function may store into them
+        as_called = _containers_copied(args), _containers_copied(kwargs)
         try:
             program, result = self._trace(args, kwargs, draws=draws)
             if program is None:  # it ran eagerly, and will for this key
@@ -269,11 +271,11 @@ class JitFunction:
                 return result
             # a number argument the trace decided on by value is part of the key now;
             # the program still takes it, as the value it was traced with
-            settled = self._signature(args, kwargs)[1]
+            settled = self._signature(*as_called)[1]
             with self._lock:
                 if settled != key:
                     paths: list = []
-                    leaves, _ = self._signature(args, kwargs, paths, by_value=frozenset())
+                    leaves, _ = self._signature(*as_called, paths, by_value=frozenset())
                     program.fixed_leaves = [
                         (k, leaf)
                         for k, (leaf, path) in enumerate(zip(leaves, paths))
@@ -420,7 +422,7 @@ class JitFunction:
         states, already_drawn = generator_states(), len(trace.draws.made)
         returned = False
         try:
-            before.install_numbers(self._number_places, trace.install_number)
+            before.install_numbers(self._number_places, trace)
             with timing.phase("trace"), active(trace), drawing():
                 result = self.fn(*args, **kwargs)
             returned = True
@@ -554,8 +556,9 @@ class JitFunction:
                 trace.add_input(tensor)
                 numbers[path] = traced(tensor, self._where(path), frozenset([path]))
         if numbers:
-            args = tuple(_with_numbers(a, (i,), numbers) for i, a in enumerate(args))
-            kwargs = {k: _with_numbers(v, (k,), numbers) for k, v in kwargs.items()}
+            placed = trace.installed
+            args = tuple(_with_numbers(a, (i,), numbers, placed) for i, a in enumerate(args))
+            kwargs = {k: _with_numbers(v, (k,), numbers, placed) for k, v in kwargs.items()}
         return leaves, paths, args, kwargs
 
     def _dynamic_sizes(self, path: tuple, tensor: Tensor) -> tuple:
@@ -858,15 +861,37 @@ def _plain(value):
     return value
 
 
-def _with_numbers(value, path: tuple, numbers: dict):
-    """The argument with its input numbers replaced by their traced numbers."""
+def _containers_copied(value):
+    """``value`` with its lists, tuples and dicts copied, recursively (those
+    of other types, rare as arguments, as they are)."""
+    if type(value) is list:
+        return [_containers_copied(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_containers_copied(v) for v in value)
+    if type(value) is dict:
+        return {k: _containers_copied(v) for k, v in value.items()}
+    return value
+
+
+def _with_numbers(value, path: tuple, numbers: dict, placed: dict):
+    """The argument with its input numbers replaced by their traced numbers:
+    in its lists and dicts in place (what the function stores in them is a
+    write the walk of Python state sees; ``placed`` records the places,
+    which the walk's restore undoes), its tuples made again."""
     if path in numbers:
         return numbers[path]
-    if isinstance(value, (tuple, list)) and not isinstance(value, Tensor):
-        items = [_with_numbers(v, (*path, k), numbers) for k, v in enumerate(value)]
+    if isinstance(value, (list, dict)):
+        for k, v in list(enumerate(value) if isinstance(value, list) else value.items()):
+            new = _with_numbers(v, (*path, k), numbers, placed)
+            if new is not v:
+                value[k] = new
+                placed[id(value), k] = new
+        return value
+    if isinstance(value, tuple):
+        items = [_with_numbers(v, (*path, k), numbers, placed) for k, v in enumerate(value)]
+        if all(a is b for a, b in zip(items, value)):
+            return value
         return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-    if isinstance(value, dict):
-        return {k: _with_numbers(v, (*path, k), numbers) for k, v in value.items()}
     return value
 
 

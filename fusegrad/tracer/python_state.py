@@ -476,11 +476,15 @@ class Walk:
 
     def holds_number_inputs(self, entry) -> bool:
         """Whether numbers the entry's object holds may become inputs: it holds
-        them by name, key or list index (not a tuple, which cannot take one)
+        them by name, key or index (a tuple where its holder can take a copy)
         and is no argument container (whose numbers are inputs already)."""
+        if entry.index in self.arguments:
+            return False
+        if type(entry.obj) is tuple:  # put back whole where it is
+            parent = self.entries[entry.parent] if entry.parent is not None else None
+            return parent is not None and entry.key is not None and self.holds_number_inputs(parent)
         kinds = ("object", "slots", "class", "module", "globals", "cell", "dict")
-        by_name = entry.kind in kinds or type(entry.obj) is list
-        return by_name and entry.index not in self.arguments
+        return entry.kind in kinds or type(entry.obj) is list
 
     def path(self, entry, key) -> tuple:
         """A place as the steps from a root to it, the same on every walk."""
@@ -490,34 +494,43 @@ class Walk:
             entry = None if entry.parent is None else self.entries[entry.parent]
         return tuple(reversed(steps))
 
-    def install_numbers(self, paths: set, install) -> None:
-        """Puts a traced number, an input of the program read on every call,
-        at each place of ``paths`` that holds an int or a float, before the
-        function runs, so that every read of it is traced: numbers the
-        function changes (a step counter, a learning rate it decays) or an
-        optimizer reads, which a guard on their value would trace again
-        whenever they change. ``install(key, read, origin, place, store)``:
-        Trace.install_number."""
+    def install_numbers(self, paths: set, trace) -> None:
+        """Puts a traced number, an input of the program read on every call
+        (``trace.read_number``), at each place of ``paths`` that holds an int
+        or a float, before the function runs, so that every read of it is
+        traced: numbers the function changes (a step counter, a learning
+        rate it decays) or an optimizer reads, which a guard on their value
+        would trace again whenever they change. A tuple's (an optimizer's
+        betas) is put in a copy of the tuple, put where the tuple is.
+        ``trace.installed`` records the places."""
         for entry in self.entries:
             if entry.contents is None or not self.holds_number_inputs(entry):
                 continue
+            numbers = {}
             for key, value in entry.contents.items():
-                if type(value) not in (int, float):
-                    continue
-                path = self.path(entry, key)
-                if path in paths:
-                    obj = entry.obj
-                    read = self._reader(entry, key)
-                    if read is None:  # under an argument: read from this object, pinned
-                        read = functools.partial(_read_now, obj, key)
-                        self.pinned_for_numbers.add(id(obj))
-                    install(
-                        ("python state", path),
-                        read,
-                        _label(entry, key),
-                        (obj, key),
-                        functools.partial(_store, entry, obj, key, ()),
-                    )
+                if type(value) in (int, float) and self.path(entry, key) in paths:
+                    number = self._number_input(entry, key, trace)
+                    if isinstance(number, TracedNumber):
+                        numbers[key] = number
+                        trace.installed[id(entry.obj), key] = number
+            if not numbers:
+                continue
+            if type(entry.obj) is tuple:
+                parent = self.entries[entry.parent]
+                copy = tuple(numbers.get(k, v) for k, v in enumerate(entry.obj))
+                _store(parent, parent.obj, entry.key, (), copy)
+                trace.installed[id(parent.obj), entry.key] = copy
+            else:
+                for key, number in numbers.items():
+                    _store(entry, entry.obj, key, (), number)
+
+    def _number_input(self, entry, key, trace):
+        obj = entry.obj
+        read = self._reader(entry, key)
+        if read is None:  # under an argument: read from this object, pinned
+            read = functools.partial(_read_now, obj, key)
+            self.pinned_for_numbers.add(id(obj))
+        return trace.read_number(("python state", self.path(entry, key)), read, _label(entry, key))
 
     def _reader(self, entry, key):
         """A function reading what is now at the entry's ``key``, from the

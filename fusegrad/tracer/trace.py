@@ -142,7 +142,9 @@ class Trace:
         self.aliases: dict = {}  # id(detached alias) -> the tensor whose storage it shares
         self.numbers_read: dict = {}  # key -> the traced number read_number made for it
         self.input_places: set = set()  # (id(container), key) of the numbers read_number read
-        self.installed: dict = {}  # (id(container), key) -> number put there (install_number)
+        # (id(container), key) -> what the walk of Python state put there
+        # before the function ran (python_state.Walk.install_numbers)
+        self.installed: dict = {}
         self.value_reads: list = []  # where Python read a floating tensor's value
         self.retained: dict = {}  # id -> tensor retain_grad() was called on (kept: ids unique)
         self.specialized: set = set()  # paths of number arguments whose value was guarded
@@ -476,14 +478,6 @@ class Trace:
             self.captured_vars.append(self._new_var(tensor))
             number = self.numbers_read[key] = traced(tensor, origin)
         return number
-
-    def install_number(self, key, read, origin: str, place, store) -> None:
-        """``read_number``'s number, put at its place (``store(number)``)
-        before the function runs, so that every read of the place reads it."""
-        number = self.read_number(key, read, origin, place)
-        if isinstance(number, TracedNumber):
-            store(number)
-            self.installed[id(place[0]), place[1]] = number
 
     def number_of(self, tensor):
         """``tensor.item()`` while tracing: the traced number it holds (a
