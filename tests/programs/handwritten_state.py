@@ -28,16 +28,18 @@ def run(torch, compile=None) -> dict:
         return torch.tensor(rng.standard_normal(shape) * scale, dtype=torch.float32)
 
     class Linear:
-        def __init__(self, fan_in, fan_out):
+        def __init__(self, fan_in, fan_out, bias=True):
             self.weight = randn(fan_in, fan_out, scale=fan_in**-0.5).requires_grad_()
-            self.bias = torch.zeros(fan_out, requires_grad=True)
+            self.bias = torch.zeros(fan_out, requires_grad=True) if bias else None
 
         def __call__(self, x):
-            self.out = x @ self.weight + self.bias
+            self.out = x @ self.weight
+            if self.bias is not None:
+                self.out = self.out + self.bias
             return self.out
 
         def parameters(self):
-            return [self.weight, self.bias]
+            return [self.weight] + ([] if self.bias is None else [self.bias])
 
     class BatchNorm1d:
         def __init__(self, dim, eps=1e-5, momentum=0.1):
@@ -121,7 +123,7 @@ def run(torch, compile=None) -> dict:
                     p -= self.lr * self.buffers[k]
 
     layers = [
-        Linear(IN, HIDDEN),
+        Linear(IN, HIDDEN, bias=False),  # a batch norm follows: a bias would only be noise
         BatchNorm1d(HIDDEN),
         Tanh(),
         Recurrent(HIDDEN),
@@ -177,5 +179,7 @@ def run(torch, compile=None) -> dict:
         "tanh_out_mean": layers[2].out.mean().item(),
         "ema": ema.shadow["p0"][0].tolist(),
         "momentum": opt.buffers[-1].tolist(),
-        "weights": [p.detach()[0].tolist() if p.dim() > 1 else p.tolist() for p in params],
+        "weights": {
+            name: p.detach()[0].tolist() if p.dim() > 1 else p.tolist() for name, p in named.items()
+        },
     }
