@@ -286,7 +286,7 @@ class Program:
         if plan is None:
             return None
         arguments = [(t._dtype, t._requires_grad) for t in tensors]
-        return plan.tensor_function(arguments, self.output_dtypes)
+        return plan.tensor_function(arguments, self.output_dtypes, Tensor)
 
     def _run(self, args: list, drawn, call):
         if self.fixed_leaves:

@@ -140,9 +140,10 @@ class Plan:
         exec(compile(self.source, "<fusegrad plan>", "exec"), bound)
         return bound["run"]
 
-    def tensor_function(self, arguments: list, output_dtypes: list):
+    def tensor_function(self, arguments: list, output_dtypes: list, tensor_type):
         """The plan as a function of a call's arguments, for a program they
-        alone decide: each must be a tensor of the (dtype, requires_grad)
+        alone decide: each must be a ``tensor_type`` (the caller's tensor
+        class: the runtime knows arrays only) of the (dtype, requires_grad)
         in ``arguments`` whose array has the layout planned for; the
         outputs come back as tensors of ``output_dtypes``. It returns None
         for other arguments, or when a range flag stops the run (the caller
@@ -153,13 +154,12 @@ class Plan:
         key = (tuple(arguments), tuple(output_dtypes))
         function = self.tensor_functions.get(key)
         if function is None:
-            function = self.tensor_functions[key] = self._tensor_function(arguments, output_dtypes)
+            function = self._tensor_function(arguments, output_dtypes, tensor_type)
+            self.tensor_functions[key] = function
         return function
 
-    def _tensor_function(self, arguments: list, output_dtypes: list):
-        from ..tracer.tensor import Tensor  # here: tensor.py imports the runtime
-
-        bound = {"Tensor": Tensor, "make": Tensor._make}
+    def _tensor_function(self, arguments: list, output_dtypes: list, tensor_type):
+        bound = {"Tensor": tensor_type, "make": tensor_type._make}
         n = self.num_inputs
         lines = ["def run(args):", f"    if len(args) != {n}:", "        return None"]
         if n:

@@ -48,11 +48,12 @@ def public(op=None, *, name=None, function=True, method=True):
     list is written."""
 
     def register(op):
-        exposed = _with_numpy_names(op)
-        if function:
-            FUNCTIONS[name or op.__name__] = exposed
-        if method:
-            METHODS[name or op.__name__] = exposed
+        exposed, key = _with_numpy_names(op), name or op.__name__
+        for wanted, table in ((function, FUNCTIONS), (method, METHODS)):
+            if wanted:
+                if key in table:  # a second definition would silently win
+                    raise RuntimeError(f"op {key!r} is registered twice")
+                table[key] = exposed
         return op
 
     return register if op is None else register(op)
@@ -3405,6 +3406,8 @@ for _alias, _name in (
     ("less", "lt"),
     ("less_equal", "le"),
 ):
+    if _alias in FUNCTIONS or _alias in METHODS:
+        raise RuntimeError(f"op {_alias!r} is registered twice")
     FUNCTIONS[_alias] = FUNCTIONS[_name]
     METHODS[_alias] = METHODS[_name]
     globals()[_alias] = globals()[_name]
