@@ -12,7 +12,7 @@ from fusegrad.codegen import vectors
 from fusegrad.codegen.kernels import KernelCode
 from fusegrad.codegen.lowering import FUSED_REDUCTIONS, IN_NUMPY, LOWERINGS, can_lower
 from fusegrad.ir import primitives as P
-from fusegrad.ir.fusion import Kernel, partition
+from fusegrad.ir.fusion import Kernel, group_into_kernels
 from fusegrad.ir.graph import Const, Graph, GraphBuilder, Var, building, evaluate
 from fusegrad.runtime import launch
 from fusegrad.runtime.executor import Executor
@@ -44,7 +44,7 @@ def _chain(shape_x, shape_y, dtype=fg.float32):
 
 
 def _kernel_of(graph):
-    steps = partition(graph, can_lower)
+    steps = group_into_kernels(graph, can_lower)
     assert len(steps) == 1 and isinstance(steps[0], Kernel)
     return Launcher(KernelCode(steps[0]))
 
@@ -243,7 +243,7 @@ def test_fused_reductions_on_odd_empty_and_strided_operands(shape):
 
 
 def _one_kernel(graph):
-    (kernel,) = [s for s in partition(graph, can_lower) if isinstance(s, Kernel)]
+    (kernel,) = [s for s in group_into_kernels(graph, can_lower) if isinstance(s, Kernel)]
     return kernel
 
 
@@ -267,7 +267,7 @@ def test_column_totals_are_never_read_inside_their_kernel():
         y = P.exp(x)
         scaled = y / P.reduce_sum(y, axes=(0,))  # every column's total: known after the kernel
     graph = Graph([x], builder.eqns, [scaled])
-    kernels_ = [s for s in partition(graph, can_lower) if isinstance(s, Kernel)]
+    kernels_ = [s for s in group_into_kernels(graph, can_lower) if isinstance(s, Kernel)]
     assert len(kernels_) == 2 and all(k.last_phase == 0 for k in kernels_)
     xs = np.random.default_rng(3).standard_normal((50, 40)).astype(np.float32)
     np.testing.assert_allclose(Executor(graph).run([xs])[0], evaluate(graph, [xs])[0], rtol=1e-6)
@@ -290,7 +290,7 @@ def test_a_kernel_read_only_by_a_later_kernel_of_its_shape_joins_it():
         product = P.matmul(P.matmul(shared, P.transpose(w, perm=(1, 0))), w)
         other = product * shared
     graph = Graph([g, m, p, b, w, lr], builder.eqns, [new_m, new_p, other])
-    kernels_ = [s for s in partition(graph, can_lower) if isinstance(s, Kernel)]
+    kernels_ = [s for s in group_into_kernels(graph, can_lower) if isinstance(s, Kernel)]
     update = next(k for k in kernels_ if new_p in {e.out for e in k.eqns})
     assert {new_m, momentum} <= {e.out for e in update.eqns}
     assert all(any(v is u for u in among) for v, among in [
@@ -322,7 +322,7 @@ def test_a_derivative_of_values_in_memory_is_computed_by_the_kernel_that_reads_i
         h_grad = back * derivative * kept
         column_sums = P.reduce_sum(h_grad, axes=(0,))
     graph = Graph([x, w], builder.eqns, [product, column_sums])
-    kernels_ = [s for s in partition(graph, can_lower) if isinstance(s, Kernel)]
+    kernels_ = [s for s in group_into_kernels(graph, can_lower) if isinstance(s, Kernel)]
     first, second = kernels_
     assert [eqn.prim for eqn in first.eqns] == [P.exp, P.add, P.tanh, P.mul]  # e * 2.0 stays
     assert derivative in {eqn.out for eqn in second.eqns} and h in second.inputs

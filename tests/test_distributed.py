@@ -21,7 +21,7 @@ import fusegrad as fg
 import fusegrad.distributed as dist
 from fusegrad.ir import dtypes
 from fusegrad.ir import primitives as P
-from fusegrad.ir.fusion import Single, partition
+from fusegrad.ir.fusion import Single, group_into_kernels
 from fusegrad.ir.graph import Const, Graph, GraphBuilder, Var, building
 from fusegrad.ir.simplify import simplify
 from fusegrad.nn.parallel import DistributedDataParallel
@@ -183,7 +183,7 @@ def test_programs_run_collectives_in_the_order_traced():
         first = P.all_reduce(a, op="sum", group=group)
         second = P.all_reduce(b, op="max", group=group)
         out = doubled + second
-    steps = partition(Graph([a, b], builder.eqns, [out, first]))
+    steps = group_into_kernels(Graph([a, b], builder.eqns, [out, first]))
     collectives = [s.eqn.out for s in steps if isinstance(s, Single) and s.eqn.prim.collective]
     assert collectives == [first, second]
 

@@ -5,7 +5,7 @@ import pytest
 
 import fusegrad as fg
 from fusegrad.ir import primitives as P
-from fusegrad.ir.autodiff import adjoint, partition
+from fusegrad.ir.autodiff import adjoint, split_at_min_cut
 from fusegrad.ir.graph import (
     Graph,
     GraphBuilder,
@@ -73,7 +73,7 @@ def test_adjoint_matches_eager_gradients_and_partition_splits_it():
     fg.tanh(x * y).sum().backward()
     np.testing.assert_allclose(gx, x.grad.numpy(), rtol=1e-6)
     np.testing.assert_allclose(gy, y.grad.numpy(), rtol=1e-6)
-    parts = partition(joint, 2, 1, len(graph.eqns))
+    parts = split_at_min_cut(joint, 2, 1, len(graph.eqns))
     verify(parts.forward)
     verify(parts.backward)
     forward_values = evaluate(parts.forward, [xs, ys])

@@ -7,7 +7,7 @@ has none until some use sends one); broadcasting and promotion are undone in
 one place (``unbroadcast``). Because the result is an ordinary graph, the
 pass applies to its own output: that is higher order.
 
-``partition`` splits the joint graph into the forward program (which also
+``split_at_min_cut`` splits the joint graph into the forward program (which also
 returns the residuals the backward reads) and the backward program.
 """
 
@@ -195,7 +195,7 @@ class Partition:
     num_residuals: int
 
 
-def partition(
+def split_at_min_cut(
     joint: Graph,
     num_inputs: int,
     num_outputs: int,

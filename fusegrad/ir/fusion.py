@@ -226,7 +226,7 @@ def _leading_and_trailing(eqn: Eqn) -> tuple | None:
     return leading, trailing
 
 
-def partition(
+def group_into_kernels(
     graph: Graph, fusible=is_elementwise, reducible=is_fusible_reduction, per_row=None
 ) -> list:
     """The graph's equations as an ordered list of ``Kernel``s and ``Single``s.

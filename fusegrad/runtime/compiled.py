@@ -16,7 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import primitives as P
-from ..ir.autodiff import active_values, adjoint, backward_reading, differentiable_from, partition
+from ..ir.autodiff import (
+    active_values,
+    adjoint,
+    backward_reading,
+    differentiable_from,
+    split_at_min_cut,
+)
 from ..ir.fusion import is_elementwise
 from ..ir.graph import Const, Eqn, Graph, Var, format_graph, type_string, verify
 from ..ir.simplify import dce, simplify, without_stop_gradients
@@ -164,7 +170,7 @@ class Program:
         cheapest cut); returns the residuals the forward must save for it."""
         self.graph, self.stopped = graph, stopped
         joint = adjoint(graph, self.wrt, stopped, customs=self.customs, hooks=self.hooks)
-        parts = partition(
+        parts = split_at_min_cut(
             joint,
             len(graph.inputs),
             self.num_outputs,

@@ -14,7 +14,7 @@ from math import prod
 from ..codegen.kernels import KernelCode
 from ..codegen.lowering import can_lower, can_lower_per_row
 from ..ir import primitives as P
-from ..ir.fusion import Kernel, partition, reductions_in_two_steps
+from ..ir.fusion import Kernel, group_into_kernels, reductions_in_two_steps
 from ..ir.graph import Const, Graph, Var
 from ..ir.shapes import is_symbolic
 from . import routines, threads
@@ -26,7 +26,9 @@ from .routines import run_equation
 class Executor:
     def __init__(self, graph: Graph):
         self.graph = graph
-        steps = partition(reductions_in_two_steps(graph), can_lower, per_row=can_lower_per_row)
+        steps = group_into_kernels(
+            reductions_in_two_steps(graph), can_lower, per_row=can_lower_per_row
+        )
         # OpenBLAS's threads spin on the cores for a while after each matrix
         # product: beside products, a kernel's chunk on another core waits
         # for one, so only far more work is worth splitting. A program whose
