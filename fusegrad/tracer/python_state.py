@@ -97,22 +97,6 @@ def _is_user_class(cls) -> bool:
 _GLOBAL_OPS = {"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME"}
 
 
-def _code_names(code) -> tuple:
-    """(the global names, every name) a code object and the code nested in
-    it use: a namespace of globals is read for the first, a module's
-    attributes for the second (``config.scale`` names ``scale``)."""
-    globals_, names = set(), set(code.co_names)
-    for instruction in dis.get_instructions(code):
-        if instruction.opname in _GLOBAL_OPS:
-            globals_.add(instruction.argval)
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            inner_globals, inner_names = _code_names(constant)
-            globals_ |= inner_globals
-            names |= inner_names
-    return globals_, names
-
-
 _NAME_OPS = _GLOBAL_OPS | {
     "LOAD_ATTR",
     "STORE_ATTR",
@@ -126,13 +110,17 @@ _NAME_OPS = _GLOBAL_OPS | {
 _APPENDING = ("append", "extend")
 
 
-def _names_not_only_appended_to(code) -> set:
-    """The names a code object (and the code nested in it) uses otherwise
-    than to call ``.append`` or ``.extend`` on what they hold: a list only
-    appended to is never read, so its old items guard nothing."""
-    used = set()
+def _code_names(code) -> tuple:
+    """(the global names, every name, the names used otherwise than to call
+    ``.append`` or ``.extend`` on what they hold) of a code object and the
+    code nested in it: a namespace of globals is read for the first, a
+    module's attributes for the second (``config.scale`` names ``scale``);
+    a list only appended to is never read, so its old items guard nothing."""
+    globals_, names, used = set(), set(code.co_names), set()
     instructions = list(dis.get_instructions(code))
     for k, instruction in enumerate(instructions):
+        if instruction.opname in _GLOBAL_OPS:
+            globals_.add(instruction.argval)
         if instruction.opname not in _NAME_OPS:
             continue
         following = instructions[k + 1] if k + 1 < len(instructions) else None
@@ -147,8 +135,11 @@ def _names_not_only_appended_to(code) -> set:
             used.add(instruction.argval)
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
-            used |= _names_not_only_appended_to(constant)
-    return used
+            inner = _code_names(constant)
+            globals_ |= inner[0]
+            names |= inner[1]
+            used |= inner[2]
+    return globals_, names, used
 
 
 class Entry:
@@ -417,10 +408,10 @@ class Walk:
         entry.kind = "function"
         user = _is_user_function(fn)
         if user:  # a library function's names are its own module's
-            global_names, names = _code_names(fn.__code__)
+            global_names, names, used = _code_names(fn.__code__)
             self.global_names |= global_names
             self.names |= names
-            self.not_only_appended |= _names_not_only_appended_to(fn.__code__)
+            self.not_only_appended |= used
         for k, cell in enumerate(fn.__closure__ or ()):
             self._child(entry, cell, f".__closure__[{k}]", f"closure {fn.__code__.co_freevars[k]}")
         if fn.__defaults__:
