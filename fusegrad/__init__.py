@@ -23,14 +23,9 @@ from . import (
     special,
     utils,
 )
-from . import tracer as _tracer
+from . import eager as _eager
 from .autograd.transforms import grad, value_and_grad
-from .ir.dtypes import bfloat16, finfo, float16, float32, float64, iinfo, int32, int64
-from .ir.dtypes import bool_ as bool
-from .runtime.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .runtime.jit import jit
-from .serialization import load, save
-from .tracer.creation import (
+from .eager.creation import (
     BoolTensor,
     DoubleTensor,
     FloatTensor,
@@ -61,11 +56,12 @@ from .tracer.creation import (
     zeros,
     zeros_like,
 )
-from .tracer.creation import (
+from .eager.creation import (
     range_ as range,
 )
-from .tracer.devices import device, get_default_device, set_default_device
-from .tracer.random import (
+from .eager.devices import device, get_default_device, set_default_device
+from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .eager.random import (
     Generator,
     bernoulli,
     default_generator,
@@ -77,10 +73,14 @@ from .tracer.random import (
     seed,
     set_rng_state,
 )
-from .tracer.tensor import Size, Tensor
+from .eager.tensor import Size, Tensor
+from .ir.dtypes import bfloat16, finfo, float16, float32, float64, iinfo, int32, int64
+from .ir.dtypes import bool_ as bool
+from .serialization import load, save
+from .tracer.jit import jit
 from .tracer.trace import TracingError
 
-globals().update(_tracer.ops.FUNCTIONS)  # every public op, as listed where it is defined
+globals().update(_eager.ops.FUNCTIONS)  # every public op, as listed where it is defined
 
 float = float32
 double = float64

@@ -14,11 +14,11 @@ import math
 import numpy as np
 
 from . import linalg
+from .eager import creation, ops, random
+from .eager.grad_mode import no_grad
+from .eager.tensor import Size, Tensor, recording
 from .ir import dtypes
 from .nn import functional as F
-from .runtime.grad_mode import no_grad
-from .tracer import creation, ops, random
-from .tracer.tensor import Size, Tensor, recording
 
 __all__ = [
     "Bernoulli",

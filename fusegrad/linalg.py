@@ -2,7 +2,7 @@
 determinants, Cholesky factors, symmetric eigendecompositions,
 singular value decompositions, pseudo-inverses, norms and products)."""
 
-from .tracer.linalg import (
+from .eager.linalg import (
     cholesky,
     det,
     eigh,
@@ -20,13 +20,13 @@ from .tracer.linalg import (
     vecdot,
     vector_norm,
 )
-from .tracer.linalg import (
+from .eager.linalg import (
     linalg_cross as cross,
 )
-from .tracer.linalg import (
+from .eager.linalg import (
     linalg_norm as norm,
 )
-from .tracer.ops import diagonal, matmul
+from .eager.ops import diagonal, matmul
 
 __all__ = [
     "cholesky",

@@ -25,9 +25,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from .eager.devices import check_device, device
+from .eager.tensor import Size, Tensor
 from .ir import dtypes
-from .tracer.devices import check_device, device
-from .tracer.tensor import Size, Tensor
 
 FORMAT = b"fusegrad 1\n"
 DEFAULT_PROTOCOL = 2

@@ -3,8 +3,8 @@ functions, each one of fusegrad's ops."""
 
 import math
 
-from .tracer import ops as _ops
-from .tracer.ops import (
+from .eager import ops as _ops
+from .eager.ops import (
     digamma,
     erf,
     erfc,
@@ -21,13 +21,13 @@ from .tracer.ops import (
     softmax,
     xlogy,
 )
-from .tracer.ops import (
+from .eager.ops import (
     lgamma as gammaln,
 )
-from .tracer.ops import (
+from .eager.ops import (
     mvlgamma as multigammaln,
 )
-from .tracer.ops import (
+from .eager.ops import (
     sigmoid as expit,
 )
 

@@ -25,7 +25,7 @@ from fusegrad.ir.fusion import Single, group_into_kernels
 from fusegrad.ir.graph import Const, Graph, GraphBuilder, Var, building
 from fusegrad.ir.simplify import simplify
 from fusegrad.nn.parallel import DistributedDataParallel
-from fusegrad.runtime import autograd
+from fusegrad.eager import autograd
 from fusegrad.utils.data import DistributedSampler
 
 ROOT = Path(__file__).parent.parent

@@ -15,7 +15,7 @@ import fusegrad as fg
 import fusegrad.nn as nn
 import fusegrad.nn.functional as F
 from fusegrad.ir.graph import verify
-from fusegrad.runtime import jit as jit_module
+from fusegrad.tracer import jit as jit_module
 
 from test_autograd import NUMPY_OPERANDS
 from test_ops import JIT_CASES, _tensors

@@ -7,7 +7,7 @@ import pytest
 
 import fusegrad as fg
 from fusegrad.ir import primitives
-from fusegrad.tracer.plain import PlainValue
+from fusegrad.eager.plain import PlainValue
 
 from op_table import OPS, OPS_BY_NAME
 

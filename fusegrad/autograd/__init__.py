@@ -1,9 +1,9 @@
 """``fusegrad.autograd``: the autograd API (backward, grad, custom Functions,
 gradient checks and higher-order helpers)."""
 
-from ..runtime.autograd import backward, grad
-from ..runtime.grad_mode import enable_grad, no_grad, set_grad_enabled
-from ..tracer.creation import Variable
+from ..eager.autograd import backward, grad
+from ..eager.creation import Variable
+from ..eager.grad_mode import enable_grad, no_grad, set_grad_enabled
 from . import functional
 from .function import Function, FunctionCtx
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import weakref
 
+from ..eager import autograd as engine
+from ..eager import grad_mode
+from ..eager.creation import zeros
+from ..eager.tensor import Tensor, recording
 from ..ir.primitives import unbroadcast
-from ..runtime import autograd as engine
-from ..runtime import grad_mode
-from ..tracer.creation import zeros
-from ..tracer.tensor import Tensor, recording
 
 
 class FunctionCtx(engine.Node):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from ..runtime import grad_mode
-from ..runtime.autograd import grad
-from ..tracer import ops
-from ..tracer.creation import zeros_like
-from ..tracer.tensor import Tensor
+from ..eager import grad_mode, ops
+from ..eager.autograd import grad
+from ..eager.creation import zeros_like
+from ..eager.tensor import Tensor
 
 
 def _prepare(inputs, create_graph):

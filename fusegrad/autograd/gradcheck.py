@@ -8,10 +8,10 @@ import warnings
 
 import numpy as np
 
-from ..runtime import grad_mode
-from ..runtime.autograd import grad
-from ..tracer.creation import randn
-from ..tracer.tensor import Tensor
+from ..eager import grad_mode
+from ..eager.autograd import grad
+from ..eager.creation import randn
+from ..eager.tensor import Tensor
 
 
 class GradcheckError(RuntimeError):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import functools
 
-from ..runtime import grad_mode
-from ..runtime.autograd import grad as autograd_grad
-from ..tracer.creation import zeros_like
-from ..tracer.tensor import Tensor
+from ..eager import grad_mode
+from ..eager.autograd import grad as autograd_grad
+from ..eager.creation import zeros_like
+from ..eager.tensor import Tensor
 
 
 def value_and_grad(fn, argnums=0, has_aux: bool = False):

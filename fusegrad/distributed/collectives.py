@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..eager import grad_mode
+from ..eager.creation import tensor as make_tensor
+from ..eager.tensor import Tensor, recording
 from ..ir import primitives as P
-from ..runtime import grad_mode
-from ..tracer.creation import tensor as make_tensor
-from ..tracer.tensor import Tensor, recording
 from .process_group import ProcessGroup, ReduceOp, Work, resolve
 
 

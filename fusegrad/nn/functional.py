@@ -12,13 +12,13 @@ import warnings
 
 import numpy as np
 
+from ..eager import creation, ops
+from ..eager.grad_mode import no_grad
+from ..eager.ops import _named, gelu, log_softmax, sigmoid, softmax, tanh
+from ..eager.random import bernoulli_mask
+from ..eager.tensor import Tensor, constant_array
 from ..ir import dtypes
 from ..ir import primitives as P
-from ..runtime.grad_mode import no_grad
-from ..tracer import creation, ops
-from ..tracer.ops import _named, gelu, log_softmax, sigmoid, softmax, tanh
-from ..tracer.random import bernoulli_mask
-from ..tracer.tensor import Tensor, constant_array
 
 __all__ = [
     "relu",
@@ -784,7 +784,7 @@ def one_hot(tensor, num_classes=-1):
     """Classes outside [0, num_classes) raise PyTorch's errors, not a row of
     zeros; under jit the checks are guards, so a later call with a bad class
     retraces and raises."""
-    from ..tracer.creation import arange
+    from ..eager.creation import arange
 
     if tensor.numel() and ops.any(tensor < 0):
         raise RuntimeError("Class values must be non-negative.")

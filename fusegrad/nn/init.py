@@ -13,9 +13,9 @@ import warnings
 
 import numpy as np
 
-from ..runtime.grad_mode import no_grad
-from ..tracer import creation, ops
-from ..tracer.tensor import Tensor
+from ..eager import creation, ops
+from ..eager.grad_mode import no_grad
+from ..eager.tensor import Tensor
 
 __all__ = [
     "calculate_gain",

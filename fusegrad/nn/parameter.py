@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..tracer import creation
-from ..tracer.tensor import Tensor
+from ..eager import creation
+from ..eager.tensor import Tensor
 
 
 class Parameter(Tensor):

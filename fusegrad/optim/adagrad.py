@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..tracer.creation import full_like, tensor
-from ..tracer.tensor import Tensor
+from ..eager.creation import full_like, tensor
+from ..eager.tensor import Tensor
 from .optimizer import Optimizer, check_flags, in_dtype, step_count, with_weight_decay
 
 

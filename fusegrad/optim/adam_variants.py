@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-from ..tracer.creation import tensor, zeros_like
-from ..tracer.ops import maximum
-from ..tracer.tensor import Tensor
+from ..eager.creation import tensor, zeros_like
+from ..eager.ops import maximum
+from ..eager.tensor import Tensor
 from .optimizer import Optimizer, check_flags, in_dtype, lerp, step_count, with_weight_decay
 
 

@@ -8,10 +8,10 @@ so ``step`` runs eagerly; the closure it calls may be a ``jit`` function.
 
 from __future__ import annotations
 
-from ..runtime.grad_mode import enable_grad, no_grad
-from ..tracer.creation import zeros
-from ..tracer.ops import cat
-from ..tracer.tensor import Tensor, recording
+from ..eager.creation import zeros
+from ..eager.grad_mode import enable_grad, no_grad
+from ..eager.ops import cat
+from ..eager.tensor import Tensor, recording
 from .optimizer import Optimizer
 
 

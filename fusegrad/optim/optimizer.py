@@ -19,11 +19,11 @@ from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
+from ..eager.grad_mode import enable_grad, no_grad
+from ..eager.tensor import Tensor, recording, tensor_type_name
 from ..ir import dtypes
-from ..runtime.grad_mode import enable_grad, no_grad
-from ..runtime.jit import jit
+from ..tracer.jit import jit
 from ..tracer.numbers import TracedFloat, TracedNumber
-from ..tracer.tensor import Tensor, recording, tensor_type_name
 
 
 def typename(obj) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..tracer.creation import tensor, zeros_like
-from ..tracer.tensor import Tensor
+from ..eager.creation import tensor, zeros_like
+from ..eager.tensor import Tensor
 from .optimizer import Optimizer, check_flags, lerp, with_weight_decay
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tracer.tensor import Tensor
+from ..eager.tensor import Tensor
 from .optimizer import Optimizer, check_flags, with_weight_decay
 
 

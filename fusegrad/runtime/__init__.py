@@ -1,2 +1,2 @@
-"""Running what was recorded and compiled: grad mode, the eager autograd
-engine, jit and its programs, executors, plans and kernel launches."""
+"""Native execution: executors, plans and their drivers, kernel launches
+(operand memory, layouts, threads) and the routines numpy is slow at."""

@@ -1,3 +1,3 @@
-"""Eager tensors: the Tensor class, its ops, creation, indexing and random sampling."""
-
-from . import methods, plain, random
+"""Turning Python into IR: ``fusegrad.jit``, the trace it records, the
+numbers and sizes that vary between calls, the Python state it guards and
+redoes, and the compiled programs it runs."""

@@ -28,11 +28,11 @@ import sys
 
 import numpy as np
 
+from ..eager.tensor import TRACED_NUMBERS, NumberOperand, Tensor, recording
 from ..ir import dtypes
-from .tensor import TRACED_NUMBERS, Tensor, recording
 
 
-class TracedNumber:
+class TracedNumber(NumberOperand):
     """``tensor``: the 0-d tensor the trace knows; ``origin``: where the number
     came from (for messages); ``sources``: the arguments it was computed
     from (their paths), which a guard on its value specializes the function

@@ -27,7 +27,7 @@ import threading
 
 import numpy as np
 
-from .tensor import recording
+from ..eager.tensor import recording
 
 PYTHON_FUNCTIONS = (
     "random uniform randint randrange gauss normalvariate lognormvariate expovariate "

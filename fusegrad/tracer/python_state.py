@@ -44,8 +44,8 @@ import weakref
 
 import numpy as np
 
+from ..eager.tensor import Tensor
 from .numbers import PACKAGE_DIR, TracedNumber
-from .tensor import Tensor
 
 MAX_OBJECTS = 50000  # a walk reaching more refuses: its guard would cost more than a call
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic, range, slice)

@@ -25,9 +25,9 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..eager.tensor import TRACED_NUMBERS, recording
 from ..ir.shapes import register_symbolic_size
 from .numbers import TracedInt, TracedNumber
-from .tensor import TRACED_NUMBERS, recording
 
 # ---------------------------------------------------------------- polynomials
 # A polynomial is a tuple of (monomial, coefficient) pairs, sorted; a

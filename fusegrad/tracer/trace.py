@@ -27,16 +27,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..eager import grad_mode
+from ..eager.autograd import Node, gradient_edge
+from ..eager.tensor import Size, Tensor, recording
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.autodiff import CotangentHook, CustomVJP
 from ..ir.graph import Const, Eqn, Graph, Var
-from ..runtime import grad_mode
-from ..runtime.autograd import Node, gradient_edge
 from .numbers import PACKAGE_DIR, TracedNumber, number_input, traced
 from .pyrandom import Draws
 from .symbolic import SymInt, evaluated, has_sizes, hinted, settled, symbol_poly
-from .tensor import Size, Tensor, recording
 
 
 class TracingError(RuntimeError):

@@ -3,9 +3,9 @@ pixels): each calls its ``nn.functional`` counterpart."""
 
 from __future__ import annotations
 
-from ...runtime.grad_mode import no_grad
-from ...tracer import creation
-from ...tracer.tensor import Tensor
+from ...eager import creation
+from ...eager.grad_mode import no_grad
+from ...eager.tensor import Tensor
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
+from ...eager import creation, ops
+from ...eager.tensor import Tensor
 from ...ir import dtypes
-from ...tracer import creation, ops
-from ...tracer.tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

@@ -7,7 +7,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 
-from ...tracer.tensor import Tensor
+from ...eager.tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, addindent
 

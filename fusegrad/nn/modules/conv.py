@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ...tracer import creation
-from ...tracer.tensor import Tensor
+from ...eager import creation
+from ...eager.tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

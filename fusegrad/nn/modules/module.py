@@ -6,10 +6,10 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict, namedtuple
 
+from ...eager.autograd import RemovableHandle
+from ...eager.grad_mode import no_grad
+from ...eager.tensor import Tensor
 from ...ir import dtypes
-from ...runtime.autograd import RemovableHandle
-from ...runtime.grad_mode import no_grad
-from ...tracer.tensor import Tensor
 from ..parameter import Parameter
 
 

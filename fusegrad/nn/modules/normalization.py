@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ...eager import creation
+from ...eager.tensor import Tensor
 from ...ir import dtypes
-from ...tracer import creation
-from ...tracer.tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

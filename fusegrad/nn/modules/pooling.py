@@ -3,7 +3,7 @@ dimensions) and padding modules."""
 
 from __future__ import annotations
 
-from ...tracer.tensor import Tensor
+from ...eager.tensor import Tensor
 from .. import functional as F
 from .module import Module
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from ...tracer import creation, ops
-from ...tracer.tensor import Tensor
+from ...eager import creation, ops
+from ...eager.tensor import Tensor
 from .. import functional as F
 from .. import init
 from .attention import MultiheadAttention

@@ -7,13 +7,13 @@ from __future__ import annotations
 import contextlib
 
 from ... import distributed as dist
+from ...eager import autograd
+from ...eager.creation import tensor as make_tensor
+from ...eager.creation import zeros
+from ...eager.grad_mode import no_grad
+from ...eager.ops import cat
+from ...eager.tensor import Tensor, recording
 from ...ir import dtypes
-from ...runtime import autograd
-from ...runtime.grad_mode import no_grad
-from ...tracer.creation import tensor as make_tensor
-from ...tracer.creation import zeros
-from ...tracer.ops import cat
-from ...tracer.tensor import Tensor, recording
 from ..modules.module import Module
 
 MB = 1024 * 1024

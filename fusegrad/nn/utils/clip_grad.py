@@ -5,9 +5,9 @@ from __future__ import annotations
 import types
 import warnings
 
-from ...runtime.grad_mode import no_grad
-from ...tracer import creation, ops
-from ...tracer.tensor import Tensor
+from ...eager import creation, ops
+from ...eager.grad_mode import no_grad
+from ...eager.tensor import Tensor
 
 
 def _as_list(parameters) -> list:

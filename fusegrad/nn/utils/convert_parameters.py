@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...tracer import ops
-from ...tracer.tensor import Tensor
+from ...eager import ops
+from ...eager.tensor import Tensor
 
 
 def parameters_to_vector(parameters) -> Tensor:

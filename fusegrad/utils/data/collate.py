@@ -10,10 +10,10 @@ import re
 
 import numpy as np
 
+from ...eager.creation import as_tensor, tensor
+from ...eager.ops import stack
+from ...eager.tensor import Tensor
 from ...ir import dtypes
-from ...tracer.creation import as_tensor, tensor
-from ...tracer.ops import stack
-from ...tracer.tensor import Tensor
 
 # numpy dtypes of strings and objects, which make no tensor
 _STRINGS_OR_OBJECTS = re.compile(r"[SaUO]")

@@ -8,8 +8,8 @@ import math
 import warnings
 from itertools import accumulate
 
-from ...tracer.creation import randperm
-from ...tracer.tensor import Tensor
+from ...eager.creation import randperm
+from ...eager.tensor import Tensor
 from .sampler import drawn
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from ... import distributed as dist
-from ...tracer.creation import randperm
-from ...tracer.random import Generator
+from ...eager.creation import randperm
+from ...eager.random import Generator
 from .sampler import Sampler
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...eager.creation import as_tensor, rand, randint, randperm
 from ...ir import dtypes
-from ...tracer.creation import as_tensor, rand, randint, randperm
 
 
 def drawn(sample, *args, generator=None, **kwargs):

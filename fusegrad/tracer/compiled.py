@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..eager import grad_mode
+from ..eager.autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
+from ..eager.tensor import Tensor, constant_array, recording, storage_pattern
 from ..ir import primitives as P
 from ..ir.autodiff import (
     active_values,
@@ -26,14 +29,11 @@ from ..ir.autodiff import (
 from ..ir.fusion import is_elementwise
 from ..ir.graph import Const, Eqn, Graph, Var, format_graph, type_string, verify
 from ..ir.simplify import dce, simplify, without_stop_gradients
-from ..tracer.numbers import TracedNumber
-from ..tracer.pyrandom import Divergence, Draws, same_result
-from ..tracer.symbolic import evaluated
-from ..tracer.tensor import Tensor, constant_array, recording, storage_pattern
-from . import grad_mode
-from .autograd import FREED_MESSAGE, Node, gradient_edge, modified_message
-from .executor import Executor, describe_layouts
-from .launch import Launcher
+from ..runtime.executor import Executor, describe_layouts
+from ..runtime.launch import Launcher
+from .numbers import TracedNumber
+from .pyrandom import Divergence, Draws, same_result
+from .symbolic import evaluated
 
 
 class Program:

@@ -39,7 +39,7 @@ def register_tensor_type(cls) -> None:
 
 
 def register_plain_type(cls) -> None:
-    """Makes ``cls`` (``tracer/plain.py``) the type VJP rules run on outside
+    """Makes ``cls`` (``eager/plain.py``) the type VJP rules run on outside
     ``create_graph`` and traces."""
     global _plain
     _plain = cls

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from ..runtime import autograd, grad_mode, native_eager
-from . import devices
+from ..runtime import native_eager
+from . import autograd, devices, grad_mode
 
 
 def tensor_type_name(dtype) -> str:
@@ -628,7 +628,16 @@ _DTYPE_OF = {d.np: d for d in dtypes.ALL_DTYPES}
 
 
 _constants: dict = {}
-TRACED_NUMBERS: set = set()  # numbers.py's traced float and int classes
+TRACED_NUMBERS: set = set()  # tracer/numbers.py's traced float and int classes
+
+
+class NumberOperand:
+    """The base of the tracer's numbers (tracer/numbers.py): a Python number a
+    trace holds as an input. Eager ops take one wherever they take a float or
+    an int, and know it by this class alone, so the eager library imports
+    nothing of the tracer."""
+
+    __slots__ = ()
 
 
 def constant(value, dtype) -> Tensor:

@@ -25,16 +25,14 @@ from ..ir import primitives as P
 from ..ir.shapes import (
     broadcast_shapes,
     infer_reshape,
+    is_symbolic,
     normalize_axes,
     normalize_dim,
     reduced_shape,
     sizes_from_args,
 )
-from ..runtime import autograd, grad_mode
-from . import devices
-from .numbers import TracedNumber
-from .symbolic import SymInt, hinted
-from .tensor import Size, Tensor, constant, constant_array, recording
+from . import autograd, devices, grad_mode
+from .tensor import NumberOperand, Size, Tensor, constant, constant_array, recording
 
 # ------------------------------------------------------------------ plumbing
 
@@ -222,7 +220,7 @@ def as_tensor_arg(value, name: str = "input") -> Tensor:
 
 
 # Python and numpy scalars: operands that promote by their category alone
-_NUMBERS = (bool, int, float, np.bool_, np.integer, np.floating, TracedNumber)
+_NUMBERS = (bool, int, float, np.bool_, np.integer, np.floating, NumberOperand)
 
 
 def _check_operand(value):
@@ -616,7 +614,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 def divisor(count):
     """A count to divide by: a float, or for a size that varies between calls
     the size itself (an input of the program, read on every call)."""
-    return count if isinstance(count, SymInt) else float(count)
+    return count if is_symbolic(count) else float(count)
 
 
 def _short(dtype) -> str:
@@ -1100,7 +1098,7 @@ def _shape_arg(shape, input) -> tuple:
     for s in shape:
         if s.__class__ is not int:
             try:
-                shape = tuple(s if isinstance(s, SymInt) else operator.index(s) for s in shape)
+                shape = tuple(s if is_symbolic(s) else operator.index(s) for s in shape)
             except TypeError:
                 raise TypeError(f"shape must be a sequence of ints, got {shape!r}") from None
             break
@@ -1121,7 +1119,7 @@ def view(input, *shape):
     target = _shape_arg(shape, input)
     trial = input._data.view()
     try:
-        trial.shape = hinted(target)
+        trial.shape = recording.trace.hinted(target) if is_symbolic(target) else target
     except AttributeError:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride "
@@ -1450,7 +1448,7 @@ def _tri(input, diagonal, keep, name):
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
     diagonal = operator.index(diagonal)
     rows, cols = input.shape[-2:]
-    if isinstance(rows, SymInt) or isinstance(cols, SymInt):
+    if is_symbolic(rows) or is_symbolic(cols):
         # sizes that vary between calls: the mask is computed at run time
         offsets = P.reshape(positions(cols), shape=(1, cols)) - P.reshape(
             positions(rows), shape=(rows, 1)
@@ -1691,7 +1689,7 @@ def _grids(index, axis) -> list:
 def positions(n):
     """0, 1, ..., n - 1 as an int64 tensor; for a size that varies between
     calls, computed (a running count of ones) rather than a constant."""
-    if isinstance(n, SymInt):
+    if is_symbolic(n):
         ones = P.broadcast_to(constant(1, dtypes.int64), shape=(n,))
         return P.cumsum(ones, axis=0, reverse=False) - 1
     return constant_array(np.arange(n), dtypes.int64)

@@ -12,9 +12,8 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from .numbers import PYTHON_NUMBERS
-from .symbolic import SymInt
-from .tensor import Tensor, constant_array, recording
+from ..ir.shapes import is_symbolic
+from .tensor import NumberOperand, Tensor, constant_array, recording
 
 
 def _index_tensor(value):
@@ -49,7 +48,7 @@ def _check_mask(mask: np.ndarray, shape: tuple, start: int) -> None:
 
 def _position(value):
     """A slice bound: an int, or a size that varies between calls, kept so."""
-    if value is None or isinstance(value, SymInt):
+    if value is None or is_symbolic(value):
         return value
     return int(value)
 
@@ -80,7 +79,7 @@ def parse_index(index, shape: tuple):
             spec.append(("none",))  # numpy and PyTorch: x[True] adds a dimension of size 1
             arrays.append(constant_array(np.zeros(1 if item else 0, np.int64), dtypes.int64))
             spec[-1] = ("array",)
-        elif isinstance(item, SymInt):
+        elif is_symbolic(item):
             spec.append(("int", item))
             consumed += 1
         elif isinstance(item, (int, np.integer)) or (
@@ -141,7 +140,7 @@ def setitem(tensor: Tensor, index, value) -> None:
     tensor._check_inplace()
     if isinstance(value, Tensor):
         value = value if value._dtype is tensor._dtype else P.convert(value, dtype=tensor._dtype)
-    elif not isinstance(value, (bool, np.number, *PYTHON_NUMBERS)):
+    elif not isinstance(value, (bool, int, float, np.number, NumberOperand)):
         raise TypeError(f"can't assign a {type(value).__name__} to a {tensor.type()}")
     if _whole_mask(tensor, index) and (not isinstance(value, Tensor) or value.ndim == 0):
         # one value where a mask of the tensor's shape holds: no shape depends

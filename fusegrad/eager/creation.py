@@ -14,11 +14,9 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from ..ir.shapes import sizes_from_args
-from ..runtime import grad_mode
-from . import ops, random
+from ..ir.shapes import is_symbolic, sizes_from_args
+from . import grad_mode, ops, random
 from .devices import check_device
-from .symbolic import SymInt, has_sizes
 from .tensor import TRACED_NUMBERS, Tensor, recording
 
 
@@ -155,7 +153,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def _filled(value, size, dtype, requires_grad, default=dtypes.float32):
     shape = sizes_from_args(size)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else default
-    if has_sizes(shape) and not requires_grad:
+    if is_symbolic(shape) and not requires_grad:
         # a traced size that varies between calls: the fill is computed at
         # its run-time size, and writable, as a fresh tensor is
         fill = _finish(np.full((), value, dtype=dtype.np), dtype, False)
@@ -234,7 +232,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
-    if isinstance(end, SymInt) and isinstance(start, int) and step == 1 and dtype is None:
+    if is_symbolic(end) and isinstance(start, int) and step == 1 and dtype is None:
         # a traced size that varies between calls: counted at run time
         counted = ops.positions(end - start)
         return counted + start if start else counted

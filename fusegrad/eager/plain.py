@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir import primitives as P
 from ..ir.graph import Operators
-from ..runtime import autograd
+from . import autograd
 from .tensor import computed, constant, recording
 
 

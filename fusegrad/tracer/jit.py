@@ -26,15 +26,16 @@ from pathlib import Path
 import numpy as np
 
 from .. import timing
+from ..eager import grad_mode
+from ..eager.tensor import Tensor, recording, storage_pattern
 from ..ir.graph import format_graph
-from ..tracer.numbers import TracedFloat, TracedNumber, number_input, traced
-from ..tracer.pyrandom import Draws, drawing, generator_states, replayed_states, same_states
-from ..tracer.python_state import Refused, State, Walk, make_plain, walk_enters
-from ..tracer.tensor import Tensor, recording, storage_pattern
-from ..tracer.trace import Trace, TracingError, active
-from . import grad_mode, threads
+from ..runtime import threads
 from .compiled import Program
 from .dynamic import DynamicProgram
+from .numbers import TracedFloat, TracedNumber, number_input, traced
+from .pyrandom import Draws, drawing, generator_states, replayed_states, same_states
+from .python_state import Refused, State, Walk, make_plain, walk_enters
+from .trace import Trace, TracingError, active
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
 MAX_VARIANTS = 8

@@ -16,9 +16,9 @@ import threading
 from collections import OrderedDict
 
 from ..ir.graph import Eqn, format_graph
-from ..tracer.symbolic import SymInt, evaluate_poly, format_poly, map_sizes
-from . import threads
+from ..runtime import threads
 from .compiled import Program
+from .symbolic import SymInt, evaluate_poly, format_poly, map_sizes
 
 SIZES_KEPT = 16  # programs, one per binding of the symbols; the least recently used go first
 _COMPARISONS = {
