@@ -23,24 +23,37 @@ from .plan import Plan, step_inputs, step_results
 from .routines import run_equation
 
 
+def grouped(graph: Graph) -> list:
+    """The graph's equations grouped into kernels (``ir/fusion.py``): what
+    codegen can lower fused, the rest one equation a step."""
+    return group_into_kernels(reductions_in_two_steps(graph), can_lower, per_row=can_lower_per_row)
+
+
+def lowered(steps: list) -> tuple:
+    """Each kernel's code (``codegen/kernels.py``) behind a launcher, and
+    whether the program owns the cores (runs BLAS on one thread)."""
+    # OpenBLAS's threads spin on the cores for a while after each matrix
+    # product: beside products, a kernel's chunk on another core waits
+    # for one, so only far more work is worth splitting. A program whose
+    # products are mostly fusegrad's routines (a LeNet's convolutions)
+    # runs BLAS on one thread instead, and splits routines and kernels.
+    blas, own = _multiply_adds([s.eqn for s in steps if not isinstance(s, Kernel)])
+    owns_cores = own > blas
+    beside_blas = blas > 0 and not owns_cores
+    launched = [
+        Launcher(KernelCode(step), beside_blas) if isinstance(step, Kernel) else step.eqn
+        for step in steps
+    ]
+    return launched, owns_cores
+
+
 class Executor:
+    """A graph's steps, run: the first run for a layout of the inputs goes
+    step by step and makes that layout's ``Plan``."""
+
     def __init__(self, graph: Graph):
         self.graph = graph
-        steps = group_into_kernels(
-            reductions_in_two_steps(graph), can_lower, per_row=can_lower_per_row
-        )
-        # OpenBLAS's threads spin on the cores for a while after each matrix
-        # product: beside products, a kernel's chunk on another core waits
-        # for one, so only far more work is worth splitting. A program whose
-        # products are mostly fusegrad's routines (a LeNet's convolutions)
-        # runs BLAS on one thread instead, and splits routines and kernels.
-        blas, own = _multiply_adds([s.eqn for s in steps if not isinstance(s, Kernel)])
-        self.owns_cores = own > blas
-        beside_blas = blas > 0 and not self.owns_cores
-        self.steps = [
-            Launcher(KernelCode(step), beside_blas) if isinstance(step, Kernel) else step.eqn
-            for step in steps
-        ]
+        self.steps, self.owns_cores = lowered(grouped(graph))
         # An intermediate is dropped after the last step that reads it (or
         # at once, if none does), so its memory goes back while the program
         # runs rather than when it ends.

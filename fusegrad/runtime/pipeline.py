@@ -1,0 +1,78 @@
+"""The compile pipeline: what a traced graph goes through to become the
+programs a compiled call runs, one named step each.
+
+    derive      ir/autodiff.adjoint: the backward equations, from the
+                primitives' VJP rules, appended to the forward's (the joint graph)
+    split       ir/autodiff.split_at_min_cut: the joint graph cut into a
+                forward and a backward program where the fewest bytes cross
+                (elementwise values are recomputed rather than saved)
+    simplify    ir/simplify: stop-gradients dropped, constants folded, exact
+                identities, common subexpressions, dead code
+    verify      ir/graph.verify: each value defined once before it is used,
+                every equation's types what its shape rule says
+    group       runtime/executor.grouped (ir/fusion.group_into_kernels):
+                elementwise ops, broadcasts and reductions as kernels, other
+                equations one a step
+    lower       runtime/executor.lowered (codegen/kernels.KernelCode): a
+                kernel's LLVM IR and machine code, behind a launcher
+    plan        runtime/plan.Plan: made by an executor's first run for a
+                layout of the inputs; straight-line steps, consecutive native
+                launches one driver call
+
+``tracer/compiled.py`` calls these for the forward and backward programs of
+each trace; nothing here knows of tensors.
+"""
+
+from __future__ import annotations
+
+from ..ir.autodiff import adjoint, backward_reading, split_at_min_cut
+from ..ir.fusion import is_elementwise
+from ..ir.graph import Graph, verify
+from ..ir.simplify import simplify, without_stop_gradients
+from .executor import Executor
+
+
+def derive(graph: Graph, wrt: list, stopped, customs, hooks, seeded=None) -> Graph:
+    """The joint graph: ``graph``'s outputs, then the gradients of the inputs
+    at positions ``wrt`` given cotangents of its outputs (of the ``seeded``
+    ones alone when given; the others are symbolic zeros)."""
+    return adjoint(graph, wrt, stopped, seeded, customs, hooks)
+
+
+def split(joint: Graph, graph: Graph, num_outputs: int):
+    """The forward program (outputs, then residuals) and the backward one
+    (residuals and cotangents to gradients), cut where the fewest bytes cross."""
+    return split_at_min_cut(
+        joint, len(graph.inputs), num_outputs, len(graph.eqns), recomputable=is_elementwise
+    )
+
+
+def split_reading(joint: Graph, graph: Graph, residuals: list) -> Graph:
+    """The backward program of ``joint`` reading the ``residuals`` an earlier
+    split chose (a backward for some outputs' cotangents only)."""
+    return backward_reading(joint, len(graph.inputs), len(graph.eqns), residuals, is_elementwise)
+
+
+def simplified(graph: Graph) -> Graph:
+    return simplify(without_stop_gradients(graph))
+
+
+def verified(graph: Graph) -> Graph:
+    verify(graph)
+    return graph
+
+
+def executable(graph: Graph) -> Executor:
+    """The graph grouped into kernels and lowered (by the executor, which
+    makes its plans as it runs)."""
+    return Executor(graph)
+
+
+__all__ = [
+    "derive",
+    "split",
+    "split_reading",
+    "simplified",
+    "verified",
+    "executable",
+]
