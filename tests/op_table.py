@@ -186,6 +186,42 @@ def _reduction(name, numpy_name, samples):
     )
 
 
+def _split(name, samples):
+    """A split's pieces, stacked into one tensor (array) to compare."""
+    fg_split, np_split = getattr(fg, name), getattr(np, name)
+    return OpInfo(
+        name,
+        lambda x, sections: fg.stack(fg_split(x, sections)),
+        lambda x, sections: np.stack(np_split(x, sections)),
+        samples,
+    )
+
+
+def _narrow(name):
+    op = getattr(fg, name)
+    return OpInfo(
+        name,
+        lambda x, **k: op(x, **k),
+        # a negative start counts from the end, as an index does
+        lambda x, dim, start, length: np.take(
+            x, np.arange(start, start + length) % x.shape[dim], dim
+        ),
+        [S(r(3, 4), dim=1, start=1, length=2), S(r(4, 3), dim=0, start=-3, length=3)],
+    )
+
+
+def _triangle_indices(name):
+    """A creation from sizes alone: the samples are all keywords, so no tensor goes in."""
+    op, numpy_indices = getattr(fg, name), getattr(np, name)
+    return OpInfo(
+        name,
+        lambda **k: op(**k),
+        lambda row, col, offset=0: np.stack(numpy_indices(row, offset, col)),
+        [S(row=3, col=4), S(row=4, col=3, offset=-1), S(row=3, col=3, offset=1)],
+        differentiable=False,
+    )
+
+
 def _softmax(x, dim):
     e = np.exp(x - x.max(axis=dim, keepdims=True))
     return e / e.sum(axis=dim, keepdims=True)
@@ -1770,5 +1806,196 @@ NN_OPS = [
 ]
 
 OPS += NN_OPS
+
+# every class of float the predicates tell apart, signed zeros too
+SPECIAL_FLOATS = np.array([[-np.inf, -2.5, -0.0, 0.0], [1.5, np.nan, 3.0, np.inf]])
+
+# More public functions, in a list of their own after the others: their
+# samples are drawn from the generator after those rows', so adding them
+# changed no earlier row's samples.
+MORE_OPS = [
+    # several results, stacked into one tensor to compare
+    OpInfo(
+        "aminmax",
+        lambda x, **k: fg.stack(list(fg.aminmax(x, **k))),
+        lambda x, dim=None, keepdim=False: np.stack(
+            [x.min(axis=dim, keepdims=keepdim), x.max(axis=dim, keepdims=keepdim)]
+        ),
+        [S(r(3, 4)), S(r(3, 4), dim=1), S(r(3, 4), dim=0, keepdim=True)],
+    ),
+    OpInfo(
+        "std_mean",
+        lambda x: fg.stack(list(fg.std_mean(x, 1))),
+        lambda x: np.stack([x.std(1, ddof=1), x.mean(1)]),
+        [S(r(3, 4))],
+    ),
+    OpInfo(
+        "broadcast_tensors",
+        lambda a, b: fg.stack(fg.broadcast_tensors(a, b)),
+        lambda a, b: np.stack(np.broadcast_arrays(a, b)),
+        BINARY_SAMPLES[:4],
+    ),
+    OpInfo(
+        "unbind",
+        lambda x, **k: fg.stack(fg.unbind(x, **k)[::-1]),
+        lambda x, dim=0: np.moveaxis(x, dim, 0)[::-1],
+        [S(r(3, 4)), S(r(2, 3, 4), dim=1)],
+    ),
+    _split("hsplit", [S(r(3, 4), sections=2), S(r(6), sections=3)]),
+    _split("vsplit", [S(r(4, 3), sections=2)]),
+    _split("dsplit", [S(r(2, 3, 4), sections=2)]),
+    # shape ops
+    *(
+        OpInfo(f"atleast_{n}d", getattr(fg, f"atleast_{n}d"), getattr(np, f"atleast_{n}d"), samples)
+        for n, samples in (
+            (1, [S(r()), S(r(3))]),
+            (2, [S(r()), S(r(3)), S(r(3, 4))]),
+            (3, [S(r()), S(r(3)), S(r(3, 4)), S(r(2, 3, 4))]),
+        )
+    ),
+    OpInfo("ravel", fg.ravel, np.ravel, [S(r(2, 3, 4)), S(r())]),
+    OpInfo(
+        "unflatten",
+        lambda x: fg.unflatten(x, 1, (2, -1)),
+        lambda x: x.reshape(x.shape[0], 2, -1, *x.shape[2:]),
+        [S(r(3, 6)), S(r(2, 4, 3))],
+    ),
+    _narrow("narrow"),
+    _narrow("narrow_copy"),
+    OpInfo(
+        "diagflat",
+        lambda x, *a: fg.diagflat(x, *a),
+        lambda x, *a: np.diagflat(x, *a),
+        [S(r(3)), S(r(2, 2), 1), S(r(3), -2)],
+    ),
+    OpInfo(
+        "take_along_dim",
+        lambda x, i, **k: fg.take_along_dim(x, i, **k),
+        lambda x, i, dim: np.take_along_axis(x, i, dim),
+        [
+            S(r(3, 4), ints([[0, 3], [1, 1], [2, 0]]), dim=1),
+            S(r(3, 4), ints([[2, 0, 1, 2]]), dim=0),
+        ],
+    ),
+    # the same values (for real tensors), under PyTorch's names; resolve_conj and
+    # resolve_neg are the function real is, so real's row covers them
+    OpInfo("real", fg.real, np.real, UNARY_SAMPLES),
+    OpInfo("positive", fg.positive, np.positive, UNARY_SAMPLES),
+    OpInfo("detach", fg.detach, lambda x: x, UNARY_SAMPLES, differentiable=False),
+    # arithmetic and products
+    OpInfo("rad2deg", fg.rad2deg, np.rad2deg, UNARY_SAMPLES),
+    OpInfo(
+        "true_divide",
+        fg.true_divide,
+        np.true_divide,
+        [S(r(3, 4), pos(4)), S(r(3), 1.5), S(2.0, pos(3))],
+    ),
+    OpInfo(  # PyTorch's heaviside takes operands of one dtype: the integer steps are converted
+        "heaviside",
+        lambda x, values: fg.heaviside(x.to(values.dtype), values),
+        np.heaviside,
+        [S(ints([[-2, 0, 3], [0, 1, -1]]), r(3)), S(ints([0, 4, 0]), r())],
+    ),
+    OpInfo("mv", fg.mv, np.matmul, [S(r(3, 5), r(5))]),
+    OpInfo("outer", fg.outer, np.outer, [S(r(3), r(4))]),
+    OpInfo("vdot", fg.vdot, np.vdot, [S(r(5), r(5))]),
+    OpInfo("inverse", fg.inverse, np.linalg.inv, [S(_well_conditioned(3))]),
+    OpInfo("pinverse", fg.pinverse, np.linalg.pinv, [S(r(2, 3, 5))]),
+    # no gradient: signs, predicates, bits, counts, indices
+    OpInfo("sgn", fg.sgn, np.sign, UNARY_SAMPLES, differentiable=False),
+    *(
+        OpInfo(
+            name,
+            getattr(fg, name),
+            getattr(np, name),
+            [S(SPECIAL_FLOATS), S(r(3))],
+            differentiable=False,
+        )
+        for name in ("isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal")
+    ),
+    *(
+        OpInfo(
+            name,
+            getattr(fg, name),
+            getattr(np, name),
+            [
+                S(ZEROS_IN_SLICES, np.fliplr(ZEROS_IN_SLICES)),
+                S(ZEROS_IN_SLICES, np.array([0.0, 1.5, -2.0, 0.0])),
+            ],
+            differentiable=False,
+        )
+        for name in ("logical_and", "logical_or", "logical_xor")
+    ),
+    OpInfo(  # a number operand's NaN is true, as in numpy
+        "logical_not",
+        fg.logical_not,
+        np.logical_not,
+        [S(ZEROS_IN_SLICES), S(np.array([0.0, np.nan, -2.0, 0.0, 1e-30]))],
+        differentiable=False,
+    ),
+    OpInfo(  # the operators' function spellings (the operators have the row "bitwise")
+        "bitwise_functions",
+        lambda a, b: fg.stack(
+            [
+                fg.bitwise_and(a, b),
+                fg.bitwise_or(a, b),
+                fg.bitwise_xor(a, b),
+                fg.bitwise_left_shift(a, b % 5),
+                fg.bitwise_right_shift(a, b % 5),
+            ]
+        ),
+        lambda a, b: np.stack([a & b, a | b, a ^ b, a << b % 5, a >> b % 5]),
+        [S(ints([[5, -5, 1, 7], [0, -1, 40, 3]]), ints([[6, 3, 0, 1], [2, 9, 3, -7]]))],
+        differentiable=False,
+    ),
+    OpInfo(
+        "bucketize",
+        lambda v, b, **k: fg.bucketize(v, b, **k),
+        # boundaries[i - 1] < v <= boundaries[i], or <= and < with right=True
+        lambda v, b, right=False: np.searchsorted(b, v, side="right" if right else "left"),
+        [
+            S(r(3, 4), np.sort(r(5))),
+            S(np.array([-1.0, 0.0, 0.5, 2.0]), np.array([-1.0, 0.5, 1.0]), right=True),
+        ],
+        differentiable=False,
+    ),
+    _triangle_indices("tril_indices"),
+    _triangle_indices("triu_indices"),
+    # results shaped by the values, which the jit refuses: eager only
+    OpInfo(
+        "argwhere",
+        lambda x: fg.argwhere(x > 0.5),
+        lambda x: np.argwhere(x > 0.5),
+        [S(r(3, 4)), S(r(5))],
+        differentiable=False,
+        jit=False,
+    ),
+    OpInfo(
+        "bincount",
+        lambda i, *weights, **k: fg.bincount(i, *weights, **k),
+        lambda i, *weights, **k: np.bincount(i, *weights, **k),
+        [S(ints([1, 1, 3, 0, 5])), S(ints([1, 1, 3]), r(3), minlength=6)],
+        differentiable=False,
+        jit=False,
+    ),
+    OpInfo(
+        "unique",
+        fg.unique,
+        np.unique,
+        [S(np.array([2.0, -1.0, 2.0, 0.5, -1.0])), S(np.array([[1.5, 0.0], [0.0, 1.5]]))],
+        differentiable=False,
+        jit=False,
+    ),
+    OpInfo(
+        "unique_consecutive",
+        fg.unique_consecutive,
+        lambda x: x[np.r_[True, x[1:] != x[:-1]]],
+        [S(np.array([2.0, 2.0, -1.0, 2.0, 0.5, 0.5]))],
+        differentiable=False,
+        jit=False,
+    ),
+]
+
+OPS += MORE_OPS
 
 OPS_BY_NAME = {op.name: op for op in OPS}

@@ -81,6 +81,17 @@ def _arith(float_fn, int_fn):
     return lower
 
 
+def _logical_not(b, args, eqn):
+    """Whether the operand is zero (a number operand is no bool: NaN is true)."""
+    (x,) = args
+    if x.type == BOOL:
+        return b.xor(x, ir.Constant(BOOL, 1))
+    zero = ir.Constant(x.type, 0)
+    if _floating(eqn):
+        return b.fcmp_ordered("==", x, zero)
+    return b.icmp_signed("==", x, zero)
+
+
 I32 = ir.IntType(32)
 HALF_SMALLEST_NORMAL = 2.0**-14
 HALF_OVERFLOW = 65520.0  # halfway from float16's largest value, 65504, to 2**16: rounds to inf
@@ -273,7 +284,7 @@ _EXACT = {
     P.ge: _compare(">=", ">="),
     P.logical_and: lambda b, args, eqn: b.and_(*args),
     P.logical_or: lambda b, args, eqn: b.or_(*args),
-    P.logical_not: lambda b, args, eqn: b.xor(args[0], ir.Constant(BOOL, 1)),
+    P.logical_not: _logical_not,
     P.bitwise_and: lambda b, args, eqn: b.and_(*args),
     P.bitwise_or: lambda b, args, eqn: b.or_(*args),
     P.bitwise_xor: lambda b, args, eqn: b.xor(*args),

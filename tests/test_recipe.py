@@ -1,0 +1,77 @@
+"""Adding an elementwise primitive touches three places, and nothing else:
+
+1. its block in fusegrad/ir/primitives.py (implementation, shape rule, VJP rules);
+2. its lowering row in fusegrad/codegen/lowering.py (``LOWERINGS``), or the
+   reason it runs in numpy instead (``IN_NUMPY``);
+3. a row of the op table, tests/op_table.py, that reaches it: the row is what
+   checks the other two (values, gradients, second derivatives, eager and
+   compiled to native kernels).
+
+These tests hold the first two to the third: a primitive declared without a
+lowering or a reason, or lowered with no row reaching it, fails naming it.
+(tests/test_codegen.py checks that each primitive is lowered, fused as a
+reduction or run in numpy, in one way only.)
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import fusegrad as fg
+from fusegrad.codegen.lowering import IN_NUMPY, LOWERINGS
+from fusegrad.ir import primitives as P
+from fusegrad.ir.autodiff import adjoint
+from fusegrad.tracer.trace import Trace, active
+
+import op_table
+from test_ops import _tensors
+
+
+def _primitives_reached(op, sample) -> set:
+    """The primitives of the row's traced forward graph and of its adjoint
+    (forward and backward), as tests/test_passes.py builds them, in float64."""
+    args = _tensors(op, sample, fg.float64, requires_grad=op.differentiable)
+    tensors = [a for a in args if isinstance(a, fg.Tensor)]
+    trace = Trace()
+    for t in tensors:
+        trace.add_input(t)
+    with active(trace):
+        out = op.op(*args, **sample.kwargs)
+    graph = trace.graph([trace.var_of(out)])
+    reached = {eqn.prim for eqn in graph.eqns}
+    floats = [i for i, v in enumerate(graph.inputs) if v.dtype.is_floating_point]
+    if op.differentiable and floats and graph.outputs[0].dtype.is_floating_point:
+        reached |= {eqn.prim for eqn in adjoint(graph, floats).eqns}
+    return reached
+
+
+@pytest.fixture(scope="module")
+def reached_by_compiled_rows() -> set:
+    """Lowerings run only compiled: rows the jit refuses (``jit=False``) reach none."""
+    reached = set()
+    with warnings.catch_warnings():  # tests/test_ops.py checks the values; here, the graphs
+        warnings.simplefilter("ignore")
+        for op in op_table.OPS:
+            if op.jit:
+                for sample in op.samples:
+                    reached |= _primitives_reached(op, sample)
+    return reached
+
+
+def test_every_lowered_primitive_is_reached_by_an_op_table_row(reached_by_compiled_rows):
+    unreached = sorted(prim.name for prim in LOWERINGS if prim not in reached_by_compiled_rows)
+    assert not unreached, (
+        f"primitives with a lowering row in codegen/lowering.py that no compiled row of "
+        f"tests/op_table.py reaches (add a row that uses them): {unreached}"
+    )
+
+
+def test_every_elementwise_primitive_is_lowered_or_says_why_not():
+    elementwise = [prim for prim in P.PRIMITIVES.values() if prim.elementwise]
+    neither = sorted(p.name for p in elementwise if p not in LOWERINGS and p not in IN_NUMPY)
+    assert not neither, (
+        f"elementwise primitives declared in ir/primitives.py with neither a lowering row "
+        f"(codegen/lowering.py's LOWERINGS) nor a reason in its IN_NUMPY: {neither}"
+    )
