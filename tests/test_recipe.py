@@ -1,16 +1,15 @@
 """Adding an elementwise primitive touches three places, and nothing else:
 
 1. its block in fusegrad/ir/primitives.py (implementation, shape rule, VJP rules);
-2. its lowering row in fusegrad/codegen/lowering.py (``LOWERINGS``), or the
-   reason it runs in numpy instead (``IN_NUMPY``);
+2. its lowering row in fusegrad/codegen/lowering.py (``LOWERINGS``);
 3. a row of the op table, tests/op_table.py, that reaches it: the row is what
    checks the other two (values, gradients, second derivatives, eager and
    compiled to native kernels).
 
-These tests hold the first two to the third: a primitive declared without a
-lowering or a reason, or lowered with no row reaching it, fails naming it.
-(tests/test_codegen.py checks that each primitive is lowered, fused as a
-reduction or run in numpy, in one way only.)
+The test here holds the second to the third: a primitive lowered with no row
+reaching it fails naming it. tests/test_codegen.py holds the first to the
+second: every elementwise primitive has a lowering row, and each primitive
+is lowered, fused as a reduction or run in numpy, in one way only.
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ import warnings
 import pytest
 
 import fusegrad as fg
-from fusegrad.codegen.lowering import IN_NUMPY, LOWERINGS
-from fusegrad.ir import primitives as P
+from fusegrad.codegen.lowering import LOWERINGS
 from fusegrad.ir.autodiff import adjoint
 from fusegrad.tracer.trace import Trace, active
 
@@ -65,13 +63,4 @@ def test_every_lowered_primitive_is_reached_by_an_op_table_row(reached_by_compil
     assert not unreached, (
         f"primitives with a lowering row in codegen/lowering.py that no compiled row of "
         f"tests/op_table.py reaches (add a row that uses them): {unreached}"
-    )
-
-
-def test_every_elementwise_primitive_is_lowered_or_says_why_not():
-    elementwise = [prim for prim in P.PRIMITIVES.values() if prim.elementwise]
-    neither = sorted(p.name for p in elementwise if p not in LOWERINGS and p not in IN_NUMPY)
-    assert not neither, (
-        f"elementwise primitives declared in ir/primitives.py with neither a lowering row "
-        f"(codegen/lowering.py's LOWERINGS) nor a reason in its IN_NUMPY: {neither}"
     )
