@@ -35,7 +35,7 @@ from llvmlite import ir
 
 from .gemm import _blocks
 from .lowering import LLVM_TYPES
-from .routines import I64, _add, _carried, _loop, _mul
+from .routines import I64, _add, _carried, _constant, _loop, _mul
 from .target import compile_function, vector_registers
 from .vectors import Vectors, lanes
 
@@ -90,10 +90,6 @@ def routine(name: str, dtype_name: str, kernel: tuple):
     return compile_function(
         description, lambda symbol: build(_Routine(name, dtype_name, kernel, symbol)), prototype
     )
-
-
-def _constant(n):
-    return ir.Constant(I64, n)
 
 
 class _Routine:
@@ -274,83 +270,100 @@ def _windows_dots_ir(r: _Routine) -> str:
 def _fold_matmul_ir(r: _Routine) -> str:
     """The image is ``out`` here (``height`` by ``width``), dy the routine's
     ``image`` argument (``rows`` by ``columns``, r's sizes)."""
-    b, s, vectors = r.b, r.s, r.vectors
-    (kh, kw), width = r.kernel, vectors.width
-    lane_numbers, splat = vectors.lane_numbers, vectors.splat_index
+    b, s, width = r.b, r.s, r.vectors.width
     vector_count = b.sdiv(_add(b, s["width"], _constant(width - 1)), _constant(width))
     channels_per_block = accumulators() // 3  # each one vector of an output row
 
     def one_image(n):
         dy = b.gep(r.image, [_mul(b, n, _mul(b, s["filters"], r.count))])
         image = b.gep(r.out, [_mul(b, n, r.image_size)])
-        _blocks(
-            b,
-            s["channels"],
-            channels_per_block,
-            lambda c0, channels: channel_block(dy, image, c0, channels),
-            every_rest=True,
-        )
 
-    def channel_block(dy, image, c0, channels):
-        weights = [
+        def channel_block(c0, channels):
+            block = _FoldChannels(r, dy, image, c0, channels)
+            _loop(b, _constant(0), s["height"], lambda y: block.output_row(y, vector_count))
+
+        _blocks(b, s["channels"], channels_per_block, channel_block, every_rest=True)
+
+    _loop(b, s["images_begin"], s["images_end"], one_image)
+    return r.finish()
+
+
+class _FoldChannels:
+    """A block of ``fold_matmul``'s channels of one image: each vector of an
+    output row summed in registers over the filters and the kernel rows
+    whose dy terms reach it, then stored."""
+
+    def __init__(self, r: _Routine, dy, image, c0, channels):
+        self.r, self.b, self.dy, self.image, self.c0 = r, r.b, dy, image, c0
+        b, (kh, kw) = r.b, r.kernel
+        self.weights = [
             b.gep(r.a, [_mul(b, _add(b, c0, _constant(c)), _constant(kh * kw))])
             for c in range(channels)
         ]
 
-        def output_row(y):
-            # the kernel rows i whose dy row y - i exists
-            first = _max(b, b.sub(y, b.sub(r.rows, _constant(1))), _constant(0))
-            last = _min(b, y, _constant(kh - 1))
+    def output_row(self, y, vector_count):
+        b, r = self.b, self.r
+        # the kernel rows i whose dy row y - i exists
+        first = _max(b, b.sub(y, b.sub(r.rows, _constant(1))), _constant(0))
+        last = _min(b, y, _constant(r.kernel[0] - 1))
+        _loop(b, _constant(0), vector_count, lambda v: self._column_vector(y, first, last, v))
 
-            def column_vector(v):
-                x0 = _mul(b, v, _constant(width))
-                inside = b.icmp_signed("<", lane_numbers, splat(b.sub(s["width"], x0)))
-                masks = []
-                for j in range(kw):  # lanes whose dy column x - j exists
-                    low = b.sub(_constant(j), x0)
-                    high = b.sub(_add(b, r.columns, _constant(j)), x0)
-                    reach = b.and_(
-                        b.icmp_signed(">=", lane_numbers, splat(low)),
-                        b.icmp_signed("<", lane_numbers, splat(high)),
-                    )
-                    masks.append(b.and_(reach, inside))
+    def _column_vector(self, y, first, last, v):
+        b, r, s = self.b, self.r, self.r.s
+        x0 = _mul(b, v, _constant(r.vectors.width))
+        inside, masks = self._lanes_reached(x0)
 
-                def filter_(o, sums):
-                    def kernel_row(i, sums):
-                        dy_row = _add(b, _mul(b, o, r.rows), b.sub(y, i))
-                        start = _add(b, _mul(b, dy_row, r.columns), x0)
-                        sums = list(sums)
-                        for j in range(kw):
-                            xv = vectors.load(b.gep(dy, [b.sub(start, _constant(j))]), masks[j])
-                            tap = _add(
-                                b,
-                                _mul(b, o, r.taps),
-                                _add(b, _mul(b, i, _constant(kw)), _constant(j)),
-                            )
-                            for c, weight in enumerate(weights):
-                                w = vectors.splat(b.load(b.gep(weight, [tap])))
-                                # a lane with no such term adds nothing: the
-                                # masked load's 0 times an inf or NaN weight
-                                # would add NaN (AVX-512: one masked FMA)
-                                term = vectors.fmuladd(w, xv, sums[c])
-                                sums[c] = b.select(masks[j], term, sums[c])
-                        return sums
+        def filter_(o, sums):
+            def kernel_row(i, sums):
+                return self._kernel_row_terms(o, i, y, x0, masks, sums)
 
-                    return _carried(b, first, _add(b, last, _constant(1)), 1, sums, kernel_row)[1]
+            return _carried(b, first, _add(b, last, _constant(1)), 1, sums, kernel_row)[1]
 
-                zeros = [vectors.zero] * channels
-                _, sums = _carried(b, _constant(0), s["filters"], 1, zeros, filter_)
-                for c in range(channels):
-                    row = _add(b, _mul(b, _add(b, c0, _constant(c)), s["height"]), y)
-                    place = b.gep(image, [_add(b, _mul(b, row, s["width"]), x0)])
-                    vectors.store(sums[c], place, inside)
+        zeros = [r.vectors.zero] * len(self.weights)
+        _, sums = _carried(b, _constant(0), s["filters"], 1, zeros, filter_)
+        self._store(y, x0, sums, inside)
 
-            _loop(b, _constant(0), vector_count, column_vector)
+    def _lanes_reached(self, x0):
+        """The lanes of the vector from column x0 inside the image's row, and
+        for each kernel column j, those of them a dy term reaches."""
+        b, r = self.b, self.r
+        lane_numbers, splat = r.vectors.lane_numbers, r.vectors.splat_index
+        inside = b.icmp_signed("<", lane_numbers, splat(b.sub(r.s["width"], x0)))
+        masks = []
+        for j in range(r.kernel[1]):  # lanes whose dy column x - j exists
+            low = b.sub(_constant(j), x0)
+            high = b.sub(_add(b, r.columns, _constant(j)), x0)
+            reach = b.and_(
+                b.icmp_signed(">=", lane_numbers, splat(low)),
+                b.icmp_signed("<", lane_numbers, splat(high)),
+            )
+            masks.append(b.and_(reach, inside))
+        return inside, masks
 
-        _loop(b, _constant(0), s["height"], output_row)
+    def _kernel_row_terms(self, o, i, y, x0, masks, sums):
+        """``sums`` plus the terms of filter o's kernel row i."""
+        b, r = self.b, self.r
+        kw = r.kernel[1]
+        dy_row = _add(b, _mul(b, o, r.rows), b.sub(y, i))
+        start = _add(b, _mul(b, dy_row, r.columns), x0)
+        sums = list(sums)
+        for j in range(kw):
+            xv = r.vectors.load(b.gep(self.dy, [b.sub(start, _constant(j))]), masks[j])
+            tap = _add(b, _mul(b, o, r.taps), _add(b, _mul(b, i, _constant(kw)), _constant(j)))
+            for c, weight in enumerate(self.weights):
+                w = r.vectors.splat(b.load(b.gep(weight, [tap])))
+                # a lane with no such term adds nothing: the masked load's 0
+                # times an inf or NaN weight would add NaN (AVX-512: one masked FMA)
+                term = r.vectors.fmuladd(w, xv, sums[c])
+                sums[c] = b.select(masks[j], term, sums[c])
+        return sums
 
-    _loop(b, s["images_begin"], s["images_end"], one_image)
-    return r.finish()
+    def _store(self, y, x0, sums, inside):
+        b, s = self.b, self.r.s
+        for c, total in enumerate(sums):
+            row = _add(b, _mul(b, _add(b, self.c0, _constant(c)), s["height"]), y)
+            place = b.gep(self.image, [_add(b, _mul(b, row, s["width"]), x0)])
+            self.r.vectors.store(total, place, inside)
 
 
 def _max(b, x, y):

@@ -28,11 +28,12 @@ of them is one call.
 from __future__ import annotations
 
 import ctypes
+from typing import NamedTuple
 
 from llvmlite import ir
 
 from .lowering import LLVM_TYPES
-from .routines import I64, _add, _carried, _loop, _mul
+from .routines import I64, _add, _carried, _constant, _loop, _mul
 from .target import compile_function, vector_registers
 from .vectors import Vectors, lanes
 
@@ -82,124 +83,187 @@ def matmul(form: str, dtype_name: str):
     )
 
 
-def _constant(n):
-    return ir.Constant(I64, n)
-
-
 def _matmul_ir(form: str, dtype_name: str, symbol: str) -> str:
-    element = LLVM_TYPES[dtype_name]
-    pointer = element.as_pointer()
-    module = ir.Module(name="matmul")
-    arguments = [pointer] * 3 + [I64.as_pointer()]
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), arguments), symbol)
-    for argument in function.args:
-        argument.add_attribute("noalias")
-    a_base, b_base, c_base, size_array = function.args
-    b = ir.IRBuilder(function.append_basic_block("entry"))
-    s = {name: b.load(b.gep(size_array, [_constant(k)]), name=name) for k, name in enumerate(SIZES)}
-    vectors = Vectors(b, element, lanes(dtype_name))
+    return _Matmul(form, dtype_name, symbol).build()
 
-    def at(base, index, stride):
-        return b.gep(base, [_mul(b, index, stride)])
 
-    def matrix(item):
+class _Matrices(NamedTuple):
+    """One product's operands: where its A, B and C start."""
+
+    a: ir.Value
+    bm: ir.Value
+    c: ir.Value
+
+
+class _Matmul:
+    """The routine's function as it is built: its builder, its sizes (as
+    ``SIZES``, loaded on entry) and vector instructions, shared by the steps
+    of both forms."""
+
+    def __init__(self, form: str, dtype_name: str, symbol: str):
+        element = LLVM_TYPES[dtype_name]
+        pointer = element.as_pointer()
+        self.form = form
+        self.module = ir.Module(name="matmul")
+        arguments = [pointer] * 3 + [I64.as_pointer()]
+        function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arguments), symbol)
+        for argument in function.args:
+            argument.add_attribute("noalias")
+        self.a_base, self.b_base, self.c_base, size_array = function.args
+        self.b = b = ir.IRBuilder(function.append_basic_block("entry"))
+        self.s = {
+            name: b.load(b.gep(size_array, [_constant(k)]), name=name)
+            for k, name in enumerate(SIZES)
+        }
+        self.vectors = Vectors(b, element, lanes(dtype_name))
+
+    def build(self) -> str:
+        _loop(self.b, self.s["items_begin"], self.s["items_end"], self._product)
+        self.b.ret_void()
+        return str(self.module)
+
+    def _at(self, base, index, stride):
+        return self.b.gep(base, [_mul(self.b, index, stride)])
+
+    def _product(self, item):
+        """Matrix ``item``'s product, its operands found from its outer and
+        inner batch indices."""
+        b, s = self.b, self.s
         outer, inner = b.sdiv(item, s["inner_items"]), b.srem(item, s["inner_items"])
-        a, bm, c = (
-            b.gep(base, [_add(b, _mul(b, outer, s[f"{x}_outer"]), _mul(b, inner, s[f"{x}_inner"]))])
-            for base, x in ((a_base, "a"), (b_base, "b"), (c_base, "c"))
+        matrices = _Matrices(
+            *(
+                b.gep(
+                    base,
+                    [_add(b, _mul(b, outer, s[f"{x}_outer"]), _mul(b, inner, s[f"{x}_inner"]))],
+                )
+                for base, x in ((self.a_base, "a"), (self.b_base, "b"), (self.c_base, "c"))
+            )
         )
-        if form == "dots":
-            dots(a, bm, c)
+        if self.form == "dots":
+            self._dots(matrices)
         else:
-            rows(a, bm, c)
+            self._rows(matrices)
 
-    def rows(a, bm, c):
-        width = vectors.width
+    # ------------------------------------------------------------ the rows form
 
-        def block(n0, count, tallest, mask=None, every_rest=False):
-            """Columns [n0, n0 + count vectors) of every row, ``tallest`` rows
-            at a time; ``mask``: the lanes of the last, partial vector."""
-
-            def row_block(m0, height):
-                a_rows = [at(a, _add(b, m0, _constant(i)), s["a_row"]) for i in range(height)]
-
-                def step(k, sums):
-                    b_row = b.gep(at(bm, k, s["b_depth"]), [n0])
-                    bv = [
-                        vectors.load(b.gep(b_row, [_constant(v * width)]), mask)
-                        for v in range(count)
-                    ]
-                    av = [vectors.splat(b.load(at(row, k, s["a_depth"]))) for row in a_rows]
-                    return [vectors.fmuladd(x, y, z) for x, (y, z) in _pairs(av, bv, sums)]
-
-                zeros = [vectors.zero] * (height * count)
-                _, sums = _carried(b, _constant(0), s["depth"], 1, zeros, step)
-                for i in range(height):
-                    c_row = b.gep(at(c, _add(b, m0, _constant(i)), s["c_row"]), [n0])
-                    for v in range(count):
-                        place = b.gep(c_row, [_constant(v * width)])
-                        vectors.store(sums[i * count + v], place, mask)
-
-            _blocks(b, s["rows"], tallest, row_block, every_rest)
-
-        def phase(start, count, tallest, every_rest):
-            """Blocks of ``count`` vectors from column ``start``, while they fit;
-            returns the column after them."""
-            wide = _constant(count * width)
-            whole = b.sdiv(b.sub(s["columns"], start), wide)
-
-            def one(j):
-                block(_add(b, start, _mul(b, j, wide)), count, tallest, every_rest=every_rest)
-
-            _loop(b, _constant(0), whole, one)
-            return _add(b, start, _mul(b, whole, wide))
-
+    def _rows(self, m: _Matrices):
+        b, columns = self.b, self.s["columns"]
         # most columns go through the first phase: there, rows left over
         # (a filter bank of 6 rows by blocks of 8) make one block
         start = _constant(0)
-        for k, (count, tallest) in enumerate(blocks(form)):
-            start = phase(start, count, tallest, every_rest=k == 0)
-        rest = b.sub(s["columns"], start)
+        for k, (count, tallest) in enumerate(blocks(self.form)):
+            start = self._phase(m, start, count, tallest, every_rest=k == 0)
+        rest = b.sub(columns, start)
         with b.if_then(b.icmp_signed(">", rest, _constant(0))):
-            block(start, 1, tallest, vectors.first(rest))
+            self._column_block(m, start, 1, tallest, self.vectors.first(rest))
 
-    def dots(a, bm, c):
-        width = vectors.width
+    def _phase(self, m: _Matrices, start, count, tallest, every_rest):
+        """Blocks of ``count`` vectors from column ``start``, while they fit;
+        returns the column after them."""
+        b = self.b
+        wide = _constant(count * self.vectors.width)
+        whole = b.sdiv(b.sub(self.s["columns"], start), wide)
+
+        def one(j):
+            self._column_block(
+                m, _add(b, start, _mul(b, j, wide)), count, tallest, every_rest=every_rest
+            )
+
+        _loop(b, _constant(0), whole, one)
+        return _add(b, start, _mul(b, whole, wide))
+
+    def _column_block(self, m: _Matrices, n0, count, tallest, mask=None, every_rest=False):
+        """Columns [n0, n0 + count vectors) of every row, ``tallest`` rows
+        at a time; ``mask``: the lanes of the last, partial vector."""
 
         def row_block(m0, height):
-            def column_block(n0, breadth):
-                a_rows = [at(a, _add(b, m0, _constant(i)), s["a_row"]) for i in range(height)]
-                b_columns = [
-                    at(bm, _add(b, n0, _constant(j)), s["b_column"]) for j in range(breadth)
-                ]
+            a_rows = [
+                self._at(m.a, _add(self.b, m0, _constant(i)), self.s["a_row"])
+                for i in range(height)
+            ]
+            sums = self._row_sums(m.bm, a_rows, n0, count, mask)
+            self._store_rows(m.c, m0, n0, sums, count, mask)
 
-                def step(k, sums, mask=None):
-                    av = [vectors.load(b.gep(row, [k]), mask) for row in a_rows]
-                    bv = [vectors.load(b.gep(column, [k]), mask) for column in b_columns]
-                    return [vectors.fmuladd(x, y, z) for x, (y, z) in _pairs(av, bv, sums)]
+        _blocks(self.b, self.s["rows"], tallest, row_block, every_rest)
 
-                zeros = [vectors.zero] * (height * breadth)
-                k, sums = _carried(b, _constant(0), s["depth"], width, zeros, step)
-                rest = b.sub(s["depth"], k)
-                before = b.block
-                with b.if_then(b.icmp_signed(">", rest, _constant(0))):
-                    tail = step(k, sums, vectors.first(rest))
-                    inside = b.block
-                sums = [_merge(b, x, before, y, inside) for x, y in zip(sums, tail)]
-                for i in range(height):
-                    c_row = at(c, _add(b, m0, _constant(i)), s["c_row"])
-                    row = vectors.sums(sums[i * breadth : (i + 1) * breadth])
-                    place = b.bitcast(b.gep(c_row, [n0]), row.type.as_pointer())
-                    b.store(row, place, align=vectors.bytes)
+    def _row_sums(self, bm, a_rows, n0, count, mask):
+        """The block's accumulators through the whole depth: at each step, a
+        vector of B's row times each of A's elements splat."""
+        b, s, vectors = self.b, self.s, self.vectors
 
-            _blocks(b, s["columns"], breadth, column_block)
+        def step(k, sums):
+            b_row = b.gep(self._at(bm, k, s["b_depth"]), [n0])
+            bv = [
+                vectors.load(b.gep(b_row, [_constant(v * vectors.width)]), mask)
+                for v in range(count)
+            ]
+            av = [vectors.splat(b.load(self._at(row, k, s["a_depth"]))) for row in a_rows]
+            return [vectors.fmuladd(x, y, z) for x, (y, z) in _pairs(av, bv, sums)]
 
-        height, breadth = blocks(form)
-        _blocks(b, s["rows"], height, row_block, every_rest=True)
+        zeros = [vectors.zero] * (len(a_rows) * count)
+        return _carried(b, _constant(0), s["depth"], 1, zeros, step)[1]
 
-    _loop(b, s["items_begin"], s["items_end"], matrix)
-    b.ret_void()
-    return str(module)
+    def _store_rows(self, c, m0, n0, sums, count, mask):
+        b, vectors = self.b, self.vectors
+        for i in range(len(sums) // count):
+            c_row = b.gep(self._at(c, _add(b, m0, _constant(i)), self.s["c_row"]), [n0])
+            for v in range(count):
+                place = b.gep(c_row, [_constant(v * vectors.width)])
+                vectors.store(sums[i * count + v], place, mask)
+
+    # ------------------------------------------------------------ the dots form
+
+    def _dots(self, m: _Matrices):
+        height, breadth = blocks(self.form)
+
+        def row_block(m0, rows):
+            _blocks(
+                self.b,
+                self.s["columns"],
+                breadth,
+                lambda n0, columns: self._dots_block(m, m0, rows, n0, columns),
+            )
+
+        _blocks(self.b, self.s["rows"], height, row_block, every_rest=True)
+
+    def _dots_block(self, m: _Matrices, m0, height, n0, breadth):
+        """The dot products of rows [m0, m0 + height) of A with columns
+        [n0, n0 + breadth) of B."""
+        b, s = self.b, self.s
+        a_rows = [self._at(m.a, _add(b, m0, _constant(i)), s["a_row"]) for i in range(height)]
+        b_columns = [
+            self._at(m.bm, _add(b, n0, _constant(j)), s["b_column"]) for j in range(breadth)
+        ]
+        sums = self._dot_sums(a_rows, b_columns)
+        self._store_dots(m.c, m0, n0, sums, breadth)
+
+    def _dot_sums(self, a_rows, b_columns):
+        """The block's accumulators through the whole depth, a vector of it
+        at a time, the last one masked: lanes still to be summed."""
+        b, s, vectors = self.b, self.s, self.vectors
+
+        def step(k, sums, mask=None):
+            av = [vectors.load(b.gep(row, [k]), mask) for row in a_rows]
+            bv = [vectors.load(b.gep(column, [k]), mask) for column in b_columns]
+            return [vectors.fmuladd(x, y, z) for x, (y, z) in _pairs(av, bv, sums)]
+
+        zeros = [vectors.zero] * (len(a_rows) * len(b_columns))
+        k, sums = _carried(b, _constant(0), s["depth"], vectors.width, zeros, step)
+        rest = b.sub(s["depth"], k)
+        before = b.block
+        with b.if_then(b.icmp_signed(">", rest, _constant(0))):
+            tail = step(k, sums, vectors.first(rest))
+            inside = b.block
+        return [_merge(b, x, before, y, inside) for x, y in zip(sums, tail)]
+
+    def _store_dots(self, c, m0, n0, sums, breadth):
+        """Each row's accumulators summed across lanes, as one short vector of C's row."""
+        b, vectors = self.b, self.vectors
+        for i in range(len(sums) // breadth):
+            c_row = self._at(c, _add(b, m0, _constant(i)), self.s["c_row"])
+            row = vectors.sums(sums[i * breadth : (i + 1) * breadth])
+            place = b.bitcast(b.gep(c_row, [n0]), row.type.as_pointer())
+            b.store(row, place, align=vectors.bytes)
 
 
 def _pairs(av, bv, sums):

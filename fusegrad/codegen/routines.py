@@ -71,78 +71,109 @@ def _compiled(name: str, dtype_name: str):
 def _window_rows_ir(name: str, dtype_name: str, symbol: str) -> str:
     """A loop nest over every window row of every plane: ``fold`` adds each
     row into the image, ``windows`` copies it out of the image."""
-    element = LLVM_TYPES[dtype_name]
-    pointer = element.as_pointer()
-    module = ir.Module(name=name)
-    function = ir.Function(
-        module, ir.FunctionType(ir.VoidType(), [pointer, pointer, I64.as_pointer()]), symbol
-    )
-    for argument in function.args:
-        argument.add_attribute("noalias")
-    # the operand first, the result second, as every routine takes them
-    first, second, size_array = function.args
-    cols_base, image_base = (first, second) if name == "fold" else (second, first)
-    b = ir.IRBuilder(function.append_basic_block("entry"))
-    sizes = {
-        setting: b.load(b.gep(size_array, [ir.Constant(I64, k)]), name=setting)
-        for k, setting in enumerate(WINDOW_SIZES)
-    }
-    kernel = [sizes[f"kernel{a}"] for a in range(SPATIAL)]
-    count = [sizes[f"count{a}"] for a in range(SPATIAL)]
-    size = [sizes[f"size{a}"] for a in range(SPATIAL)]
-    stride = [sizes[f"stride{a}"] for a in range(SPATIAL)]
-    dilation = [sizes[f"dilation{a}"] for a in range(SPATIAL)]
-    plane_size = _product(b, size)
-    window_size = _product(b, kernel + count)
-    zero = ir.Constant(element, 0.0)
-    one = ir.Constant(I64, 1)
-    vectors = Vectors(b, element, lanes(dtype_name))
+    return _WindowRows(name, dtype_name, symbol).build()
 
-    def plane(index):
-        image = b.gep(image_base, [_mul(b, index, plane_size)])
-        cols = b.gep(cols_base, [_mul(b, index, window_size)])
-        if name == "fold":
-            _loop(b, ir.Constant(I64, 0), plane_size, lambda k: b.store(zero, b.gep(image, [k])))
+
+class _WindowRows:
+    """``fold`` or ``windows`` as it is built: the builder, the arrays and
+    the sizes (``WINDOW_SIZES``, loaded on entry), per axis."""
+
+    def __init__(self, name: str, dtype_name: str, symbol: str):
+        element = LLVM_TYPES[dtype_name]
+        pointer = element.as_pointer()
+        self.name = name
+        self.module = ir.Module(name=name)
+        function = ir.Function(
+            self.module,
+            ir.FunctionType(ir.VoidType(), [pointer, pointer, I64.as_pointer()]),
+            symbol,
+        )
+        for argument in function.args:
+            argument.add_attribute("noalias")
+        # the operand first, the result second, as every routine takes them
+        first, second, size_array = function.args
+        self.cols_base, self.image_base = (first, second) if name == "fold" else (second, first)
+        self.b = b = ir.IRBuilder(function.append_basic_block("entry"))
+        self.sizes = sizes = {
+            setting: b.load(b.gep(size_array, [ir.Constant(I64, k)]), name=setting)
+            for k, setting in enumerate(WINDOW_SIZES)
+        }
+        self.kernel = [sizes[f"kernel{a}"] for a in range(SPATIAL)]
+        self.count = [sizes[f"count{a}"] for a in range(SPATIAL)]
+        self.size = [sizes[f"size{a}"] for a in range(SPATIAL)]
+        self.stride = [sizes[f"stride{a}"] for a in range(SPATIAL)]
+        self.dilation = [sizes[f"dilation{a}"] for a in range(SPATIAL)]
+        self.plane_size = _product(b, self.size)
+        self.window_size = _product(b, self.kernel + self.count)
+        self.zero = ir.Constant(element, 0.0)
+        self.vectors = Vectors(b, element, lanes(dtype_name))
+
+    def build(self) -> str:
+        _loop(self.b, self.sizes["planes_begin"], self.sizes["planes_end"], self._plane)
+        self.b.ret_void()
+        return str(self.module)
+
+    def _plane(self, index):
+        b = self.b
+        image = b.gep(self.image_base, [_mul(b, index, self.plane_size)])
+        cols = b.gep(self.cols_base, [_mul(b, index, self.window_size)])
+        if self.name == "fold":
+            _loop(
+                b,
+                ir.Constant(I64, 0),
+                self.plane_size,
+                lambda k: b.store(self.zero, b.gep(image, [k])),
+            )
+
+        def rows_of_tap(tap):
+            _nest(b, self.count[:-1], lambda at: self._row(image, cols, tap, at))
+
         # taps outermost, as numpy's one add per tap: each element's sum in the same order
-        _nest(b, kernel, lambda tap: _nest(b, count[:-1], lambda at: row(image, cols, tap, at)))
+        _nest(b, self.kernel, rows_of_tap)
 
-    def row(image, cols, tap, at):
+    def _row(self, image, cols, tap, at):
+        """The window row of kernel tap ``tap`` at window ``at`` (every axis
+        but the last)."""
+        b, stride, dilation = self.b, self.stride, self.dilation
         position = [
             _add(b, _mul(b, t, d), _mul(b, p, s)) for t, d, p, s in zip(tap, dilation, at, stride)
         ]
-        in_image = _flat(b, position + [_mul(b, tap[-1], dilation[-1])], size)
-        in_cols = _mul(b, _flat(b, tap + at, kernel + count[:-1]), count[-1])
-
-        def move(p):
-            pixel = b.gep(image, [_add(b, in_image, _mul(b, p, stride[-1]))])
-            window = b.gep(cols, [_add(b, in_cols, p)])
-            if name == "fold":
-                b.store(b.fadd(b.load(pixel), b.load(window)), pixel)
-            else:
-                b.store(b.load(pixel), window)
-
-        if name == "fold":
+        in_image = _flat(b, position + [_mul(b, tap[-1], dilation[-1])], self.size)
+        in_cols = _mul(b, _flat(b, tap + at, self.kernel + self.count[:-1]), self.count[-1])
+        if self.name == "fold":
             # one by one: a partial vector's store, then the next tap's load
             # of an overlapping row, defeated store forwarding (2.3x slower)
-            _loop(b, ir.Constant(I64, 0), count[-1], move)
+            self._one_by_one(image, in_image, cols, in_cols)
             return
         # a row shorter than a vector (10 in LeNet's second convolution) as
         # one partial vector, where the image's row is contiguous: 1.5x
         # faster; longer rows as LLVM vectorizes them (partial vectors'
         # stores were slower there)
-        short = b.icmp_signed("<", count[-1], ir.Constant(I64, vectors.width))
-        contiguous = b.and_(short, b.icmp_signed("==", stride[-1], one))
+        length = self.count[-1]
+        short = b.icmp_signed("<", length, ir.Constant(I64, self.vectors.width))
+        contiguous = b.and_(short, b.icmp_signed("==", stride[-1], ir.Constant(I64, 1)))
         with b.if_else(contiguous) as (partial_vector, one_by_one):
             with partial_vector:
-                lanes_used = vectors.first(count[-1])
-                row = vectors.load(b.gep(image, [in_image]), lanes_used)
-                vectors.store(row, b.gep(cols, [in_cols]), lanes_used)
+                lanes_used = self.vectors.first(length)
+                row = self.vectors.load(b.gep(image, [in_image]), lanes_used)
+                self.vectors.store(row, b.gep(cols, [in_cols]), lanes_used)
             with one_by_one:
-                _loop(b, ir.Constant(I64, 0), count[-1], move)
+                self._one_by_one(image, in_image, cols, in_cols)
 
-    _loop(b, sizes["planes_begin"], sizes["planes_end"], plane)
-    b.ret_void()
-    return str(module)
+    def _one_by_one(self, image, in_image, cols, in_cols):
+        """The row's elements from ``in_image`` and ``in_cols`` on, added
+        into the image (``fold``) or copied out of it."""
+        b = self.b
+
+        def move(p):
+            pixel = b.gep(image, [_add(b, in_image, _mul(b, p, self.stride[-1]))])
+            window = b.gep(cols, [_add(b, in_cols, p)])
+            if self.name == "fold":
+                b.store(b.fadd(b.load(pixel), b.load(window)), pixel)
+            else:
+                b.store(b.load(pixel), window)
+
+        _loop(b, ir.Constant(I64, 0), self.count[-1], move)
 
 
 def tile_max(name: str, dtype_name: str, kernel: tuple):
@@ -167,90 +198,128 @@ def _tile_max_ir(name: str, dtype_name: str, kernel: tuple, symbol: str) -> str:
     of the vector's tiles is loaded whole and split into one vector per tap
     of the row, so the taps are compared in order lane by lane; a "put"
     merges its tap vectors back the same way. The kernel is compiled in."""
-    element = LLVM_TYPES[dtype_name]
-    pointer = element.as_pointer()
-    module = ir.Module(name=f"tile_max_{name}")
-    arguments = [pointer, pointer, pointer, I64.as_pointer()]
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), arguments), symbol)
-    for argument in function.args:
-        argument.add_attribute("noalias")
-    x_base, operand_base, out_base, size_array = function.args
-    b = ir.IRBuilder(function.append_basic_block("entry"))
-    rows_begin, rows_end, count1, count2 = (
-        b.load(b.gep(size_array, [ir.Constant(I64, k)])) for k in range(4)
-    )
-    vectors = Vectors(b, element, lanes(dtype_name))
-    width, (depth_taps, row_taps, column_taps) = vectors.width, kernel
+    return _TileMax(name, dtype_name, kernel, symbol).build()
 
-    def constant(n):
-        return ir.Constant(I64, n)
 
-    x_row = _mul(b, count2, constant(column_taps))
-    zero = ir.Constant(vectors.type, None)
-    taps_type = ir.VectorType(ir.IntType(32), width)  # which tap holds the maximum, by lane
-    whole = b.sdiv(count2, constant(width))
-    done = _mul(b, whole, constant(width))
-    left = b.sub(count2, done)
-    # the last, partial vector's masks: for its tiles, and for each x vector of a tap row
-    tail_masks = (
-        vectors.first(left),
-        [
-            vectors.first(b.sub(_mul(b, left, constant(column_taps)), constant(v * width)))
-            for v in range(column_taps)
-        ],
-    )
+class _TileMax:
+    """``tile_max`` as it is built: the builder, the arrays, the sizes and
+    what follows from them: the tiles in whole vectors per row and the masks
+    of the partial one after them."""
 
-    def tile_row(r):
-        """Tile row r: x's rows for its taps (r * row_taps + t1 where the
-        depth has one tap, the leading axes' rows following each other)."""
-        if depth_taps == 1:
-            starts = [
-                _mul(b, _add(b, _mul(b, r, constant(row_taps)), constant(t)), x_row)
-                for t in range(row_taps)
-            ]
-        else:
-            depth, row = b.sdiv(r, count1), b.srem(r, count1)
-            starts = []
-            for t0, t1 in itertools.product(range(depth_taps), range(row_taps)):
-                layer = _add(b, _mul(b, depth, constant(depth_taps)), constant(t0))
-                at = _add(b, _mul(b, layer, count1), row)
-                starts.append(
-                    _mul(b, _add(b, _mul(b, at, constant(row_taps)), constant(t1)), x_row)
+    def __init__(self, name: str, dtype_name: str, kernel: tuple, symbol: str):
+        element = LLVM_TYPES[dtype_name]
+        pointer = element.as_pointer()
+        self.name = name
+        self.module = ir.Module(name=f"tile_max_{name}")
+        arguments = [pointer, pointer, pointer, I64.as_pointer()]
+        function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arguments), symbol)
+        for argument in function.args:
+            argument.add_attribute("noalias")
+        self.x_base, self.operand_base, self.out_base, size_array = function.args
+        self.b = b = ir.IRBuilder(function.append_basic_block("entry"))
+        self.rows_begin, self.rows_end, self.count1, self.count2 = (
+            b.load(b.gep(size_array, [_constant(k)])) for k in range(4)
+        )
+        self.vectors = vectors = Vectors(b, element, lanes(dtype_name))
+        self.width = width = vectors.width
+        self.depth_taps, self.row_taps, self.column_taps = kernel
+        column_taps = self.column_taps
+        self.x_row = _mul(b, self.count2, _constant(column_taps))
+        self.zero = ir.Constant(vectors.type, None)
+        # which tap holds the maximum, by lane
+        self.taps_type = ir.VectorType(ir.IntType(32), width)
+        self.whole = b.sdiv(self.count2, _constant(width))
+        self.done = _mul(b, self.whole, _constant(width))
+        self.left = b.sub(self.count2, self.done)
+        # the last, partial vector's masks: for its tiles, and for each x vector of a tap row
+        self.tail_masks = (
+            vectors.first(self.left),
+            [
+                vectors.first(
+                    b.sub(_mul(b, self.left, _constant(column_taps)), _constant(v * width))
                 )
-        tiles = _mul(b, r, count2)
+                for v in range(column_taps)
+            ],
+        )
+
+    def build(self) -> str:
+        _loop(self.b, self.rows_begin, self.rows_end, self._tile_row)
+        self.b.ret_void()
+        return str(self.module)
+
+    def _tile_row(self, r):
+        b, width = self.b, self.width
+        starts = self._tap_row_starts(r)
+        tiles = _mul(b, r, self.count2)
         _loop(
             b,
-            constant(0),
-            whole,
-            lambda i: tile_vector(starts, tiles, _mul(b, i, constant(width)), None),
+            _constant(0),
+            self.whole,
+            lambda i: self._tile_vector(starts, tiles, _mul(b, i, _constant(width)), None),
         )
-        with b.if_then(b.icmp_signed(">", left, constant(0))):
-            tile_vector(starts, tiles, done, tail_masks)
+        with b.if_then(b.icmp_signed(">", self.left, _constant(0))):
+            self._tile_vector(starts, tiles, self.done, self.tail_masks)
 
-    def tile_vector(starts, tiles, j, masks):
-        """Tiles [j, j + width) of a row (``masks``: for the row's last, partial vector)."""
-        tile_mask, x_masks = masks or (None, [None] * column_taps)
-        offset = _mul(b, j, constant(column_taps))
-
-        def tap_row(base, start):
-            row = [
-                vectors.load(
-                    b.gep(base, [_add(b, start, _add(b, offset, constant(v * width)))]), mask
-                )
-                for v, mask in enumerate(x_masks)
+    def _tap_row_starts(self, r):
+        """Tile row r: x's rows for its taps (r * row_taps + t1 where the
+        depth has one tap, the leading axes' rows following each other)."""
+        b, depth_taps, row_taps, x_row = self.b, self.depth_taps, self.row_taps, self.x_row
+        if depth_taps == 1:
+            return [
+                _mul(b, _add(b, _mul(b, r, _constant(row_taps)), _constant(t)), x_row)
+                for t in range(row_taps)
             ]
-            return vectors.deinterleave(row, column_taps)
+        depth, row = b.sdiv(r, self.count1), b.srem(r, self.count1)
+        starts = []
+        for t0, t1 in itertools.product(range(depth_taps), range(row_taps)):
+            layer = _add(b, _mul(b, depth, _constant(depth_taps)), _constant(t0))
+            at = _add(b, _mul(b, layer, self.count1), row)
+            starts.append(_mul(b, _add(b, _mul(b, at, _constant(row_taps)), _constant(t1)), x_row))
+        return starts
 
+    def _tile_vector(self, starts, tiles, j, masks):
+        """Tiles [j, j + width) of a row (``masks``: for the row's last, partial vector)."""
+        b, take = self.b, self.name == "take"
+        tile_mask, x_masks = masks or (None, [None] * self.column_taps)
+        offset = _mul(b, j, _constant(self.column_taps))
+        chosen = self._chosen_at_maximum(starts, offset, x_masks)
+        here = b.gep(self.out_base if take else self.operand_base, [_add(b, tiles, j)])
+        if take:
+            self.vectors.store(chosen, here, tile_mask)
+            return
+        values = self.vectors.load(here, tile_mask)
+        self._put(starts, offset, x_masks, chosen, values)
+
+    def _in_tap_row(self, base, start, offset, v):
+        """Where vector v of the tap row from ``start`` is, for the tiles
+        from ``offset`` on."""
+        b = self.b
+        return b.gep(base, [_add(b, start, _add(b, offset, _constant(v * self.width)))])
+
+    def _tap_row(self, base, start, offset, x_masks):
+        """A tap row of the vector's tiles, one vector per tap of the row."""
+        row = [
+            self.vectors.load(self._in_tap_row(base, start, offset, v), mask)
+            for v, mask in enumerate(x_masks)
+        ]
+        return self.vectors.deinterleave(row, self.column_taps)
+
+    def _tap_number(self, k, t):
+        """Tap t of tap row k, in every lane."""
+        return ir.Constant(self.taps_type, [k * self.column_taps + t] * self.width)
+
+    def _chosen_at_maximum(self, starts, offset, x_masks):
+        """By lane, the candidate at its tile's maximum: for a "take", the
+        operand's value there; for a "put", the number of the tap."""
+        b = self.b
         best = chosen = None
         for k, start in enumerate(starts):
-            if name == "take":
-                candidates = tap_row(operand_base, start)
+            if self.name == "take":
+                candidates = self._tap_row(self.operand_base, start, offset, x_masks)
             else:
-                candidates = [
-                    ir.Constant(taps_type, [k * column_taps + t] * width)
-                    for t in range(column_taps)
-                ]
-            for value, candidate in zip(tap_row(x_base, start), candidates):
+                candidates = [self._tap_number(k, t) for t in range(self.column_taps)]
+            values = self._tap_row(self.x_base, start, offset, x_masks)
+            for value, candidate in zip(values, candidates):
                 if best is None:
                     best, chosen = value, candidate
                     continue
@@ -258,32 +327,18 @@ def _tile_max_ir(name: str, dtype_name: str, kernel: tuple, symbol: str) -> str:
                     b.fcmp_ordered(">", value, best), b.fcmp_unordered("uno", value, value)
                 )
                 best, chosen = b.select(wins, value, best), b.select(wins, candidate, chosen)
-        here = b.gep(out_base if name == "take" else operand_base, [_add(b, tiles, j)])
-        if name == "take":
-            vectors.store(chosen, here, tile_mask)
-            return
-        values = vectors.load(here, tile_mask)
+        return chosen
+
+    def _put(self, starts, offset, x_masks, chosen, values):
+        """``values`` stored at the taps ``chosen``, zeros at the others."""
+        b, vectors = self.b, self.vectors
         for k, start in enumerate(starts):
             placed = [
-                b.select(
-                    b.icmp_signed(
-                        "==", chosen, ir.Constant(taps_type, [k * column_taps + t] * width)
-                    ),
-                    values,
-                    zero,
-                )
-                for t in range(column_taps)
+                b.select(b.icmp_signed("==", chosen, self._tap_number(k, t)), values, self.zero)
+                for t in range(self.column_taps)
             ]
             for v, (vector, mask) in enumerate(zip(vectors.interleave(placed), x_masks)):
-                vectors.store(
-                    vector,
-                    b.gep(out_base, [_add(b, start, _add(b, offset, constant(v * width)))]),
-                    mask,
-                )
-
-    _loop(b, rows_begin, rows_end, tile_row)
-    b.ret_void()
-    return str(module)
+                vectors.store(vector, self._in_tap_row(self.out_base, start, offset, v), mask)
 
 
 def scatter_rows(dtype_name: str):
@@ -386,6 +441,10 @@ def _random_bits_ir(symbol: str) -> str:
                 b.store(value, b.gep(out, [position]))
     b.ret_void()
     return str(module)
+
+
+def _constant(n):
+    return ir.Constant(I64, n)
 
 
 def _add(b, x, y):

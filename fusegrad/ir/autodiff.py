@@ -133,11 +133,7 @@ def adjoint(
     hooks_of: dict = {}
     for hook in hooks:
         hooks_of.setdefault(hook.var, []).append(hook)
-    position_of = {eqn.out: k for k, eqn in enumerate(graph.eqns)}
-    due: dict = {}  # equation index -> the custom calls applied there
-    for custom in customs:
-        made = [position_of.get(v, -1) for v in custom.outputs if v is not None]
-        due.setdefault(min(made, default=-1), []).append(custom)
+    due = _customs_due(graph, customs)
     cotangent_inputs = [Var(v.shape, v.dtype) for v in graph.outputs]
     builder = GraphBuilder()
     cotangents: dict = {}
@@ -157,25 +153,8 @@ def adjoint(
             for custom in due.get(k, ()):
                 _apply_custom(custom, cotangents, send)
             g = cotangents.get(eqn.out)
-            if g is None or eqn in stopped:
-                continue
-            for position, v in enumerate(eqn.inputs):
-                rule = eqn.prim.rule_for(position)
-                if rule is None or not (isinstance(v, Var) and v in active):
-                    continue
-                kwargs = eqn.prim.vjp_arguments(
-                    position,
-                    len(eqn.inputs),
-                    g,
-                    lambda eqn=eqn: eqn.out,
-                    lambda p, eqn=eqn: eqn.inputs[p],
-                    tuple(v.shape for v in eqn.inputs),
-                    tuple(v.dtype for v in eqn.inputs),
-                    eqn.params,
-                )
-                ct = rule(**kwargs)
-                if ct is not None:
-                    send(v, unbroadcast(ct, v.shape, v.dtype))
+            if g is not None and eqn not in stopped:
+                _send_through_rules(eqn, g, active, send)
         for custom in due.get(-1, ()):  # outputs no equation makes
             _apply_custom(custom, cotangents, send)
         for v in graph.inputs:
@@ -186,6 +165,39 @@ def adjoint(
         v = graph.inputs[i]
         grads.append(cotangents.get(v) or Const(np.zeros(v.shape, v.dtype.np), v.dtype))
     return Graph(graph.inputs + cotangent_inputs, graph.eqns + builder.eqns, graph.outputs + grads)
+
+
+def _customs_due(graph: Graph, customs) -> dict:
+    """Equation index -> the custom calls applied there: at the earliest of
+    their outputs' equations (-1 for a call with an output no equation makes)."""
+    position_of = {eqn.out: k for k, eqn in enumerate(graph.eqns)}
+    due: dict = {}
+    for custom in customs:
+        made = [position_of.get(v, -1) for v in custom.outputs if v is not None]
+        due.setdefault(min(made, default=-1), []).append(custom)
+    return due
+
+
+def _send_through_rules(eqn, g, active: set, send) -> None:
+    """The cotangent ``g`` of ``eqn``'s output through the VJP rule of each
+    active input, sent to that input."""
+    for position, v in enumerate(eqn.inputs):
+        rule = eqn.prim.rule_for(position)
+        if rule is None or not (isinstance(v, Var) and v in active):
+            continue
+        kwargs = eqn.prim.vjp_arguments(
+            position,
+            len(eqn.inputs),
+            g,
+            lambda: eqn.out,
+            lambda p: eqn.inputs[p],
+            tuple(v.shape for v in eqn.inputs),
+            tuple(v.dtype for v in eqn.inputs),
+            eqn.params,
+        )
+        ct = rule(**kwargs)
+        if ct is not None:
+            send(v, unbroadcast(ct, v.shape, v.dtype))
 
 
 @dataclass
