@@ -1,5 +1,6 @@
 """Tensor methods and operators: each is an op from ``ops`` (one definition,
-two spellings, as in PyTorch), plus the in-place variants."""
+two spellings, as in PyTorch), the in-place variants its registration
+declares too; plus the operators, and the methods no op makes."""
 
 from __future__ import annotations
 
@@ -120,29 +121,6 @@ Tensor.bfloat16 = lambda self: ops.to(self, dtypes.bfloat16)
 Tensor.cpu = lambda self: self
 Tensor.type_as = lambda self, other: ops.to(self, other.dtype)
 
-
-def _inplace(op):
-    def method(self, *args, **kwargs):
-        self._check_inplace()
-        return self._commit_inplace(op(self, *args, **kwargs))
-
-    method.__name__ = op.__name__ + "_"
-    return method
-
-
-for _name in (
-    "add sub mul div fmod remainder floor_divide pow clamp clip exp log sqrt neg abs relu "
-    "sigmoid tanh clamp_min clamp_max square reciprocal log2 log10 exp2 atan2 cumsum cumprod "
-    "tril triu scatter scatter_add index_add sin cos tan log1p expm1 rsqrt erf erfc sign floor "
-    "ceil trunc round sinh cosh asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh "
-    "arccosh arctanh arctan2 addcmul addcdiv lerp addmm addmv addr baddbmm addbmm frac logit "
-    "xlogy nan_to_num sgn deg2rad rad2deg sinc hypot not_equal greater greater_equal less "
-    "less_equal eq ne lt le gt ge logical_and logical_or logical_xor logical_not index_fill "
-    "index_copy fmax fmin heaviside float_power ldexp absolute lgamma digamma index_put put "
-    "bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift "
-    "erfinv gcd lcm scatter_reduce renorm masked_scatter nextafter"
-).split():
-    setattr(Tensor, _name + "_", _inplace(getattr(ops, _name)))
 
 Tensor.__iadd__ = _forward(Tensor.add_)
 Tensor.__isub__ = _forward(Tensor.sub_)

@@ -3,7 +3,7 @@
 Every operation on tensors goes through ``primitives.bind``; the handler here
 runs the primitive's numpy implementation at once and, when a gradient is
 needed, records a backward node. Tensor methods are thin: the ops themselves
-live in ``ops.py``.
+live in ``ops/``.
 """
 
 from __future__ import annotations
