@@ -3,6 +3,7 @@ closed-over tensors, higher-order gradients, training steps, inspection."""
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
@@ -516,6 +517,29 @@ def test_numpy_scalar_arguments_are_numbers_of_their_type():
 def test_jit_of_a_non_callable_is_a_type_error_at_once(apply, value):
     with pytest.raises(TypeError, match=re.escape(f"expected a callable value, got {value!r}")):
         apply(value)
+
+
+class _DecidingLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(2, 2)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y * 2 if float(y.sum()) > 0 else y
+
+
+@pytest.mark.parametrize(
+    "make", [_DecidingLayer, lambda: functools.partial(_DecidingLayer())], ids=["module", "partial"]
+)
+def test_a_module_or_partial_compiled_is_named_by_its_type_in_messages(make):
+    """They have no __name__: a message naming the function raised AttributeError."""
+    layer = make()
+    compiled = fg.jit(layer)
+    x = fg.randn(3, 2)
+    with pytest.warns(UserWarning, match=f"{type(layer).__name__} runs eagerly"):
+        out = compiled(x)
+    np.testing.assert_array_equal(out.detach().numpy(), layer(x).detach().numpy())
 
 
 def test_outputs_keep_their_structure():

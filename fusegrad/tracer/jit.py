@@ -131,6 +131,8 @@ class JitFunction:
         if not callable(fn):  # said where jit is applied, not at the first call
             raise TypeError(f"fusegrad.jit: expected a callable value, got {fn!r}")
         functools.update_wrapper(self, fn)
+        if not hasattr(self, "__name__"):  # a module or a partial: messages name its type
+            self.__name__ = type(fn).__name__
         self.fn = fn
         self.static_argnums = static_argnums
         # read when the function is made, as JAX reads JAX_DISABLE_JIT once:
