@@ -19,13 +19,13 @@ import pytest
 
 import fusegrad as fg
 import fusegrad.distributed as dist
+from fusegrad.eager import autograd
 from fusegrad.ir import dtypes
 from fusegrad.ir import primitives as P
 from fusegrad.ir.fusion import Single, group_into_kernels
 from fusegrad.ir.graph import Const, Graph, GraphBuilder, Var, building
 from fusegrad.ir.simplify import simplify
 from fusegrad.nn.parallel import DistributedDataParallel
-from fusegrad.eager import autograd
 from fusegrad.utils.data import DistributedSampler
 
 ROOT = Path(__file__).parent.parent

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import fusegrad as fg
-from fusegrad.ir import primitives
 from fusegrad.eager.plain import PlainValue
+from fusegrad.ir import primitives
 
 from op_table import OPS, OPS_BY_NAME
 
