@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from training import assert_trains_as_eagerly, minimizing
 
 import fusegrad as fg
 import fusegrad.nn as nn
@@ -314,34 +315,18 @@ def test_value_and_grad_with_argnums_and_aux():
     ids=["sgd", "sgd-momentum", "adam", "amsgrad"],
 )
 def test_a_whole_training_step_compiles_and_matches_eager(make_optimizer):
-    def setup():
-        fg.manual_seed(3)
-        model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
-        return model, make_optimizer(model.parameters())
-
     x, y = (
         fg.tensor(np.random.default_rng(0).standard_normal((16, 4)).astype(np.float32)),
         fg.tensor(np.arange(16) % 3),
     )
-    models = []
-    for use_jit in (False, True):
-        model, opt = setup()
-
-        def step(x, y, model=model, opt=opt):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        run = fg.jit(step) if use_jit else step
-        losses = [run(x, y).item() for _ in range(6)]
-        models.append((model, losses, run))
-    (eager_model, eager_losses, _), (jit_model, jit_losses, compiled) = models
-    np.testing.assert_allclose(jit_losses, eager_losses, rtol=1e-5)
-    for a, b in zip(jit_model.parameters(), eager_model.parameters()):
-        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
-    assert compiled.cache_info().hits >= 4
+    assert_trains_as_eagerly(
+        lambda: nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)),
+        make_optimizer,
+        minimizing(lambda model, x, y: F.cross_entropy(model(x), y)),
+        [(x, y)] * 6,
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 def test_lower_leaves_no_side_effects():
@@ -1399,23 +1384,16 @@ def test_an_optimizer_creating_its_state_in_the_first_compiled_step_trains_as_ea
     guards a state that no longer holds, so the call keeps the trace's eager
     result and the next call traces with the state (once this undid the
     state: every compiled step started Adam over)."""
-    losses = []
-    for compiled in (False, True):
-        fg.manual_seed(0)
-        model = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 2))
-        opt = make(model.parameters(), lr=0.01)
-
-        def step(x, y, model=model, opt=opt):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        step = fg.jit(step) if compiled else step
-        x, y = fg.randn(16, 2), fg.randint(0, 2, (16,))
-        losses.append([step(x, y).item() for _ in range(8)])
-    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)
+    fg.manual_seed(0)
+    x, y = fg.randn(16, 2), fg.randint(0, 2, (16,))
+    assert_trains_as_eagerly(
+        lambda: nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 2)),
+        lambda params: make(params, lr=0.01),
+        minimizing(lambda model, x, y: F.cross_entropy(model(x), y)),
+        [(x, y)] * 8,
+        rtol=1e-6,
+        atol=1e-7,
+    )
 
 
 @pytest.mark.parametrize(
@@ -1431,34 +1409,27 @@ def test_a_learning_rate_schedule_changes_no_program(schedule):
     """The optimizer's numbers are inputs of the compiled step: 30 steps
     under a per-step schedule compile at most twice (the second for the
     state the first step creates) and match eager."""
-    results = []
-    for compiled in (False, True):
-        fg.manual_seed(0)
-        model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
-        opt = fg.optim.Adam(model.parameters(), lr=0.01, betas=(0.9, 0.99))
-        scheduler = schedule(opt)
+    schedulers = {}
 
-        def step(x, y, model=model, opt=opt):
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+    def make_optimizer(params):
+        opt = fg.optim.Adam(params, lr=0.01, betas=(0.9, 0.99))
+        schedulers[id(opt)] = schedule(opt)
+        return opt
 
-        run = fg.jit(step) if compiled else step
-        x, y = fg.randn(32, 3), fg.randn(32, 1)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # never falls back to eager
-            losses = []
-            for _ in range(30):
-                losses.append(run(x, y).item())
-                scheduler.step()
-        results.append((losses, [p.tolist() for p in model.parameters()]))
-        if compiled:
-            assert run.cache_info().misses <= 2
-    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
-    for got, want in zip(results[1][1], results[0][1]):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    fg.manual_seed(0)
+    x, y = fg.randn(32, 3), fg.randn(32, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # never falls back to eager
+        _, _, compiled = assert_trains_as_eagerly(
+            lambda: nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1)),
+            make_optimizer,
+            minimizing(lambda model, x, y: F.mse_loss(model(x), y)),
+            [(x, y)] * 30,
+            rtol=1e-5,
+            atol=1e-6,
+            after_step=lambda opt: schedulers[id(opt)].step(),
+        )
+    assert compiled.cache_info().misses <= 2
 
 
 def test_pythons_random_inside_a_jit_function_draws_as_eagerly():

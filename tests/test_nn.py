@@ -7,6 +7,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from training import assert_trains_as_eagerly, minimizing
 
 import fusegrad as fg
 import fusegrad.nn as nn
@@ -1036,42 +1037,6 @@ def test_clip_grad_value_and_parameter_vectors():
 # ------------------------------------------------------------------ under jit
 
 
-def _twins(make_model, make_optimizer):
-    """The same model and optimizer twice: one for eager steps, one for compiled ones."""
-    fg.manual_seed(12)
-    first = make_model()
-    second = make_model()
-    second.load_state_dict(first.state_dict())
-    return [(m, make_optimizer(m.parameters())) for m in (first, second)]
-
-
-def _compare_training(make_model, make_optimizer, loss_of, batches, rtol):
-    """Trains eagerly and compiled from the same start; every call's loss, and
-    the parameters and buffers after it, agree (calls 1-3 and on)."""
-    (eager, eager_opt), (jitted, jit_opt) = _twins(make_model, make_optimizer)
-
-    def stepper(model, optimizer):
-        def step(*batch):
-            optimizer.zero_grad()
-            loss = loss_of(model, *batch)
-            loss.backward()
-            optimizer.step()
-            return loss
-
-        return step
-
-    eager_step, compiled = stepper(eager, eager_opt), fg.jit(stepper(jitted, jit_opt))
-    for call, batch in enumerate(batches):
-        want, got = eager_step(*batch).item(), compiled(*batch).item()
-        assert got == pytest.approx(want, rel=rtol), call
-        for (name, a), (_, b) in zip(eager.state_dict().items(), jitted.state_dict().items()):
-            np.testing.assert_allclose(
-                b.numpy(), a.numpy(), rtol=rtol, atol=rtol, err_msg=f"{name} {call}"
-            )
-    assert compiled.cache_info().hits >= len(batches) - 2
-    return eager, jitted
-
-
 class _LeNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -1095,12 +1060,13 @@ def test_a_lenet_training_step_compiles_to_eagers_numbers():
         )
         for _ in range(4)
     ]
-    _compare_training(
+    assert_trains_as_eagerly(
         _LeNet,
         lambda p: fg.optim.SGD(p, lr=0.05, momentum=0.9),
-        lambda model, x, y: F.cross_entropy(model(x), y),
+        minimizing(lambda model, x, y: F.cross_entropy(model(x), y)),
         batches,
         rtol=1e-4,
+        atol=1e-4,
     )
 
 
@@ -1119,12 +1085,13 @@ def test_an_lstm_unrolled_over_its_sequence_compiles_to_eagers_numbers():
     t = np.arange(12) + np.arange(4)[:, None] * 3
     waves = fg.tensor(np.sin(t / 5.0)[:, :, None])
     batch = (waves[:, :-1], waves[:, 1:])
-    _compare_training(
+    assert_trains_as_eagerly(
         lambda: _SinePredictor().double(),
         lambda p: fg.optim.Adam(p, lr=0.01),
-        lambda model, x, y: F.mse_loss(model(x), y),
+        minimizing(lambda model, x, y: F.mse_loss(model(x), y)),
         [batch] * 4,
         rtol=1e-10,
+        atol=1e-10,
     )
 
 
@@ -1135,8 +1102,13 @@ def test_batch_norm_updates_its_running_statistics_inside_a_compiled_step():
     def make():
         return nn.Sequential(nn.Linear(5, 6), nn.BatchNorm1d(6), nn.Tanh(), nn.Linear(6, 1))
 
-    eager, jitted = _compare_training(
-        make, lambda p: fg.optim.SGD(p, lr=0.1), lambda m, x: m(x).pow(2).mean(), batches, 1e-5
+    eager, jitted, _ = assert_trains_as_eagerly(
+        make,
+        lambda p: fg.optim.SGD(p, lr=0.1),
+        minimizing(lambda m, x: m(x).pow(2).mean()),
+        batches,
+        rtol=1e-5,
+        atol=1e-5,
     )
     assert jitted[1].num_batches_tracked.item() == 4
     # one compiled function in both modes: switching to eval retraces, and uses
@@ -1208,15 +1180,9 @@ def test_an_attention_step_with_clipped_gradients_compiles_to_eagers_numbers():
         for _ in range(4)
     ]
 
-    def loss_of(model, idx, targets):
-        loss = F.cross_entropy(model(idx).view(-1, 11), targets.view(-1))
-        return loss
-
-    (eager, eager_opt), (jitted, jit_opt) = _twins(_TinyGPT, lambda p: fg.optim.Adam(p, lr=0.01))
-
-    def stepper(model, optimizer):
+    def make_step(model, optimizer):
         def step(idx, targets):
-            loss = loss_of(model, idx, targets)
+            loss = F.cross_entropy(model(idx).view(-1, 11), targets.view(-1))
             loss.backward()
             norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5)
             optimizer.step()
@@ -1225,16 +1191,9 @@ def test_an_attention_step_with_clipped_gradients_compiles_to_eagers_numbers():
 
         return step
 
-    eager_step, compiled = stepper(eager, eager_opt), fg.jit(stepper(jitted, jit_opt))
-    for call, batch in enumerate(batches):
-        (loss, norm), (want_loss, want_norm) = compiled(*batch), eager_step(*batch)
-        assert (loss.item(), norm.item()) == pytest.approx(
-            (want_loss.item(), want_norm.item()), rel=1e-5
-        )
-        for a, b in zip(eager.parameters(), jitted.parameters()):
-            np.testing.assert_allclose(
-                b.detach().numpy(), a.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=str(call)
-            )
+    assert_trains_as_eagerly(
+        _TinyGPT, lambda p: fg.optim.Adam(p, lr=0.01), make_step, batches, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_multihead_attention_compiles_to_eagers_numbers():

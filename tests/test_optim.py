@@ -3,6 +3,7 @@ training step compiled; parameter groups, state dicts and their errors."""
 
 import numpy as np
 import pytest
+from training import assert_trains_as_eagerly, minimizing
 
 import fusegrad as fg
 import fusegrad.nn as nn
@@ -300,38 +301,18 @@ def test_fused_refuses_what_it_cannot_compile(make, message):
 
 @pytest.mark.parametrize("make", [c[1] for c in CASES], ids=[c[0] for c in CASES])
 def test_a_compiled_training_step_matches_eager_on_every_call(make):
-    def setup():
+    def make_model():
         model = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
         rng = np.random.default_rng(1)
         with fg.no_grad():
             for p in model.parameters():
                 p.copy_(fg.tensor(rng.uniform(-0.5, 0.5, tuple(p.shape)), dtype=fg.float32))
-        return model, make(model.parameters())
+        return model
 
     x = fg.tensor(np.random.default_rng(0).standard_normal((6, 3)), dtype=fg.float32)
     y = fg.tensor([0, 1, 1, 0, 1, 0])
-    runs = []
-    for compiled in (False, True):
-        model, opt = setup()
-
-        def step(x, y, model=model, opt=opt):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        run = fg.jit(step) if compiled else step
-        losses, params = [], []
-        for _ in range(3):
-            losses.append(run(x, y).item())
-            params.append([p.detach().numpy().copy() for p in model.parameters()])
-        runs.append((losses, params))
-    (eager_losses, eager_params), (jit_losses, jit_params) = runs
-    np.testing.assert_allclose(jit_losses, eager_losses, rtol=1e-6)
-    for eager_call, jit_call in zip(eager_params, jit_params):
-        for a, b in zip(jit_call, eager_call):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    loss_of = minimizing(lambda model, x, y: F.cross_entropy(model(x), y))
+    assert_trains_as_eagerly(make_model, make, loss_of, [(x, y)] * 3, rtol=1e-5, atol=1e-7)
 
 
 def test_param_groups_take_their_own_options_and_parameters_without_grad_are_skipped():
