@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = Path(os.environ.get("CENSUS_CORPUS", "/work/.mirror"))
+DEFAULT_CORPUS = Path(os.environ.get("CENSUS_CORPUS", Path.home() / ".cache" / "fusegrad-census"))
 DEFAULT_REPOS = ROOT / "tools" / "census_repos.txt"
 TENSOR_NAMES_FILE = ROOT / "tools" / "census_tensor_names.txt"
 MAX_FILE_BYTES = 4 << 20
