@@ -527,6 +527,31 @@ def test_a_module_or_partial_compiled_is_named_by_its_type_in_messages(make):
     np.testing.assert_array_equal(out.detach().numpy(), layer(x).detach().numpy())
 
 
+def test_machinery_an_object_holds_is_not_guarded():
+    """A jit function, an autograd node and a hook handle an object holds change
+    as they run; a compiled function reading that object guards none of them
+    (once moving the jit into tracer/ made every call compile again)."""
+    inner = fg.jit(lambda x: x + 1)
+    leaf = fg.ones(2, requires_grad=True)
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.scale, holder.inner = 2.0, inner
+    holder.node = (leaf * 3).grad_fn
+    holder.handle = leaf.register_hook(lambda g: g)
+
+    @fg.jit
+    def scaled(x):
+        return x * holder.scale
+
+    for _ in range(4):
+        inner(fg.ones(2))
+        scaled(fg.ones(2))
+    assert scaled.cache_info().misses == 1
+
+
 def test_outputs_keep_their_structure():
     from collections import namedtuple
 

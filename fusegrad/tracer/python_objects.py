@@ -35,9 +35,17 @@ _LIBRARY_DIRS = tuple(
 )
 MISSING = object()
 HOOK_TABLES = ("_hooks", "_post_accumulate_hooks")  # a tensor's, in its __dict__
-# fusegrad's own machinery (a jit function's cache, a compiled program): held
-# by identity, not walked; its state changes as it compiles and runs
-_MACHINERY = ("fusegrad.runtime", "fusegrad.ir", "fusegrad.codegen")
+# fusegrad's own machinery (a jit function's cache, a compiled program, an
+# autograd node or hook handle, a grad-mode context): held by identity, not
+# walked; its state changes as it compiles and runs
+_MACHINERY = (
+    "fusegrad.runtime",
+    "fusegrad.ir",
+    "fusegrad.codegen",
+    "fusegrad.tracer",
+    "fusegrad.eager.autograd",
+    "fusegrad.eager.grad_mode",
+)
 MUTABLE_SEQUENCES = (list, collections.deque)
 
 
