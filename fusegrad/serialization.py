@@ -46,6 +46,11 @@ _ALLOWED = {
     (device.__module__, "device"): device,
 }
 _user_safe_globals: dict = {}
+# modules of fusegrad's classes when earlier versions saved them: their files still load
+_MOVED = {
+    "fusegrad.tracer.tensor": "fusegrad.eager.tensor",
+    "fusegrad.tracer.devices": "fusegrad.eager.devices",
+}
 
 
 def add_safe_globals(safe_globals: list) -> None:
@@ -140,6 +145,7 @@ class _Unpickler(pickle.Unpickler):
         self.loaded: dict = {}
 
     def find_class(self, module: str, name: str):
+        module = _MOVED.get(module, module)
         if not self.weights_only:
             return super().find_class(module, name)
         if module == "__builtin__":  # Python 2's name, which protocol 2 writes
