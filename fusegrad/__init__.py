@@ -9,28 +9,46 @@ tensor([[4.5000, 4.5000],
         [4.5000, 4.5000]])
 """
 
+import math as _math
 import warnings as _warnings
 
 from . import (
+    accelerator,
+    amp,
     autograd,
     backends,
+    cpu,
     cuda,
     distributed,
     distributions,
     linalg,
     nn,
+    onnx,
     optim,
     special,
     utils,
 )
 from . import eager as _eager
+from .amp.autocast_mode import (
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from .autograd.transforms import grad, value_and_grad
+
+# torch.cuda.amp, which cuda's __init__ cannot import: amp asks cuda whether CUDA is available
+from .cuda import amp as _cuda_amp
 from .eager.creation import (
-    BoolTensor,
-    DoubleTensor,
-    FloatTensor,
-    IntTensor,
-    LongTensor,
     arange,
     as_tensor,
     empty,
@@ -60,7 +78,14 @@ from .eager.creation import (
     range_ as range,
 )
 from .eager.devices import device, get_default_device, set_default_device
-from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .eager.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .eager.random import (
     Generator,
     bernoulli,
@@ -74,6 +99,15 @@ from .eager.random import (
     set_rng_state,
 )
 from .eager.tensor import Size, Tensor
+from .eager.tensor_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+)
 from .ir.dtypes import bfloat16, finfo, float16, float32, float64, iinfo, int32, int64
 from .ir.dtypes import bool_ as bool
 from .serialization import load, save
@@ -88,6 +122,8 @@ half = float16
 long = int64
 int = int32
 dtype = type(float32)
+
+inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
 
 # numpy's floating-point warnings (log(0), 0/0) would be noise: PyTorch gives
 # inf and nan silently, and so do we.

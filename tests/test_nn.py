@@ -1324,8 +1324,8 @@ def test_channel_dropout_zeroes_whole_channels_and_compiles_to_the_same_draws():
     compiled = fg.jit(lambda t: F.dropout2d(t, 0.25))(x)
     np.testing.assert_array_equal(compiled.numpy(), eager.numpy())
     assert (nn.Dropout1d(0.5).eval()(fg.ones(2, 3, 4)) == 1).all()
-    with pytest.raises(RuntimeError, match="Expected 3D or 4D input"):
-        F.dropout2d(fg.ones(2, 3, 4, 5, 6))
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input"):
+        F.dropout1d(fg.ones(2, 3, 4, 5))
     y = fg.tensor([-1.0, 2.0])
     F.relu_(y)
     assert y.tolist() == [0.0, 2.0]

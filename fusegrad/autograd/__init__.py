@@ -3,7 +3,7 @@ gradient checks and higher-order helpers)."""
 
 from ..eager.autograd import backward, grad
 from ..eager.creation import Variable
-from ..eager.grad_mode import enable_grad, no_grad, set_grad_enabled
+from ..eager.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from . import functional
 from .function import Function, FunctionCtx
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -19,6 +19,7 @@ __all__ = [
     "grad",
     "gradcheck",
     "gradgradcheck",
+    "inference_mode",
     "no_grad",
     "set_grad_enabled",
 ]

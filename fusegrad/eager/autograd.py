@@ -203,6 +203,8 @@ class PrimitiveBackward(Node):
         self.params = params
         self.plan = plan
         if plan.saved_inputs:
+            if grad_mode.inference_tensors_exist:
+                _refuse_saving_inference_tensors(inputs, plan.saved_inputs)
             saved = {}
             for i in plan.saved_inputs:
                 t = inputs[i]
@@ -278,6 +280,19 @@ class PrimitiveBackward(Node):
         if counter[0] != version:
             self.unpack_output()  # raises
         return _plain(data, dtype)
+
+
+def _refuse_saving_inference_tensors(inputs, positions) -> None:
+    """PyTorch's error for a backward that would read an inference tensor
+    (made in inference mode, used for a gradient outside it)."""
+    if grad_mode._state.inference:  # there PyTorch records no graph at all, even with grad on
+        return
+    for i in positions:
+        if inputs[i]._inference:
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. To work around you can make "
+                "a clone to get a normal tensor and use it in autograd."
+            )
 
 
 _backward_classes: dict = {}  # node name -> its PrimitiveBackward subclass

@@ -1,6 +1,6 @@
 """Creating tensors: ``tensor``, ``ones``, ``arange``, ``randn``, ... and the
-legacy constructors (``Tensor(...)``, ``FloatTensor``, ``autograd.Variable``).
-The random ones draw from a generator (random.py).
+legacy constructors ``Tensor(...)`` and ``autograd.Variable`` (``FloatTensor``
+and its kin: tensor_types.py). The random ones draw from a generator (random.py).
 """
 
 from __future__ import annotations
@@ -408,9 +408,14 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 # ----------------------------------------------------------------- legacy
 
 
-def _legacy(dtype, args, kwargs):
+def legacy_construct(dtype, args, kwargs):
+    """What a legacy constructor (``Tensor``, ``FloatTensor``) of ``dtype``
+    makes: ``(data)`` a copy of data, ``(2, 3)`` or ``(size=...)`` a tensor of
+    that size, ``()`` an empty one."""
     if len(args) == 1 and not isinstance(args[0], numbers.Number):
         return tensor(args[0], dtype=dtype, requires_grad=kwargs.get("requires_grad", False))
+    if not args and kwargs.get("size") is None:
+        return zeros(0, dtype=dtype, **kwargs)
     if kwargs.get("size") is not None or all(isinstance(a, numbers.Integral) for a in args):
         return zeros(*args, dtype=dtype, **kwargs)
     raise TypeError(f"Tensor(): invalid arguments {args!r}")
@@ -418,30 +423,10 @@ def _legacy(dtype, args, kwargs):
 
 def legacy_tensor(cls, args, kwargs):
     """``Tensor(data)`` copies data as float32; ``Tensor(2, 3)`` makes a 2x3 tensor."""
-    t = _legacy(dtypes.float32, args, kwargs)
+    t = legacy_construct(dtypes.float32, args, kwargs)
     if cls is not Tensor:
         raise TypeError(f"{cls.__name__} cannot be constructed this way")
     return t
-
-
-def FloatTensor(*args, **kwargs):
-    return _legacy(dtypes.float32, args, kwargs)
-
-
-def DoubleTensor(*args, **kwargs):
-    return _legacy(dtypes.float64, args, kwargs)
-
-
-def LongTensor(*args, **kwargs):
-    return _legacy(dtypes.int64, args, kwargs)
-
-
-def IntTensor(*args, **kwargs):
-    return _legacy(dtypes.int32, args, kwargs)
-
-
-def BoolTensor(*args, **kwargs):
-    return _legacy(dtypes.bool_, args, kwargs)
 
 
 def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tensor:

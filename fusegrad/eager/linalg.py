@@ -12,6 +12,7 @@ from collections import namedtuple
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import normalize_axes, normalize_dim
+from .autocast_policy import autocasts
 from .creation import eye
 from .ops import (
     _named,
@@ -87,6 +88,7 @@ def cholesky(input, upper=False):
 EighResult = _result_type("eigh", ["eigenvalues", "eigenvectors"])
 
 
+@autocasts("linalg_eigh")
 def eigh(A, UPLO="L"):
     """The eigenvalues (ascending) and eigenvectors (columns) of symmetric
     matrices, from their lower triangle (upper for ``UPLO="U"``)."""
@@ -100,6 +102,7 @@ def eigh(A, UPLO="L"):
     return EighResult(stacked[rows + (0,)], stacked[rows + (slice(1, None),)])
 
 
+@autocasts("linalg_eigvalsh")
 def eigvalsh(A, UPLO="L"):
     return eigh(A, UPLO).eigenvalues
 
@@ -115,6 +118,7 @@ def _svd_of(A):
     return P.svd_parts(P.svd(A), A.shape[-2])
 
 
+@autocasts("linalg_svd")
 def svd(A, full_matrices=True):
     """A = U diag(S) Vh, the singular values descending. The full U and Vh
     of a non-square matrix hold columns no gradient is defined for: only the
@@ -129,6 +133,7 @@ def svd(A, full_matrices=True):
     return SvdResult(u, values, P.swap_last(v))
 
 
+@autocasts("linalg_svdvals")
 def svdvals(A):
     return _svd_of(A)[1]
 
@@ -162,6 +167,7 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
+@autocasts("linalg_matrix_rank")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     values = svdvals(A)
     if rtol is None:
@@ -171,6 +177,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     return sum(values > tolerance, -1)
 
 
+@autocasts("linalg_solve")
 def solve(A, B, *, left=True):
     """X with A X = B (X A = B for ``left=False``). B is one vector per matrix
     where it has A's batch shape with one size (or is 1-d), as in PyTorch."""
@@ -183,6 +190,7 @@ def solve(A, B, *, left=True):
     return P.solve(A, B)
 
 
+@autocasts("linalg_inv")
 def inv(A):
     return inverse(A)
 
@@ -285,6 +293,7 @@ def multi_dot(tensors):
     return functools.reduce(matmul, tensors)
 
 
+@autocasts("linalg_vecdot")
 def vecdot(x, y, *, dim=-1):
     return sum(as_tensor_arg(x, "x") * as_tensor_arg(y, "y"), dim)
 

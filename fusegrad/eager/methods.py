@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from . import creation, einsum, indexing, linalg, ops  # noqa: F401  (they register their ops)
+from . import creation, einsum, indexing, linalg, ops, tensor_types  # noqa: F401  (registering)
 from .tensor import Tensor
 
 for _name, _op in ops.METHODS.items():

@@ -92,6 +92,7 @@ class Tensor:
     _post_accumulate_hooks = None
     _accumulator = None
     _volatile = False
+    _inference = False  # made in inference mode (grad_mode.inference_mode)
     __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * t
 
     def __new__(cls, *args, **kwargs):
@@ -114,6 +115,8 @@ class Tensor:
         """A tensor made from nothing a trace knows: inside a traced function,
         a constant of the graph."""
         t = cls._make(data, dtype)
+        if grad_mode.inference_tensors_exist and grad_mode._state.inference:
+            t._inference = True
         if recording.trace is not None:
             recording.trace.created_tensor(t)
         return t
@@ -195,6 +198,11 @@ class Tensor:
             )
         if flag and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if flag and self._inference and not grad_mode._state.inference:
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                "allowed."
+            )
         if recording.trace is not None and flag != self._requires_grad:
             recording.trace.requires_grad_set(self)
         self._requires_grad = flag
@@ -238,8 +246,11 @@ class Tensor:
     def device(self):
         return devices.CPU
 
-    is_cuda = False
+    # PyTorch's device and layout flags: fusegrad has dense tensors on the CPU only
     is_cpu = True
+    is_cuda = is_xpu = is_mps = is_meta = is_mtia = is_maia = is_hpu = is_ipu = False
+    is_xla = is_lazy = is_vulkan = is_mkldnn = is_quantized = is_nested = False
+    is_sparse = is_sparse_csr = False
 
     def cuda(self, device=None, non_blocking: bool = False):
         return self.to(devices.device("cuda" if device is None else device))
@@ -283,11 +294,6 @@ class Tensor:
         deciding on one cannot be compiled."""
         if recording.trace is not None:
             recording.trace.unsupported(what)
-
-    def type(self, dtype=None):
-        if dtype is None:
-            return tensor_type_name(self._dtype)
-        return self.to(dtype)
 
     def stride(self, dim=None):
         self._layout_read("stride()")
@@ -419,6 +425,8 @@ class Tensor:
             return self._traced_alias(share_version=True)
         t = Tensor._make(self._data, self._dtype)
         t._version_counter = self._version_counter
+        if grad_mode.inference_tensors_exist and self._inference:  # its alias is one too
+            t._inference = True
         return t
 
     def _traced_alias(self, share_version: bool) -> Tensor:
@@ -533,6 +541,12 @@ class Tensor:
 
     def _commit_inplace(self, result: Tensor) -> Tensor:
         """Makes ``result`` (computed out of place from self) this tensor's value and history."""
+        if grad_mode.inference_tensors_exist and self._inference and not grad_mode._state.inference:
+            raise RuntimeError(
+                "Inplace update to inference tensor outside InferenceMode is not allowed."
+                "You can make a clone to get a normal tensor before doing inplace update."
+                "See https://github.com/pytorch/rfcs/pull/17 for more details."
+            )
         if not np.can_cast(result._data.dtype, self._data.dtype, casting="same_kind"):
             raise RuntimeError(
                 f"result type {result._dtype.scalar_name} can't be cast "
@@ -706,9 +720,19 @@ def eager_bind(prim, args, params):
         autograd.record(prim, recorded, args, out, pattern)
         if recorded is not params and out.grad_fn is not None:  # sizes that vary
             out.grad_fn.in_shapes = tuple(a.shape for a in args)
+    if grad_mode.inference_tensors_exist:
+        _mark_inference(out)
     if trace is not None:
         trace.record(prim, args, recorded, out)
     return out
+
+
+def _mark_inference(out: Tensor) -> None:
+    """What inference mode makes is an inference tensor, and so is a view of
+    one in any mode; a view of a normal tensor stays normal, as in PyTorch."""
+    base = out._base
+    if base._inference if base is not None else grad_mode._state.inference:
+        out._inference = True
 
 
 def storage_pattern(tensors) -> tuple:

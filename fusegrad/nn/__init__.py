@@ -4,6 +4,7 @@ in PyTorch's shape."""
 from . import functional, init, parallel, utils
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules
+from .parallel import DataParallel
 from .parameter import Parameter
 
-__all__ = [*_modules, "Parameter", "functional", "init", "parallel", "utils"]
+__all__ = [*_modules, "DataParallel", "Parameter", "functional", "init", "parallel", "utils"]

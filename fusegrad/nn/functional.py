@@ -6,6 +6,7 @@ over tiles has primitives of its own; see primitives.py."""
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -13,8 +14,9 @@ import warnings
 import numpy as np
 
 from ..eager import creation, ops
+from ..eager.autocast_policy import autocasts
 from ..eager.grad_mode import no_grad
-from ..eager.ops import _named, gelu, log_softmax, sigmoid, softmax, tanh
+from ..eager.ops import _named, _rounded_once, gelu, log_softmax, sigmoid, softmax, tanh
 from ..eager.random import bernoulli_mask
 from ..eager.tensor import Tensor, constant_array
 from ..ir import dtypes
@@ -200,14 +202,18 @@ def softmin(input: Tensor, dim=None, dtype=None) -> Tensor:
 # ------------------------------------------------------------ linear, dropout
 
 
+@autocasts("linear")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """input @ weight.T + bias."""
-    out = ops.matmul(input, ops.t(weight))
-    if bias is not None:
-        out = bias + out  # the bias first among the node's inputs, as in PyTorch's addmm
-        if out.grad_fn is not None and input.ndim == 2:
-            out.grad_fn.label = "AddmmBackward0"
-    return out
+    """input @ weight.T + bias. With a bias and a matrix of weights, as
+    PyTorch's: one addmm of the input's rows (a float16 or bfloat16 result
+    rounded once, product and bias), viewed back to its leading dimensions."""
+    if bias is None or weight.ndim != 2 or input.ndim < 2:
+        out = ops.matmul(input, ops.t(weight))
+        return out if bias is None else out + bias
+    if input.ndim == 2:
+        return ops.addmm(bias, input, ops.t(weight))
+    rows = ops.addmm(bias, ops.flatten(input, 0, -2), ops.t(weight))
+    return ops.reshape(rows, tuple(input.shape[:-1]) + (weight.shape[0],))
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -228,7 +234,28 @@ def dropout(input, p=0.5, training=True, inplace=False):
 # -------------------------------------------------------------- normalization
 
 
+def _in_input_dtype(norm):
+    """A normalization as PyTorch's CPU kernels compute one of a float16 or
+    bfloat16 input with float32 weights or statistics (what autocast's
+    lower-precision ops feed them): in float32, the result rounded to the
+    input's dtype once. Promoting instead would round the statistics to the
+    input's dtype and give a float32 result."""
+
+    @functools.wraps(norm)
+    def norm_in_input_dtype(input, *args, **kwargs):
+        reduced = isinstance(input, Tensor) and input.dtype.reduced
+        if not reduced or not any(
+            isinstance(a, Tensor) and a.dtype is dtypes.float32 for a in (*args, *kwargs.values())
+        ):
+            return norm(input, *args, **kwargs)
+        out = norm(P.convert(input, dtype=dtypes.float32), *args, **kwargs)
+        return P.convert(out, dtype=input.dtype)
+
+    return norm_in_input_dtype
+
+
 @_named("NativeLayerNormBackward0")
+@_in_input_dtype
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape) :]) != shape:
@@ -250,6 +277,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 @_named("NativeBatchNormBackward0")
+@_in_input_dtype
 def batch_norm(
     input: Tensor,
     running_mean: Tensor | None,
@@ -416,12 +444,14 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, dims, name):
     return out if batched else P.reshape(out, shape=out.shape[1:])
 
 
+@autocasts("conv1d")
 @_named("ConvolutionBackward0")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """1-D convolution (cross-correlation) of (N, C, L) or (C, L) with (O, C/groups, k)."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
+@autocasts("conv2d")
 @_named("ConvolutionBackward0")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) with
@@ -429,6 +459,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+@autocasts("conv3d")
 @_named("ConvolutionBackward0")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W)."""
@@ -639,12 +670,14 @@ def _adaptive_avg_pool(input, output_size, dims, name):
     else:
         # windows of different sizes: each axis summed by a product with a 0/1
         # matrix marking its windows, then one division by the window sizes
+        # (the primitive product: PyTorch's pooling is one kernel, which
+        # autocast leaves in the input's dtype)
         out, divisors = x, np.ones((), x.dtype.np)
         for axis, (size, count) in enumerate(zip(sizes, counts)):
             marks = np.zeros((size, count), x.dtype.np)
             for i, (start, end) in enumerate(_adaptive_bounds(size, count)):
                 marks[start:end, i] = 1
-            summed = ops.matmul(ops.transpose(out, 2 + axis, -1), constant_array(marks, x.dtype))
+            summed = P.matmul(ops.transpose(out, 2 + axis, -1), constant_array(marks, x.dtype))
             out = ops.transpose(summed, 2 + axis, -1)
             divisors = np.multiply.outer(divisors, marks.sum(axis=0))
         out = out / constant_array(divisors, x.dtype)
@@ -704,6 +737,12 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
             f"Expected {padded + 1}D or {padded + 2}D (batch mode) tensor for input to be "
             f"padded in {mode} mode over {padded} dimension(s), but got: {list(input.shape)}"
         )
+    return _PAD_KERNELS.get((mode, padded), _pad_from_positions)(input, widths, mode, padded)
+
+
+def _pad_from_positions(input: Tensor, widths: list, mode: str, padded: int) -> Tensor:
+    """The last ``padded`` dimensions padded by mode "reflect", "replicate" or
+    "circular": each output position reads its input position."""
     out = input
     for axis in range(input.ndim - padded, input.ndim):
         before, after = widths[axis]
@@ -720,6 +759,17 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
             positions = _source_positions(size, before, after, mode)
             out = ops.index_select(out, axis, constant_array(positions, dtypes.int64))
     return out
+
+
+# PyTorch's pad runs a kernel per mode and count of padded dimensions, which
+# autocast's policy names: these run in float32 under autocast
+_PAD_KERNELS = {
+    ("reflect", 1): autocasts("reflection_pad1d")(_pad_from_positions),
+    ("reflect", 2): autocasts("reflection_pad2d")(_pad_from_positions),
+    ("replicate", 1): autocasts("replication_pad1d")(_pad_from_positions),
+    ("replicate", 2): autocasts("replication_pad2d")(_pad_from_positions),
+    ("replicate", 3): autocasts("replication_pad3d")(_pad_from_positions),
+}
 
 
 # ------------------------------------------------------------------ embedding
@@ -802,6 +852,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 # ------------------------------------------------------------------ attention
 
 
+@autocasts("scaled_dot_product_attention")
+@_rounded_once  # PyTorch's CPU kernels compute float16 and bfloat16 attention in float32
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -860,6 +912,7 @@ def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
         )
 
 
+@autocasts("mse_loss")
 @_named("MseLossBackward0")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -868,6 +921,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _reduce(diff * diff, reduction)
 
 
+@autocasts("l1_loss")
 @_named("L1LossBackward0")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> Tensor:
     """|input - target|, reduced."""
@@ -876,6 +930,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean") -> 
     return _reduce(ops.abs(input - target), reduction)
 
 
+@autocasts("smooth_l1_loss")
 @_named("SmoothL1LossBackward0")
 def smooth_l1_loss(
     input, target, size_average=None, reduce=None, reduction="mean", beta: float = 1.0
@@ -892,6 +947,7 @@ def smooth_l1_loss(
     return _reduce(ops.where(size < beta, diff * diff * 0.5 / beta, size - 0.5 * beta), reduction)
 
 
+@autocasts("huber_loss")
 @_named("HuberLossBackward0")
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target)."""
@@ -914,6 +970,7 @@ def _check_target_size(input, target) -> None:
         )
 
 
+@autocasts("binary_cross_entropy")
 @_named("BinaryCrossEntropyBackward0")
 def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
@@ -931,6 +988,7 @@ def binary_cross_entropy(
     return _reduce(losses, reduction)
 
 
+@autocasts("binary_cross_entropy_with_logits")
 @_named("BinaryCrossEntropyWithLogitsBackward0")
 def binary_cross_entropy_with_logits(
     input,
@@ -956,6 +1014,7 @@ def binary_cross_entropy_with_logits(
     return _reduce(losses, reduction)
 
 
+@autocasts("kl_div")
 @_named("KlDivBackward0")
 def kl_div(
     input, target, size_average=None, reduce=None, reduction="mean", log_target=False
@@ -989,6 +1048,7 @@ def kl_div(
 ONE_HOT_CLASSES = 1024  # nll_loss picks by a compare up to this many classes, else gathers
 
 
+@autocasts("nll_loss")
 @_named("NllLossBackward0")
 def nll_loss(
     input,
@@ -1042,6 +1102,7 @@ def nll_loss(
     return _reduce(losses, reduction)
 
 
+@autocasts("cross_entropy_loss")
 @_named(
     lambda input, target, *a, **k: (
         "NllLossBackward0"
@@ -1158,6 +1219,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return first * sigmoid(second)
 
 
+@autocasts("prelu")
 @_named("PreluKernelBackward0")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), one weight per channel (dimension 1) or one in all."""
@@ -1183,6 +1245,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return _inplace(input, out) if inplace else out
 
 
+@_in_input_dtype
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalizes each sample's channels (dimension 1) in ``num_groups`` groups
     over the group's channels and the other dimensions, then scales and shifts
@@ -1210,6 +1273,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return out
 
 
+@_in_input_dtype
 def instance_norm(
     input,
     running_mean=None,
@@ -1361,11 +1425,13 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return image[:, :, padding[0] : padding[0] + size[0], padding[1] : padding[1] + size[1]]
 
 
+@autocasts("margin_ranking_loss")
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean", **legacy):
     reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
     return _reduce(ops.clamp(-target * (input1 - input2) + margin, min=0), reduction)
 
 
+@autocasts("hinge_embedding_loss")
 def hinge_embedding_loss(input, target, margin=1.0, reduction="mean", **legacy):
     reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
     margin_part = ops.clamp(margin - input, min=0)
@@ -1373,11 +1439,13 @@ def hinge_embedding_loss(input, target, margin=1.0, reduction="mean", **legacy):
     return _reduce(loss, reduction)
 
 
+@autocasts("soft_margin_loss")
 def soft_margin_loss(input, target, reduction="mean", **legacy):
     reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
     return _reduce(ops.log1p(ops.exp(-target * input)), reduction)
 
 
+@autocasts("cosine_embedding_loss")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean", **legacy):
     reduction = _legacy_reduction(legacy.get("size_average"), legacy.get("reduce"), reduction)
     eps = 1e-12  # PyTorch's, added to the squared norms
@@ -1390,6 +1458,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean", 
     return _reduce(loss, reduction)
 
 
+@autocasts("triplet_margin_loss")
 def triplet_margin_loss(
     anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean", **legacy
 ):
@@ -1401,6 +1470,7 @@ def triplet_margin_loss(
     return _reduce(ops.clamp(to_positive - to_negative + margin, min=0), reduction)
 
 
+@autocasts("poisson_nll_loss")
 def poisson_nll_loss(
     input, target, log_input=True, full=False, eps=1e-8, reduction="mean", **legacy
 ):
@@ -1525,6 +1595,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return out.squeeze(0) if unbatched else out
 
 
+@autocasts("conv_transpose1d")
 def conv_transpose1d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
@@ -1533,6 +1604,7 @@ def conv_transpose1d(
     )
 
 
+@autocasts("conv_transpose2d")
 def conv_transpose2d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
@@ -1642,35 +1714,80 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 __all__ += ["interpolate", "upsample"]
 
 
-def _channel_dropout(input, p, training, dims, name):
-    """Zeroes whole channels (each sample's (C, *spatial) slices) with
-    probability p in training, scaling the others by 1/(1 - p)."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.ndim not in (dims + 1, dims + 2):
-        raise RuntimeError(
-            f"{name}: Expected {dims + 1}D or {dims + 2}D input, but received a "
-            f"{input.ndim}D input."
-        )
+def _feature_dropout(input, p, training):
+    """ATen's feature dropout: zeroes whole channels, each (sample, channel)'s
+    slice of the dimensions after the first two, with probability p in
+    training, scaling the others by 1/(1 - p)."""
     if not training or p == 0.0:
         return input
     if p == 1.0:
         return input * 0.0
-    channels = input.shape[: input.ndim - dims]
-    mask = bernoulli_mask(channels + (1,) * dims, 1.0 - p, input.dtype)
-    return input * (mask * (1.0 / (1.0 - p)))
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    channels = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return input * (bernoulli_mask(channels, 1.0 - p, input.dtype) * (1.0 / (1.0 - p)))
+
+
+def _check_probability(p) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _warn_unexpected_rank(input, name: str, spatial: int) -> None:
+    """PyTorch's warning for an input to dropout2d/3d of another rank than
+    (N, C, *spatial) or (C, *spatial), which it then drops out all the same."""
+    if input.ndim not in (spatial + 1, spatial + 2):
+        warnings.warn(
+            f"{name}: Received a {input.ndim}-D input to {name}, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            f"warning, please use dropout instead. Note that {name} exists to provide "
+            f"channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+            f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or "
+            f"{spatial + 2}D inputs).",
+            stacklevel=3,
+        )
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    return _channel_dropout(input, p, training, 1, "dropout1d")
+    _check_probability(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+            "inputs)."
+        )
+    if input.ndim == 2:  # unbatched (C, L)
+        return _feature_dropout(input.unsqueeze(0), p, training).squeeze(0)
+    return _feature_dropout(input, p, training)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _channel_dropout(input, p, training, 2, "dropout2d")
+    """Channel dropout of (N, C, H, W); a 3D input is taken as (N, C, L), and
+    other ranks are dropped out by their first two dimensions, with PyTorch's
+    warnings."""
+    _check_probability(p)
+    _warn_unexpected_rank(input, "dropout2d", 2)
+    if input.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2,
+        )
+    return _feature_dropout(input, p, training)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    return _channel_dropout(input, p, training, 3, "dropout3d")
+    """Channel dropout of (N, C, D, H, W); any other rank is taken as
+    unbatched (its first dimension the channels), with PyTorch's warning."""
+    _check_probability(p)
+    _warn_unexpected_rank(input, "dropout3d", 3)
+    if input.ndim != 5:
+        return _feature_dropout(input.unsqueeze(0), p, training).squeeze(0)
+    return _feature_dropout(input, p, training)
 
 
 def _in_place(function):

@@ -83,9 +83,11 @@ class CompileLog:
         return "; ".join(self._changes_between(old, new)) or "argument structure changed"
 
     def _changes_between(self, old, new) -> list:
-        (old_parts, old_grad), (new_parts, new_grad) = old, new
+        (old_parts, old_grad, old_autocast), (new_parts, new_grad, new_autocast) = old, new
         if old_grad != new_grad:
             return [f"grad mode: {old_grad} -> {new_grad}"]
+        if old_autocast != new_autocast:
+            return [f"autocast: {old_autocast} -> {new_autocast}"]
         names = self._names
         changes = []
         for position, (a, b) in enumerate(zip(old_parts, new_parts)):

@@ -2,8 +2,9 @@
 
 The cache key is the call's signature: the structure of the arguments, each
 tensor's shape, dtype and requires_grad flag, static arguments by value,
-Python numbers by value, and grad mode. A key can hold a few variants, one
-per path the function's Python control flow took on tensor values (guards);
+Python numbers by value, grad mode and autocast's state. A key can hold a
+few variants, one per path the function's Python control flow took on
+tensor values (guards);
 past ``MAX_VARIANTS`` the key runs eagerly, with a warning naming the line.
 Threads calling with one key at once trace it once: the others wait for
 that trace and run its program (other keys trace meanwhile).
@@ -18,7 +19,7 @@ import threading
 import warnings
 from collections import OrderedDict, namedtuple
 
-from ..eager import grad_mode
+from ..eager import autocast_state, grad_mode
 from ..eager.tensor import Tensor, recording
 from ..ir.graph import format_graph
 from ..runtime import threads
@@ -180,6 +181,7 @@ class JitFunction:
             and not kwargs
             and recording.trace is None
             and grad_mode.is_grad_enabled() is direct.grad_enabled
+            and autocast_state.key() == direct.autocast
         ):
             check = direct.check
             outputs = (
@@ -297,7 +299,8 @@ class JitFunction:
         run = program.direct_run(list(args))
         if run is None:
             return None
-        return _Direct(run, program.unflatten, key[1], None if state is None else state.check)
+        check = None if state is None else state.check
+        return _Direct(run, program.unflatten, key[1], key[2], check)
 
     def _turn_to_trace(self, key, tried: int):
         """What a call does after failing the guards of ``tried`` variants of
@@ -383,7 +386,7 @@ def _count(counter: itertools.count) -> int:
     return int(repr(counter)[6:-1])
 
 
-_Direct = namedtuple("_Direct", ["run", "unflatten", "grad_enabled", "check"])
+_Direct = namedtuple("_Direct", ["run", "unflatten", "grad_enabled", "autocast", "check"])
 
 
 def _containers_copied(value):

@@ -1,8 +1,9 @@
 """The cache key of a jit function's call: the structure of the arguments,
 each tensor's shape, dtype and requires_grad flag, static arguments by
 value, Python numbers by value once a trace decided something on them
-(else they are program inputs), and grad mode; with dynamic sizes, the
-dimensions traced as symbols stand for any size."""
+(else they are program inputs), grad mode and autocast's state (the casts
+a trace recorded); with dynamic sizes, the dimensions traced as symbols
+stand for any size."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import types
 
 import numpy as np
 
-from ..eager import grad_mode
+from ..eager import autocast_state, grad_mode
 from ..eager.tensor import Tensor, storage_pattern
 from ..runtime import threads
 from .python_state import walk_enters
@@ -64,7 +65,7 @@ class Signatures:
         order; with ``paths``, each leaf's path is appended there) and the
         cache key: the structure of the arguments, each tensor's shape,
         dtype and requires_grad flag, static arguments and other Python
-        values by value, and grad mode."""
+        values by value, grad mode and autocast's state."""
         leaves: list = []
         parts = []
         static = self.static_argnums
@@ -94,7 +95,7 @@ class Signatures:
             shared = storage_pattern([leaf for leaf in leaves if isinstance(leaf, Tensor)])
             if shared:
                 parts.append(("sharing memory", shared))
-        return leaves, (tuple(parts), grad_mode.is_grad_enabled())
+        return leaves, (tuple(parts), grad_mode.is_grad_enabled(), autocast_state.key())
 
     def _flatten_input(self, value, leaves: list, path: tuple, paths, by_value):
         if isinstance(value, Tensor):

@@ -63,3 +63,9 @@ def get_device(input) -> int:
 @public(function=False)
 def data_ptr(input) -> int:
     return input._data.ctypes.data
+
+
+@public
+def is_inference(input) -> bool:
+    """Whether the tensor was made in inference mode (or is a view of one that was)."""
+    return input._inference

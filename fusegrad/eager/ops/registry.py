@@ -2,7 +2,10 @@
 ``Tensor.<name>``, and declares its variants: the in-place method
 ``Tensor.<name>_`` and the function's ``out=``. The tables it fills are read
 by ``fusegrad/__init__.py`` (the functions), ``methods.py`` (the methods)
-and this package's ``__init__`` (the ops, as defined)."""
+and this package's ``__init__`` (the ops, as defined). An op registered under
+a name autocast has a policy for runs under it (autocast_policy.py), wherever
+it is called from; its in-place and ``out=`` variants, which PyTorch's
+policy does not name, run with autocast off."""
 
 from __future__ import annotations
 
@@ -12,12 +15,14 @@ import warnings
 
 import numpy as np
 
+from .. import autocast_state
+from ..autocast_policy import CPU_POLICY, autocasts
 from ..tensor import Tensor, recording
 from .composite import _rebuilt
 
 FUNCTIONS: dict = {}  # name -> op: what ``fusegrad.<name>`` is
 METHODS: dict = {}  # name -> op: what ``Tensor.<name>`` is, the in-place ``<name>_`` too
-DEFINED: dict = {}  # name -> op as defined, without the wrappers the two above may hold
+DEFINED: dict = {}  # name -> op under its autocast policy, without the wrappers of the two above
 
 
 def public(op=None, *, name=None, function=True, method=True, inplace=False, out=False):
@@ -28,7 +33,10 @@ def public(op=None, *, name=None, function=True, method=True, inplace=False, out
     in PyTorch) take ``out=``."""
 
     def register(op):
-        exposed, key = _with_numpy_names(op), name or op.__name__
+        key = name or op.__name__
+        if key in CPU_POLICY:
+            op = autocasts(key)(op)
+        exposed = _with_numpy_names(op)
         if function:
             _add(FUNCTIONS, key, _with_out(exposed) if out else exposed)
         if method:
@@ -79,9 +87,9 @@ def _with_out(op):
 
     @functools.wraps(op)
     def op_with_out(*args, out=None, **kwargs):
-        result = op(*args, **kwargs)
         if out is None:
-            return result
+            return op(*args, **kwargs)
+        result = _without_autocast(op, args, kwargs)
         if isinstance(result, Tensor):
             return _write_out(op.__name__, result, out)
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
@@ -120,12 +128,21 @@ def _write_out(name, result, out):
     return out._commit_inplace(result)
 
 
+def _without_autocast(op, args, kwargs):
+    """op's result with autocast off, as PyTorch runs in-place and out= variants
+    (the suspension only when autocast is on: this is every in-place call's path)."""
+    if not autocast_state.enabled_anywhere():
+        return op(*args, **kwargs)
+    with autocast_state.suspended():
+        return op(*args, **kwargs)
+
+
 def _inplace(op):
     """``Tensor.<name>_``: op's result written into the tensor."""
 
     def method(self, *args, **kwargs):
         self._check_inplace()
-        return self._commit_inplace(op(self, *args, **kwargs))
+        return self._commit_inplace(_without_autocast(op, (self, *args), kwargs))
 
     method.__name__ = op.__name__ + "_"
     return method

@@ -1,5 +1,19 @@
-"""The layers of ``fusegrad.nn``, one file per family, as in PyTorch."""
+"""The layers of ``fusegrad.nn``, one file per family, as in PyTorch; where
+fusegrad keeps a family in another family's file, a module of PyTorch's name
+re-exports it, so that ``torch.nn.modules.<file>.<Class>`` resolves."""
 
+# attributes of the package without an import of their own, as PyTorch's are
+from . import (
+    batchnorm,
+    distance,
+    flatten,
+    fold,
+    instancenorm,
+    padding,
+    pixelshuffle,
+    upsampling,
+    utils,
+)
 from .activation import (
     CELU,
     ELU,

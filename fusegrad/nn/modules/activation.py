@@ -1,5 +1,6 @@
 """Activation modules (and the elementwise layers of pairs of tensors and of
-pixels): each calls its ``nn.functional`` counterpart."""
+pixels): each calls its ``nn.functional`` counterpart. ``MultiheadAttention``
+is attention.py's, and here too, where PyTorch has it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
 from .. import functional as F
 from ..parameter import Parameter
+from .attention import MultiheadAttention  # noqa: F401  (torch.nn.modules.activation's)
 from .module import Module
 
 

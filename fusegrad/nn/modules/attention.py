@@ -11,12 +11,8 @@ from ...ir import dtypes
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module, check_device
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """MultiheadAttention's output projection: a Linear, named as PyTorch names it."""
 
 
 def _additive(mask: Tensor | None, name: str, dtype) -> Tensor | None:

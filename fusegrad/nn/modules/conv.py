@@ -110,6 +110,9 @@ class _ConvNd(Module):
             text += f", padding={self.padding}"
         if self.dilation != (1,) * n:
             text += f", dilation={self.dilation}"
+        output_padding = getattr(self, "output_padding", (0,) * n)  # a transposed convolution's
+        if output_padding != (0,) * n:
+            text += f", output_padding={output_padding}"
         if self.groups != 1:
             text += f", groups={self.groups}"
         if self.bias is None:

@@ -1,4 +1,6 @@
-"""``Linear``, ``Identity``, ``Flatten`` and ``Unflatten``."""
+"""``Linear``, ``Identity``, ``Flatten``, ``Unflatten``, ``Fold`` and ``Unfold``
+(PyTorch keeps the last four in flatten.py and fold.py: those modules
+re-export them)."""
 
 from __future__ import annotations
 
@@ -55,6 +57,10 @@ class Linear(Module):
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
         )
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """MultiheadAttention's output projection: a Linear, named as PyTorch names it."""
 
 
 class Flatten(Module):

@@ -1,4 +1,6 @@
-"""``LayerNorm`` and the batch normalizations ``BatchNorm1d/2d/3d``."""
+"""``LayerNorm``, ``GroupNorm``, ``RMSNorm`` and the batch and instance
+normalizations (which PyTorch keeps in batchnorm.py and instancenorm.py:
+those modules re-export them)."""
 
 from __future__ import annotations
 
@@ -55,11 +57,11 @@ class LayerNorm(Module):
         )
 
 
-class _BatchNorm(Module):
-    """Normalizes each channel by the batch's statistics in training and by
-    running estimates of them (buffers ``running_mean``, ``running_var``,
-    ``num_batches_tracked``) in eval mode; ``momentum=None`` makes the
-    estimates plain averages over the batches seen."""
+class _NormBase(Module):
+    """What batch and instance normalization share, as in PyTorch (where
+    ``isinstance(m, _BatchNorm)`` tells the batch normalizations apart): the
+    per-channel affine parameters and running statistics (buffers
+    ``running_mean``, ``running_var``, ``num_batches_tracked``)."""
 
     expected_dims: tuple = ()
 
@@ -113,6 +115,18 @@ class _BatchNorm(Module):
             wanted = " or ".join(f"{d}D" for d in self.expected_dims)
             raise ValueError(f"expected {wanted} input (got {input.dim()}D input)")
 
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class _BatchNorm(_NormBase):
+    """Normalizes each channel by the batch's statistics in training and by
+    the running estimates of them in eval mode; ``momentum=None`` makes the
+    estimates plain averages over the batches seen."""
+
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
@@ -131,12 +145,6 @@ class _BatchNorm(Module):
             batch_statistics,
             factor,
             self.eps,
-        )
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
         )
 
 
@@ -192,7 +200,7 @@ class GroupNorm(Module):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
-class _InstanceNorm(_BatchNorm):
+class _InstanceNorm(_NormBase):
     """Normalizes each sample's each channel over its own other dimensions;
     PyTorch's defaults: no affine parameters, no running statistics."""
 

@@ -268,10 +268,6 @@ class RNN(RNNBase):
         output, (h,) = self._run(input, hx)
         return output, h
 
-    def extra_repr(self) -> str:
-        text = super().extra_repr()
-        return text + (f", nonlinearity={self.nonlinearity}" if self.nonlinearity != "tanh" else "")
-
 
 class LSTM(RNNBase):
     """Long short-term memory: ``forward(input, (h_0, c_0))`` returns

@@ -1,0 +1,44 @@
+"""``fusegrad.cuda``: there is no CUDA device, as in a CPU-only PyTorch build.
+
+Scripts that ask (``device = "cuda" if torch.cuda.is_available() else "cpu"``)
+choose the CPU; seeding CUDA is silently ignored, as PyTorch ignores it
+without CUDA.
+"""
+
+from ..eager.tensor_types import cuda_tensor_types
+
+
+def is_available() -> bool:
+    return False
+
+
+def device_count() -> int:
+    return 0
+
+
+def is_initialized() -> bool:
+    return False
+
+
+def manual_seed(seed: int) -> None:
+    """Ignored: there is no CUDA generator to seed."""
+
+
+def manual_seed_all(seed: int) -> None:
+    """Ignored: there is no CUDA generator to seed."""
+
+
+def synchronize(device=None) -> None:
+    """A no-op: there are no CUDA kernels to wait for."""
+
+
+# cuda.FloatTensor and its kin, which a CPU script may name in a branch it
+# does not take: no tensor is one, and making one raises PyTorch's error.
+_TENSOR_TYPES = cuda_tensor_types()
+FloatTensor = _TENSOR_TYPES["FloatTensor"]
+DoubleTensor = _TENSOR_TYPES["DoubleTensor"]
+HalfTensor = _TENSOR_TYPES["HalfTensor"]
+BFloat16Tensor = _TENSOR_TYPES["BFloat16Tensor"]
+LongTensor = _TENSOR_TYPES["LongTensor"]
+IntTensor = _TENSOR_TYPES["IntTensor"]
+BoolTensor = _TENSOR_TYPES["BoolTensor"]
