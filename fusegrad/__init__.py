@@ -17,6 +17,7 @@ from . import (
     amp,
     autograd,
     backends,
+    compiler,
     cpu,
     cuda,
     distributed,
@@ -45,6 +46,7 @@ from .amp.autocast_mode import (
     set_autocast_enabled,
 )
 from .autograd.transforms import grad, value_and_grad
+from .compiler import compile
 
 # torch.cuda.amp, which cuda's __init__ cannot import: amp asks cuda whether CUDA is available
 from .cuda import amp as _cuda_amp
@@ -86,6 +88,7 @@ from .eager.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .eager.printing import get_printoptions, set_printoptions
 from .eager.random import (
     Generator,
     bernoulli,

@@ -6,6 +6,37 @@ without CUDA.
 """
 
 from ..eager.tensor_types import cuda_tensor_types
+from . import memory
+from .devices import (
+    Event,
+    Stream,
+    current_device,
+    current_stream,
+    default_stream,
+    device,
+    get_arch_list,
+    get_device_capability,
+    get_device_name,
+    get_device_properties,
+    is_bf16_supported,
+    mem_get_info,
+    set_device,
+    synchronize,
+)
+from .memory import (
+    empty_cache,
+    max_memory_allocated,
+    max_memory_cached,
+    max_memory_reserved,
+    memory_allocated,
+    memory_cached,
+    memory_reserved,
+    memory_stats,
+    reset_accumulated_memory_stats,
+    reset_max_memory_allocated,
+    reset_max_memory_cached,
+    reset_peak_memory_stats,
+)
 
 
 def is_available() -> bool:
@@ -26,10 +57,6 @@ def manual_seed(seed: int) -> None:
 
 def manual_seed_all(seed: int) -> None:
     """Ignored: there is no CUDA generator to seed."""
-
-
-def synchronize(device=None) -> None:
-    """A no-op: there are no CUDA kernels to wait for."""
 
 
 # cuda.FloatTensor and its kin, which a CPU script may name in a branch it

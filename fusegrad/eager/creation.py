@@ -17,7 +17,7 @@ from ..ir import primitives as P
 from ..ir.shapes import is_symbolic, sizes_from_args
 from . import grad_mode, ops, random
 from .devices import check_device
-from .tensor import TRACED_NUMBERS, Tensor, recording
+from .tensor import TRACED_NUMBERS, Size, Tensor, recording
 
 
 def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
@@ -458,6 +458,16 @@ Tensor._legacy_constructor = staticmethod(legacy_tensor)
 
 def _new_dtype(input, dtype):
     return input._dtype if dtype is None else dtype
+
+
+@ops.public(function=False)
+def new(input, *args, **kwargs):
+    """The legacy ``x.new(...)``: a tensor of input's dtype, made as the legacy
+    constructors make one (``new(2, 3)`` or ``new(torch.Size(...))``
+    uninitialised, ``new(data)`` a copy of data, ``new()`` empty)."""
+    if len(args) == 1 and isinstance(args[0], Size):
+        args = tuple(args[0])
+    return legacy_construct(input._dtype, args, kwargs)
 
 
 @ops.public(function=False)

@@ -3,10 +3,13 @@ parameter names (``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), gate order
 (LSTM: input, forget, cell, output; GRU: reset, update, new) and arithmetic:
 a layer multiplies its whole input sequence by ``weight_ih`` at once, then
 steps through time adding the hidden state's product. Under jit the loop over
-time unrolls into the trace."""
+time unrolls into the trace. A layer takes a ``PackedSequence`` too, and gives
+one back: at each time step only the sequences that long take a step, and
+the others keep their state."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -15,6 +18,7 @@ from ...eager.tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module, check_device
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -47,12 +51,33 @@ def _rnn_cell(input_gates, state, w_hh, b_hh, relu=False):
     return (ops.relu(total) if relu else ops.tanh(total),)
 
 
+def _advance(cell, input_gates, state, weights) -> tuple:
+    """One time step of the first ``len(input_gates)`` sequences of the batch
+    (the running ones: a packed batch is sorted longest first); the others
+    keep their state. The new state, and the running sequences' output."""
+    running = input_gates.shape[0]
+    if running == state[0].shape[0]:
+        state = cell(input_gates, state, *weights)
+        return state, state[0]
+    stepped = cell(input_gates, tuple(s[:running] for s in state), *weights)
+    return tuple(ops.cat([new, old[running:]], 0) for new, old in zip(stepped, state)), stepped[0]
+
+
 def _cell(mode: str):
     if mode == "LSTM":
         return _lstm_cell
     if mode == "GRU":
         return _gru_cell
     return lambda x, state, w_hh, b_hh: _rnn_cell(x, state, w_hh, b_hh, mode == "RNN_RELU")
+
+
+def _time_steps(values: Tensor, batch_sizes: list | None) -> list:
+    """Each time step's rows of ``values``: (time, batch, *) indexed by time,
+    or packed rows cut by the batch sizes."""
+    if batch_sizes is None:
+        return [values[t] for t in range(values.shape[0])]
+    starts = itertools.accumulate(batch_sizes, initial=0)
+    return [values[start : start + size] for start, size in zip(starts, batch_sizes)]
 
 
 class RNNBase(Module):
@@ -189,25 +214,63 @@ class RNNBase(Module):
             )
         if self.batch_first:
             input = ops.transpose(input, 0, 1)
+        self._check_input_size(input)
+        if input.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        return input, self._initial_states(states, input.shape[1], input.dtype), batched
+
+    def _check_input_size(self, input: Tensor) -> None:
         if input.shape[-1] != self.input_size:
             raise RuntimeError(
                 f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                 f"got {input.shape[-1]}"
             )
-        if input.shape[0] == 0:
-            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-        shapes = self._state_shapes(input.shape[1])
+
+    def _initial_states(self, states: list, batch: int, dtype) -> list:
+        """The state tensors given, checked, or zeros."""
+        shapes = self._state_shapes(batch)
         if not states:
-            states = [creation.zeros(shape, dtype=input.dtype) for shape in shapes]
+            states = [creation.zeros(shape, dtype=dtype) for shape in shapes]
         for k, (state, shape) in enumerate(zip(states, shapes)):
             if tuple(state.shape) != shape:
                 which = f"hidden[{k}]" if self.mode == "LSTM" else "hidden"
                 raise RuntimeError(f"Expected {which} size {shape}, got {list(state.shape)}")
-        return input, states, batched
+        return states
 
     def _run(self, input: Tensor, hx):
         """(output, final states) for ``forward``, in the caller's layout."""
+        if isinstance(input, PackedSequence):
+            return self._run_packed(input, hx)
         sequence, states, batched = self._prepare(input, hx)
+        sequence, final = self._layers(sequence, states, None)
+        if self.batch_first:
+            sequence = ops.transpose(sequence, 0, 1)
+        if not batched:
+            sequence = ops.squeeze(sequence, 0 if self.batch_first else 1)
+            final = [ops.squeeze(f, 1) for f in final]
+        return sequence, final
+
+    def _run_packed(self, packed: PackedSequence, hx):
+        """(output, final states) for a packed input: the output packed alike,
+        the states (given and final) in the sequences' original order."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        self._check_input_size(data)
+        states = [] if hx is None else list(hx) if isinstance(hx, (tuple, list)) else [hx]
+        if sorted_indices is not None:
+            states = [ops.index_select(s, 1, sorted_indices) for s in states]
+        sizes = [int(size) for size in batch_sizes.tolist()]
+        states = self._initial_states(states, sizes[0], data.dtype)
+        sequence, final = self._layers(data, states, sizes)
+        if unsorted_indices is not None:
+            final = [ops.index_select(f, 1, unsorted_indices) for f in final]
+        return PackedSequence(sequence, batch_sizes, sorted_indices, unsorted_indices), final
+
+    def _layers(self, sequence: Tensor, states: list, batch_sizes: list | None):
+        """The layers over ``sequence``: (time, batch, features), or packed
+        (rows, features) with ``batch_sizes`` sequences at each time step.
+        (Their output, alike; the final states.)"""
         cell = _cell(self.mode)
         finals = []  # per layer and direction: the final state tensors
         for layer in range(self.num_layers):
@@ -218,23 +281,16 @@ class RNNBase(Module):
                 # every step's input share of the gates in one product
                 input_gates = F.linear(sequence, w_ih, b_ih)
                 state = tuple(s[index] for s in states)
-                steps = range(sequence.shape[0])
+                steps = _time_steps(input_gates, batch_sizes)
                 hidden = [None] * len(steps)
-                for t in reversed(steps) if direction else steps:
-                    state = cell(input_gates[t], state, w_hh, b_hh, *extra)
-                    hidden[t] = state[0]
-                outputs.append(ops.stack(hidden, 0))
+                for t in reversed(range(len(steps))) if direction else range(len(steps)):
+                    state, hidden[t] = _advance(cell, steps[t], state, (w_hh, b_hh, *extra))
+                outputs.append(ops.stack(hidden, 0) if batch_sizes is None else ops.cat(hidden, 0))
                 finals.append(state)
-            sequence = outputs[0] if len(outputs) == 1 else ops.cat(outputs, 2)
+            sequence = outputs[0] if len(outputs) == 1 else ops.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 sequence = F.dropout(sequence, self.dropout, True)
-        if self.batch_first:
-            sequence = ops.transpose(sequence, 0, 1)
-        final = [ops.stack([f[k] for f in finals], 0) for k in range(len(states))]
-        if not batched:
-            sequence = ops.squeeze(sequence, 0 if self.batch_first else 1)
-            final = [ops.squeeze(f, 1) for f in final]
-        return sequence, final
+        return sequence, [ops.stack([f[k] for f in finals], 0) for k in range(len(states))]
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
