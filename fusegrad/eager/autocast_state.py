@@ -36,7 +36,7 @@ class _AutocastState(threading.local):
         self.cache: dict = {}
 
 
-_state = _AutocastState()
+state = _AutocastState()
 
 
 def device_type(name: str) -> str:
@@ -58,61 +58,59 @@ def _autocast_device(name: str) -> str:
 
 
 def is_enabled(device_type_name: str) -> bool:
-    return _autocast_device(device_type_name) in _state.enabled
+    return _autocast_device(device_type_name) in state.enabled
 
 
 def set_enabled(device_type_name: str, enabled: bool) -> None:
     kind = _autocast_device(device_type_name)
-    _state.enabled = _state.enabled | {kind} if enabled else _state.enabled - {kind}
+    state.enabled = state.enabled | {kind} if enabled else state.enabled - {kind}
 
 
 def get_dtype(device_type_name: str):
-    return _state.dtypes[_autocast_device(device_type_name)]
+    return state.dtypes[_autocast_device(device_type_name)]
 
 
 def set_dtype(device_type_name: str, dtype) -> None:
-    _state.dtypes[_autocast_device(device_type_name)] = dtypes.as_dtype(dtype)
+    state.dtypes[_autocast_device(device_type_name)] = dtypes.as_dtype(dtype)
 
 
 def cpu_dtype():
     """The dtype the CPU's lower-precision ops run in, None with autocast off
     on the CPU: what the ops ask on every call."""
-    state = _state
     return state.dtypes["cpu"] if "cpu" in state.enabled else None
 
 
 def is_cache_enabled() -> bool:
-    return _state.cache_enabled
+    return state.cache_enabled
 
 
 def set_cache_enabled(enabled: bool) -> None:
-    _state.cache_enabled = bool(enabled)
+    state.cache_enabled = bool(enabled)
 
 
 def weight_casts() -> dict:
     """The cache of weights' casts (autocast_policy.cached_cast)."""
-    return _state.cache
+    return state.cache
 
 
 def clear_cache() -> None:
-    _state.cache.clear()
+    state.cache.clear()
 
 
 def increment_nesting() -> int:
-    _state.nesting += 1
-    return _state.nesting
+    state.nesting += 1
+    return state.nesting
 
 
 def decrement_nesting() -> int:
-    _state.nesting -= 1
-    return _state.nesting
+    state.nesting -= 1
+    return state.nesting
 
 
 def key():
     """What of the state a traced function's program depends on (the casts
     it recorded, what its code read): None with autocast off everywhere,
     else the devices it is on for, their dtypes and whether casts are cached."""
-    state = _state
     if not state.enabled:
         return None
     on = tuple(sorted((kind, state.dtypes[kind].name) for kind in state.enabled))
@@ -120,7 +118,7 @@ def key():
 
 
 def enabled_anywhere() -> bool:
-    return bool(_state.enabled)
+    return bool(state.enabled)
 
 
 class suspended:
@@ -131,9 +129,9 @@ class suspended:
     __slots__ = ("saved",)
 
     def __enter__(self):
-        self.saved = _state.enabled
-        _state.enabled = frozenset()
+        self.saved = state.enabled
+        state.enabled = frozenset()
 
     def __exit__(self, *exc):
-        _state.enabled = self.saved
+        state.enabled = self.saved
         return False

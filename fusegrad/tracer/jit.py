@@ -181,7 +181,7 @@ class JitFunction:
             and not kwargs
             and recording.trace is None
             and grad_mode.is_grad_enabled() is direct.grad_enabled
-            and autocast_state.key() == direct.autocast
+            and not autocast_state.state.enabled  # autocast regions take the checked path
         ):
             check = direct.check
             outputs = (
@@ -285,6 +285,7 @@ class JitFunction:
             kwargs
             or self.static_argnums
             or self._signatures.dynamic_dims
+            or key[2] is not None  # made under autocast: calls there check their key
             or not all(isinstance(a, Tensor) for a in args)
             or not isinstance(program, Program)
             or self._cache.get(key, (None,))[0] is not program
@@ -300,7 +301,7 @@ class JitFunction:
         if run is None:
             return None
         check = None if state is None else state.check
-        return _Direct(run, program.unflatten, key[1], key[2], check)
+        return _Direct(run, program.unflatten, key[1], check)
 
     def _turn_to_trace(self, key, tried: int):
         """What a call does after failing the guards of ``tried`` variants of
@@ -386,7 +387,7 @@ def _count(counter: itertools.count) -> int:
     return int(repr(counter)[6:-1])
 
 
-_Direct = namedtuple("_Direct", ["run", "unflatten", "grad_enabled", "autocast", "check"])
+_Direct = namedtuple("_Direct", ["run", "unflatten", "grad_enabled", "check"])
 
 
 def _containers_copied(value):
