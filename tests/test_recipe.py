@@ -18,26 +18,17 @@ import warnings
 
 import pytest
 
-import fusegrad as fg
 from fusegrad.codegen.lowering import LOWERINGS
 from fusegrad.ir.autodiff import adjoint
-from fusegrad.tracer.trace import Trace, active
 
 import op_table
-from test_ops import _tensors
+from test_passes import _traced
 
 
 def _primitives_reached(op, sample) -> set:
     """The primitives of the row's traced forward graph and of its adjoint
     (forward and backward), as tests/test_passes.py builds them, in float64."""
-    args = _tensors(op, sample, fg.float64, requires_grad=op.differentiable)
-    tensors = [a for a in args if isinstance(a, fg.Tensor)]
-    trace = Trace()
-    for t in tensors:
-        trace.add_input(t)
-    with active(trace):
-        out = op.op(*args, **sample.kwargs)
-    graph = trace.graph([trace.var_of(out)])
+    graph, _ = _traced(op, sample)
     reached = {eqn.prim for eqn in graph.eqns}
     floats = [i for i, v in enumerate(graph.inputs) if v.dtype.is_floating_point]
     if op.differentiable and floats and graph.outputs[0].dtype.is_floating_point:

@@ -117,10 +117,6 @@ def key():
     return on, state.cache_enabled
 
 
-def enabled_anywhere() -> bool:
-    return bool(state.enabled)
-
-
 class suspended:
     """Autocast off on every device inside, as PyTorch's autocast kernels turn
     it off around the op they run (ExcludeDispatchKeyGuard), so the ops an

@@ -11,24 +11,15 @@ time the sizes occur, without running the Python function again.
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections import OrderedDict
 
 from ..ir.graph import Eqn, format_graph
 from ..runtime import threads
 from .compiled import Program
-from .symbolic import SymInt, evaluate_poly, format_poly, map_sizes
+from .symbolic import COMPARISONS, SymInt, evaluate_poly, format_poly, map_sizes
 
 SIZES_KEPT = 16  # programs, one per binding of the symbols; the least recently used go first
-_COMPARISONS = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
 
 
 class DynamicProgram:
@@ -88,7 +79,7 @@ class DynamicProgram:
                 return None
         for guard in self.size_guards:
             value = evaluate_poly(guard.difference, values)
-            if _COMPARISONS[guard.comparison](value, 0) != guard.outcome:
+            if COMPARISONS[guard.comparison](value, 0) != guard.outcome:
                 self.failure = f"{guard.where}: {_shown(guard)} is no longer {guard.outcome}"
                 return None
         return tuple(values)

@@ -118,7 +118,7 @@ def format_poly(p: tuple) -> str:
 
 # ---------------------------------------------------------------- SymInt
 
-_COMPARISONS = {
+COMPARISONS = {
     "==": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,
@@ -154,9 +154,9 @@ class SymInt(TracedInt):
         """``self op other``: decided by the symbols' range when it can be,
         else this call's outcome, guarded."""
         difference = _add(self.poly, other_poly, -1)
-        outcome = _COMPARISONS[op](self.hint - other_hint, 0)
+        outcome = COMPARISONS[op](self.hint - other_hint, 0)
         sign = _sign_everywhere(difference)
-        if sign is None or _COMPARISONS[op](sign, 0) != outcome:
+        if sign is None or COMPARISONS[op](sign, 0) != outcome:
             recording.trace.size_guard(difference, op, outcome, "a comparison", needed=False)
         return outcome
 

@@ -131,7 +131,7 @@ def _write_out(name, result, out):
 def _without_autocast(op, args, kwargs):
     """op's result with autocast off, as PyTorch runs in-place and out= variants
     (the suspension only when autocast is on: this is every in-place call's path)."""
-    if not autocast_state.enabled_anywhere():
+    if not autocast_state.state.enabled:
         return op(*args, **kwargs)
     with autocast_state.suspended():
         return op(*args, **kwargs)
