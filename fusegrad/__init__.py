@@ -13,6 +13,7 @@ import math as _math
 import warnings as _warnings
 
 from . import (
+    _utils,
     accelerator,
     amp,
     autograd,
@@ -22,14 +23,37 @@ from . import (
     cuda,
     distributed,
     distributions,
+    func,
+    hub,
+    jit,
     linalg,
+    multiprocessing,
     nn,
     onnx,
     optim,
+    random,
+    sparse,
     special,
+    testing,
     utils,
 )
 from . import eager as _eager
+from ._settings import (
+    are_deterministic_algorithms_enabled,
+    get_default_dtype,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    get_num_threads,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_default_dtype,
+    set_default_tensor_type,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    set_num_interop_threads,
+    set_num_threads,
+    use_deterministic_algorithms,
+)
 from .amp.autocast_mode import (
     autocast,
     autocast_decrement_nesting,
@@ -50,6 +74,16 @@ from .compiler import compile
 
 # torch.cuda.amp, which cuda's __init__ cannot import: amp asks cuda whether CUDA is available
 from .cuda import amp as _cuda_amp
+from .eager.complex_tensor import (
+    adjoint,
+    conj,
+    imag,
+    is_conj,
+    polar,
+    view_as_complex,
+    view_as_real,
+)
+from .eager.complex_tensor import complex_of_parts as complex
 from .eager.creation import (
     arange,
     as_tensor,
@@ -88,6 +122,13 @@ from .eager.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .eager.memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from .eager.printing import get_printoptions, set_printoptions
 from .eager.random import (
     Generator,
@@ -101,29 +142,53 @@ from .eager.random import (
     seed,
     set_rng_state,
 )
+from .eager.sparse import layout, sparse_coo, strided
 from .eager.tensor import Size, Tensor
 from .eager.tensor_types import (
     BFloat16Tensor,
     BoolTensor,
+    ByteTensor,
+    CharTensor,
     DoubleTensor,
     FloatTensor,
     HalfTensor,
     IntTensor,
     LongTensor,
+    ShortTensor,
 )
-from .ir.dtypes import bfloat16, finfo, float16, float32, float64, iinfo, int32, int64
+from .ir.dtypes import (
+    bfloat16,
+    complex64,
+    complex128,
+    finfo,
+    float16,
+    float32,
+    float64,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
 from .ir.dtypes import bool_ as bool
 from .serialization import load, save
-from .tracer.jit import jit
+from .sparse import sparse_coo_tensor, spmm
 from .tracer.trace import TracingError
 
 globals().update(_eager.ops.FUNCTIONS)  # every public op, as listed where it is defined
+# those with a complex implementation, taking complex tensors there
+globals().update(_eager.complex_tensor.functions_taking_complex(_eager.ops.FUNCTIONS))
+conj_physical = conj
 
 float = float32
 double = float64
+cfloat = complex64
+cdouble = complex128
 half = float16
 long = int64
 int = int32
+short = int16
 dtype = type(float32)
 
 inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e

@@ -1,18 +1,21 @@
 """``fusegrad.linalg``: PyTorch's ``torch.linalg`` (inverses, solves,
 determinants, Cholesky factors, symmetric eigendecompositions,
-singular value decompositions, pseudo-inverses, norms and products)."""
+singular value decompositions, QR factorizations, pseudo-inverses, norms
+and products)."""
 
 from .eager.linalg import (
     cholesky,
     det,
     eigh,
     eigvalsh,
+    householder_product,
     inv,
     matrix_norm,
     matrix_power,
     matrix_rank,
     multi_dot,
     pinv,
+    qr,
     slogdet,
     solve,
     svd,
@@ -35,6 +38,7 @@ __all__ = [
     "diagonal",
     "eigh",
     "eigvalsh",
+    "householder_product",
     "inv",
     "matmul",
     "matrix_norm",
@@ -43,6 +47,7 @@ __all__ = [
     "multi_dot",
     "pinv",
     "norm",
+    "qr",
     "slogdet",
     "solve",
     "svd",

@@ -101,6 +101,73 @@ def _conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, gro
     return out if b is None else out + b[None, :, None, None]
 
 
+def _conv_transpose3d_ref(x, w, b=None, stride=1, padding=0, output_padding=0, dilation=1):
+    """Each input voxel's kernel, weighted, added where its window lies; then cropped."""
+    (n, _, *spatial), (_, c_out, *kernel) = x.shape, w.shape
+    full = [(s - 1) * stride + dilation * (k - 1) + 1 for s, k in zip(spatial, kernel)]
+    out = np.zeros((n, c_out, *(f + output_padding for f in full)))
+    for position in np.ndindex(*spatial):
+        for tap in np.ndindex(*kernel):
+            at = tuple(p * stride + t * dilation for p, t in zip(position, tap))
+            out[(..., *at)] += x[(..., *position)] @ w[(..., *tap)]
+    end = [f - padding + output_padding for f in full]
+    out = out[:, :, padding : end[0], padding : end[1], padding : end[2]]
+    return out if b is None else out + b[None, :, None, None, None]
+
+
+def _ctc_ref(x, targets, input_lengths, target_lengths, blank=0):
+    """Minus the log-probability of each target over its alignments, by the
+    forward recursion over the targets with blanks around them (probabilities
+    in float64, per sequence), of log_softmax(x)."""
+    log_probs = x - np.log(np.exp(x).sum(-1, keepdims=True))
+    losses = []
+    for n, (steps, length) in enumerate(zip(input_lengths, target_lengths)):
+        labels = [blank]
+        for label in targets[n, :length]:
+            labels += [label, blank]
+        p = np.exp(log_probs[:steps, n])
+        alpha = np.zeros(len(labels))
+        alpha[:2] = p[0, labels[:2]]
+        for t in range(1, steps):
+            previous = alpha.copy()
+            for s, label in enumerate(labels):
+                reach = previous[s] + (previous[s - 1] if s else 0.0)
+                if s >= 2 and s % 2 and labels[s] != labels[s - 2]:
+                    reach += previous[s - 2]
+                alpha[s] = reach * p[t, label]
+        losses.append(-np.log(alpha[-1] + (alpha[-2] if len(labels) > 1 else 0.0)))
+    return np.array(losses)
+
+
+def _householder_ref(h, tau):
+    """The first columns of the product of the reflectors I - tau_i v_i v_i^T."""
+    m, n = h.shape[-2:]
+    out = np.empty(h.shape)
+    for batch in np.ndindex(*h.shape[:-2]):
+        q = np.eye(m)
+        for i, t in enumerate(tau[batch]):
+            v = np.where(np.arange(m) > i, h[batch][:, i], np.arange(m) == i)
+            q = q @ (np.eye(m) - t * np.outer(v, v))
+        out[batch] = q[:, :n]
+    return out
+
+
+def _flat(tensors):
+    """A list of tensors (a _foreach op's) as one: their elements in order."""
+    return fg.cat([t.reshape(-1) for t in tensors])
+
+
+def _np_flat(arrays):
+    return np.concatenate([np.reshape(a, -1) for a in arrays])
+
+
+def _updated(update, *tensors):
+    """Clones of ``tensors`` after ``update`` (a _foreach op in place) of their list."""
+    clones = [t.clone() for t in tensors]
+    update(clones)
+    return clones
+
+
 def _bilinear_ref(x, axis):
     """Doubles ``axis`` by linear interpolation, half-pixel centres (align_corners=False)."""
     n = x.shape[axis]
@@ -952,6 +1019,163 @@ OPS = [
         lambda a, b, w: a + w * (b - a),
         [S(r(3, 4), r(3, 4), r(3, 4, lo=0.0, hi=1.0))],
     ),
+    # torch._foreach_<op> of a list [a, b], and _foreach_<op>_ of clones of it
+    OpInfo(
+        "_foreach_add",
+        lambda a, b, c, d: _flat(
+            [
+                *fg._foreach_add([a, b], [c, d], alpha=2),
+                *fg._foreach_add((a, b), 1.5),
+                *_updated(lambda xs: fg._foreach_add_(xs, [0.5, -2]), a, b),
+                *_updated(lambda xs: fg._foreach_add_(xs, fg.tensor(3.0, dtype=a.dtype)), a, b),
+            ]
+        ),
+        lambda a, b, c, d: _np_flat(
+            [a + 2 * c, b + 2 * d, a + 1.5, b + 1.5, a + 0.5, b - 2, a + 3, b + 3]
+        ),
+        [S(r(3, 4), r(5), r(3, 4), r(5))],
+    ),
+    OpInfo(
+        "_foreach_sub",
+        lambda a, b, c, d: _flat(
+            [
+                *fg._foreach_sub([a, b], [c, d]),
+                *_updated(lambda xs: fg._foreach_sub_(xs, [c, d], alpha=0.5), a, b),
+            ]
+        ),
+        lambda a, b, c, d: _np_flat([a - c, b - d, a - 0.5 * c, b - 0.5 * d]),
+        [S(r(3, 4), r(5), r(3, 4), r(5))],
+    ),
+    OpInfo(
+        "_foreach_mul",
+        lambda a, b, c, d: _flat(
+            [
+                *fg._foreach_mul([a, b], [c, d]),
+                *_updated(lambda xs: fg._foreach_mul_(xs, [2, 0.5]), a, b),
+            ]
+        ),
+        lambda a, b, c, d: _np_flat([a * c, b * d, a * 2, b * 0.5]),
+        [S(r(3, 4), r(5), r(3, 4), r(5))],
+    ),
+    OpInfo(
+        "_foreach_div",
+        lambda a, b, c, d: _flat(
+            [*fg._foreach_div([a, b], [c, d]), *_updated(lambda xs: fg._foreach_div_(xs, 4), a, b)]
+        ),
+        lambda a, b, c, d: _np_flat([a / c, b / d, a / 4, b / 4]),
+        [S(r(3, 4), r(5), pos(3, 4), pos(5))],
+    ),
+    OpInfo(
+        "_foreach_maximum",
+        lambda a, b, c, d: _flat(
+            [
+                *fg._foreach_maximum([a, b], [c, d]),
+                *_updated(lambda xs: fg._foreach_maximum_(xs, 0.3), a, b),
+            ]
+        ),
+        lambda a, b, c, d: _np_flat(
+            [np.maximum(a, c), np.maximum(b, d), np.maximum(a, 0.3), np.maximum(b, 0.3)]
+        ),
+        [S(r(3, 4), r(5), r(3, 4), r(5))],
+    ),
+    OpInfo(
+        "_foreach_minimum",
+        lambda a, b, c, d: _flat(
+            [
+                *fg._foreach_minimum([a, b], 0.3),
+                *_updated(lambda xs: fg._foreach_minimum_(xs, [c, d]), a, b),
+            ]
+        ),
+        lambda a, b, c, d: _np_flat(
+            [np.minimum(a, 0.3), np.minimum(b, 0.3), np.minimum(a, c), np.minimum(b, d)]
+        ),
+        [S(r(3, 4), r(5), r(3, 4), r(5))],
+    ),
+    OpInfo(
+        "_foreach_lerp",
+        lambda a, b, c, d: _flat(
+            [
+                *fg._foreach_lerp([a, b], [c, d], 0.3),
+                *_updated(
+                    lambda xs: fg._foreach_lerp_(xs, [c, d], [c * 0 + 0.25, d * 0 + 0.75]), a, b
+                ),
+            ]
+        ),
+        lambda a, b, c, d: _np_flat(
+            [a + 0.3 * (c - a), b + 0.3 * (d - b), a + 0.25 * (c - a), b + 0.75 * (d - b)]
+        ),
+        [S(r(3, 4), r(5), r(3, 4), r(5))],
+    ),
+    OpInfo(
+        "_foreach_addcmul",
+        lambda a, b, c, d: _flat(
+            [
+                *fg._foreach_addcmul([a, b], [c, d], [d[:1], c[0]], value=0.5),
+                *_updated(lambda xs: fg._foreach_addcmul_(xs, [c, d], [c, d], [2, 3]), a, b),
+            ]
+        ),
+        lambda a, b, c, d: _np_flat(
+            [a + 0.5 * c * d[:1], b + 0.5 * d * c[0], a + 2 * c * c, b + 3 * d * d]
+        ),
+        [S(r(3, 4), r(5), r(3, 4), r(5))],
+    ),
+    OpInfo(
+        "_foreach_addcdiv",
+        lambda a, b, c, d: _flat(
+            [
+                *fg._foreach_addcdiv([a, b], [a, b], [c, d]),
+                *_updated(
+                    lambda xs: fg._foreach_addcdiv_(xs, [a, b], [c, d], fg.tensor([2.0, 0.5])),
+                    a,
+                    b,
+                ),
+            ]
+        ),
+        lambda a, b, c, d: _np_flat([a + a / c, b + b / d, a + 2 * a / c, b + 0.5 * b / d]),
+        [S(r(3, 4), r(5), pos(3, 4), pos(5))],
+    ),
+    OpInfo(
+        "_foreach_unary",
+        lambda a, b: _flat(
+            [
+                *fg._foreach_neg([a, b]),
+                *fg._foreach_sqrt([a, b]),
+                *fg._foreach_exp([a, b]),
+                *fg._foreach_reciprocal([a, b]),
+                *_updated(fg._foreach_neg_, a, b),
+                *_updated(fg._foreach_sqrt_, a, b),
+                *_updated(fg._foreach_exp_, a, b),
+                *_updated(fg._foreach_reciprocal_, a, b),
+            ]
+        ),
+        lambda a, b: _np_flat(
+            [-a, -b, np.sqrt(a), np.sqrt(b), np.exp(a), np.exp(b), 1 / a, 1 / b] * 2
+        ),
+        [S(pos(3, 4), pos(5))],
+    ),
+    OpInfo(
+        "_foreach_copy_",
+        lambda a, b, c, d: _flat(
+            [
+                *_updated(lambda xs: fg._foreach_copy_(xs, [c, d]), a, b),
+                *_updated(fg._foreach_zero_, a, b),
+            ]
+        ),
+        lambda a, b, c, d: _np_flat([c, d, 0 * a, 0 * b]),
+        [S(r(3, 4), r(5), r(3, 4), r(5))],
+    ),
+    OpInfo(
+        "_foreach_norm",
+        lambda a, b: fg.stack([*fg._foreach_norm([a, b]), *fg._foreach_norm([a, b], 3)]),
+        lambda a, b: np.array(
+            [
+                np.linalg.norm(a),
+                np.linalg.norm(b),
+                *(np.sum(np.abs(v) ** 3) ** (1 / 3) for v in (a, b)),
+            ]
+        ),
+        [S(r(3, 4), r(5))],
+    ),
     OpInfo(
         "addmm",
         lambda a, b, c: fg.addmm(a, b, c, beta=0.5, alpha=2.0),
@@ -1055,6 +1279,7 @@ OPS = [
     ),
     OpInfo("fmax", fg.fmax, np.fmax, BINARY_SAMPLES[1:3]),
     OpInfo("fmin", fg.fmin, np.fmin, BINARY_SAMPLES[1:3]),
+    OpInfo("copysign", fg.copysign, np.copysign, BINARY_SAMPLES[1:3]),
     OpInfo(
         "index_fill",
         lambda x: fg.index_fill(x, 1, fg.tensor([0, -1]), -2.0),
@@ -1264,6 +1489,17 @@ OPS = [
         [S(r(3, 4))],
         differentiable=False,
     ),
+    OpInfo(  # the counts (weighted, or as densities), then the edges
+        "histogram",
+        lambda x, w, **k: fg.cat(fg.histogram(x, **k, weight=w)),
+        lambda x, w, **k: np.concatenate(np.histogram(x, **k, weights=w)),
+        [
+            S(r(3, 4), pos(3, 4), bins=4, range=(-1.0, 1.5)),
+            S(r(3, 4), None, bins=3, density=True),
+            S(r(12), None, bins=np.array([-2.0, -0.5, 0.0, 2.0])),
+        ],
+        differentiable=False,
+    ),
     OpInfo("nextafter", fg.nextafter, np.nextafter, [S(r(3, 4), r(3, 4))]),
     OpInfo("angle", fg.angle, np.angle, [S(r(3, 4))]),
     OpInfo(
@@ -1308,6 +1544,25 @@ OPS = [
         lambda a: np.linalg.cholesky(a @ np.swapaxes(a, -1, -2) + np.eye(3)),
         [S(r(3, 3)), S(r(2, 3, 3))],
     ),
+    OpInfo(  # Q's and R's entries, one after the other
+        "linalg_qr",
+        lambda a, **k: _flat(fg.linalg.qr(a, **k)),
+        lambda a, mode="reduced": _np_flat(np.linalg.qr(a, mode=mode)),
+        [S(r(4, 3)), S(r(2, 3, 3), mode="complete"), S(r(3, 5)), S(r(3, 5), mode="complete")],
+    ),
+    OpInfo(
+        "qr",
+        lambda a, **k: _flat(fg.qr(a, **k)),
+        lambda a, some=True: _np_flat(np.linalg.qr(a, mode="reduced" if some else "complete")),
+        [S(r(4, 3)), S(r(2, 3, 5), some=False)],
+    ),
+    OpInfo(  # Q from LAPACK's reflectors: geqrf's of a are (h, tau)
+        "householder_product",
+        fg.linalg.householder_product,
+        lambda h, tau: _householder_ref(h, tau),
+        [S(r(4, 3), r(2)), S(r(2, 3, 3), r(2, 3))],
+    ),
+    OpInfo("orgqr", fg.orgqr, lambda h, tau: _householder_ref(h, tau), [S(r(5, 2), r(2))]),
     OpInfo(  # eigenvalues, and the squares of the vectors' entries (their signs are arbitrary)
         "eigh",
         lambda a: (lambda w, v: w.unsqueeze(-2) + v * v)(*fg.linalg.eigh(a + a.mT)),
@@ -1497,6 +1752,147 @@ def _adaptive_avg_pool(x, output_size):
     return out
 
 
+def _triple(value):
+    return (value,) * 3 if isinstance(value, int) else tuple(value)
+
+
+def _max_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False):
+    kernel = _triple(kernel_size)
+    stride = kernel if stride is None else _triple(stride)
+    return _pool_ref(
+        x,
+        kernel,
+        stride,
+        _triple(padding),
+        lambda w, *_: w.max(axis=(-3, -2, -1)),
+        -np.inf,
+        ceil_mode,
+    )
+
+
+def _avg_pool3d(x, kernel_size, stride=None, padding=0, count_include_pad=True, divisor=None):
+    kernel, padding = _triple(kernel_size), _triple(padding)
+    stride = kernel if stride is None else _triple(stride)
+
+    def mean(window, starts, sizes):
+        count = 1
+        for start, k, p, size in zip(starts, kernel, padding, sizes):
+            end = min(start + k, size + p)
+            if not count_include_pad:
+                start, end = max(start, 0), min(end, size)
+            count *= end - start
+        return window.sum(axis=(-3, -2, -1)) / (divisor or count)
+
+    return _pool_ref(x, kernel, stride, padding, mean, 0.0)
+
+
+def _adaptive_pool_ref(x, output_size, how="max"):
+    """Adaptive pooling window by window: each window's "max", "mean", or
+    "index" (the flat position of its first maximum in the trailing axes)."""
+    dims = len(output_size)
+    sizes = x.shape[-dims:]
+    out = np.empty(x.shape[:-dims] + tuple(output_size), np.int64 if how == "index" else x.dtype)
+    for position in np.ndindex(*output_size):
+        starts = [i * n // o for i, n, o in zip(position, sizes, output_size)]
+        ends = [-(-(i + 1) * n // o) for i, n, o in zip(position, sizes, output_size)]
+        window = x[(Ellipsis, *(slice(s, e) for s, e in zip(starts, ends)))]
+        flat = window.reshape(x.shape[:-dims] + (-1,))
+        if how == "index":
+            local = np.unravel_index(flat.argmax(-1), [e - s for s, e in zip(starts, ends)])
+            value = np.ravel_multi_index([c + s for c, s in zip(local, starts)], sizes)
+        else:
+            value = getattr(flat, how)(-1)
+        out[(Ellipsis, *position)] = value
+    return out
+
+
+def _lp_pool2d(x, norm_type, kernel_size, stride=None):
+    powers = _pool_ref(
+        x**norm_type,
+        (kernel_size,) * 2,
+        (stride or kernel_size,) * 2,
+        (0, 0),
+        lambda w, *_: w.sum(axis=(-2, -1)),
+        0.0,
+    )
+    return powers ** (1 / norm_type)
+
+
+def _grid_sample_ref(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
+    """grid_sample point by point: each point's source position, its taps
+    (moved by the padding mode) and their weights, summed where they fall
+    inside the input."""
+    sizes = x.shape[2:]
+
+    def source(g, n):
+        return (g + 1) / 2 * (n - 1) if align_corners else ((g + 1) * n - 1) / 2
+
+    def padded(p, n):
+        if padding_mode == "reflection":
+            low, high = (0.0, n - 1.0) if align_corners else (-0.5, n - 0.5)
+            span = high - low
+            distance = abs(p - low)
+            flips = math.floor(distance / span) if span else 0
+            extra = distance - flips * span
+            p = low + extra if flips % 2 == 0 else high - extra
+        if padding_mode in ("border", "reflection"):
+            p = min(max(p, 0.0), n - 1.0)
+        return p
+
+    def cubic(d):  # the weight of a tap d away (a = -0.75)
+        d, a = abs(d), -0.75
+        if d <= 1:
+            return (a + 2) * d**3 - (a + 3) * d**2 + 1
+        return a * d**3 - 5 * a * d**2 + 8 * a * d - 4 * a
+
+    out = np.zeros(x.shape[:2] + grid.shape[1:-1])
+    for n in range(x.shape[0]):
+        for point in np.ndindex(*grid.shape[1:-1]):
+            positions = [source(g, s) for g, s in zip(grid[(n, *point)][::-1], sizes)]
+            if mode == "bicubic":
+                taps = [
+                    [
+                        (padded(math.floor(p) + k, s), cubic(p - math.floor(p) - k))
+                        for k in range(-1, 3)
+                    ]
+                    for p, s in zip(positions, sizes)
+                ]
+            else:
+                positions = [padded(p, s) for p, s in zip(positions, sizes)]
+                if mode == "nearest":
+                    taps = [[(np.rint(p), 1.0)] for p in positions]
+                else:
+                    taps = [
+                        [
+                            (math.floor(p), math.floor(p) + 1 - p),
+                            (math.floor(p) + 1, p - math.floor(p)),
+                        ]
+                        for p in positions
+                    ]
+            for choice in np.ndindex(*(len(t) for t in taps)):
+                combination = [t[c] for t, c in zip(taps, choice)]
+                where = [int(p) for p, _ in combination]
+                if all(0 <= w < s for w, s in zip(where, sizes)):
+                    weight = math.prod(w for _, w in combination)
+                    out[(n, slice(None), *point)] += weight * x[(n, slice(None), *where)]
+    return out
+
+
+def _affine_grid_ref(theta, size, align_corners=False):
+    """Each output pixel's (x, y[, z], 1) in normalized coordinates, mapped by theta."""
+
+    def axis(n):
+        if n == 1:
+            return np.zeros(1)
+        i = np.arange(n)
+        return 2 * i / (n - 1) - 1 if align_corners else (2 * i + 1) / n - 1
+
+    spatial = size[2:]
+    mesh = np.meshgrid(*(axis(n) for n in spatial), indexing="ij")
+    base = np.stack([*mesh[::-1], np.ones(spatial)], axis=-1)
+    return np.einsum("...k,njk->n...j", base, theta)
+
+
 def _batch_norm(x, w, b, eps=1e-5):
     axes = (0, *range(2, x.ndim))
     shape = (1, -1) + (1,) * (x.ndim - 2)
@@ -1593,6 +1989,119 @@ NN_OPS = [
         [S(r(2, 3, 6, 4), (3, 2)), S(r(2, 3, 7, 5), (3, 2))],
     ),
     OpInfo(
+        "max_pool3d",
+        F.max_pool3d,
+        _max_pool3d,
+        [
+            S(r(2, 2, 4, 4, 4), 2),
+            S(r(1, 2, 5, 4, 5), 3, stride=2, padding=1),
+            S(r(2, 3, 4, 5), (2, 1, 2), ceil_mode=True),  # unbatched
+        ],
+    ),
+    OpInfo(
+        "avg_pool3d",
+        F.avg_pool3d,
+        lambda x, *args, divisor_override=None, **kwargs: _avg_pool3d(
+            x, *args, divisor=divisor_override, **kwargs
+        ),
+        [
+            S(r(2, 2, 4, 4, 4), 2),
+            S(r(1, 2, 5, 4, 5), 3, stride=2, padding=1, count_include_pad=False),
+            S(r(2, 3, 4, 5), 2, divisor_override=3),
+        ],
+    ),
+    OpInfo(
+        "adaptive_avg_pool3d",
+        F.adaptive_avg_pool3d,
+        lambda x, size: _adaptive_pool_ref(x, size, "mean"),
+        [S(r(1, 2, 4, 6, 3), (2, 3, 3)), S(r(2, 5, 4, 3), (2, 3, 2))],
+    ),
+    OpInfo(
+        "adaptive_max_pool1d",
+        F.adaptive_max_pool1d,
+        _adaptive_pool_ref,
+        [S(r(2, 3, 7), (3,)), S(r(3, 8), (4,))],
+    ),
+    OpInfo(
+        "adaptive_max_pool2d",
+        F.adaptive_max_pool2d,
+        _adaptive_pool_ref,
+        [S(r(2, 3, 7, 5), (3, 2)), S(r(2, 6, 4), (3, 2)), S(r(2, 3, 6, 4), (3, 2))],
+    ),
+    OpInfo(
+        "adaptive_max_pool3d",
+        F.adaptive_max_pool3d,
+        _adaptive_pool_ref,
+        [S(r(1, 2, 5, 4, 3), (2, 3, 2)), S(r(2, 4, 4, 2), (2, 2, 1))],
+    ),
+    OpInfo(
+        "adaptive_max_pool2d_indices",
+        lambda x, size: F.adaptive_max_pool2d(x, size, return_indices=True)[1],
+        lambda x, size: _adaptive_pool_ref(x, size, "index"),
+        [S(r(2, 3, 7, 5), (3, 2)), S(r(2, 3, 6, 4), (3, 2))],
+        differentiable=False,
+    ),
+    OpInfo(
+        "lp_pool2d",
+        F.lp_pool2d,
+        _lp_pool2d,
+        [S(pos(2, 3, 6, 5), 2, 2), S(pos(1, 2, 5, 5), 3, 3, stride=1)],
+    ),
+    OpInfo(
+        "grid_sample",
+        F.grid_sample,
+        _grid_sample_ref,
+        [
+            S(r(2, 3, 5, 6), r(2, 4, 3, 2, lo=-1.2, hi=1.2), align_corners=False),
+            S(
+                r(1, 2, 4, 5),
+                r(1, 3, 3, 2, lo=-1.3, hi=1.3),
+                padding_mode="border",
+                align_corners=True,
+            ),
+            S(
+                r(1, 2, 4, 5),
+                r(1, 3, 3, 2, lo=-1.6, hi=1.6),
+                padding_mode="reflection",
+                align_corners=False,
+            ),
+            S(r(1, 2, 5, 4), r(1, 3, 2, 2), mode="bicubic", align_corners=False),
+            S(
+                r(1, 2, 5, 4),
+                r(1, 2, 2, 2, lo=-1.4, hi=1.4),
+                mode="bicubic",
+                padding_mode="reflection",
+                align_corners=True,
+            ),
+            # trilinear
+            S(r(1, 2, 3, 4, 5), r(1, 2, 3, 2, 3, lo=-1.1, hi=1.1), align_corners=False),
+        ],
+    ),
+    OpInfo(
+        "grid_sample_nearest",
+        lambda x, grid, **k: F.grid_sample(x, grid.to(x.dtype), mode="nearest", **k),
+        lambda x, grid, **k: _grid_sample_ref(x, grid, mode="nearest", **k),
+        [
+            S(r(1, 2, 4, 5), r(1, 3, 3, 2, lo=-1.2, hi=1.2), align_corners=False),
+            S(
+                r(1, 2, 3, 4, 5),
+                r(1, 2, 2, 2, 3, lo=-1.5, hi=1.5),
+                padding_mode="reflection",
+                align_corners=True,
+            ),
+        ],
+        float_inputs=(0,),  # the grid only picks the pixels: no gradient
+    ),
+    OpInfo(
+        "affine_grid",
+        F.affine_grid,
+        _affine_grid_ref,
+        [
+            S(r(2, 2, 3), (2, 3, 4, 5), align_corners=False),
+            S(r(1, 3, 4), (1, 2, 3, 2, 4), align_corners=True),
+        ],
+    ),
+    OpInfo(
         "pad",
         F.pad,
         _pad_ref,
@@ -1681,6 +2190,21 @@ NN_OPS = [
         lambda x, t: F.nll_loss(x, t, reduction="sum"),
         lambda x, t: -x[np.arange(len(t)), t].sum(),
         [S(r(4, 5), ints([0, 4, 2, 2]))],
+    ),
+    OpInfo(  # of log_softmax(x): PyTorch's gradient of log-probabilities is no true one
+        "ctc_loss",
+        lambda x, t, il, tl, **k: F.ctc_loss(x.log_softmax(2), t, il, tl, reduction="none", **k),
+        _ctc_ref,
+        [
+            S(
+                r(6, 3, 4),
+                ints([[1, 2, 2], [3, 1, 1], [2, 2, 2]]),
+                ints([6, 5, 4]),
+                ints([3, 2, 0]),
+            ),
+            S(r(5, 2, 3), ints([[1, 1], [0, 2]]), ints([5, 4]), ints([2, 1]), blank=2),
+        ],
+        second_order=False,
     ),
     OpInfo(
         "leaky_relu",
@@ -1788,6 +2312,16 @@ NN_OPS = [
         [
             S(r(2, 4, 3, 4), r(4, 3, 3, 2), r(3), stride=2, padding=1, output_padding=1),
             S(r(1, 4, 3, 3), r(4, 1, 2, 2), groups=2, dilation=2),
+        ],
+        rtol32=1e-4,
+    ),
+    OpInfo(
+        "conv_transpose3d",
+        F.conv_transpose3d,
+        _conv_transpose3d_ref,
+        [
+            S(r(2, 3, 2, 3, 2), r(3, 2, 2, 2, 3), r(2), stride=2, padding=1, output_padding=1),
+            S(r(1, 2, 2, 2, 2), r(2, 3, 2, 1, 2), dilation=2),
         ],
         rtol32=1e-4,
     ),

@@ -1,12 +1,17 @@
-"""float16 and bfloat16: stored in float32 holding only values of the type,
-every op's result rounded once (ties to even), as PyTorch computes them on the CPU."""
+"""The reduced dtypes. float16 and bfloat16: stored in float32 holding only
+values of the type, every op's result rounded once (ties to even), as PyTorch
+computes them on the CPU. uint8, int8 and int16: stored in int32, every
+result wrapped around into the type's range, as PyTorch's integer
+arithmetic wraps."""
 
 from __future__ import annotations
 
 import copy
+import io
 import math
 import operator
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -198,3 +203,190 @@ def test_compiled_conversions_round_as_eager_ones_bit_for_bit():
         want = dtype.round(values)
         same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
         assert same.all(), values[~same][:5]
+
+
+# ------------------------------------------------------- narrow integer types
+
+NARROW = [(fg.uint8, np.uint8), (fg.int8, np.int8), (fg.int16, np.int16)]
+
+
+def _wrapped(value, narrow):
+    """A Python int as PyTorch converts a scalar operand: wrapped around."""
+    return np.asarray(value).astype(narrow)
+
+
+def _from_float(x, narrow):
+    """PyTorch's float to narrow integer conversion: truncated toward zero,
+    then wrapped around (through int64)."""
+    return x.astype(np.int64).astype(narrow)
+
+
+# name, fusegrad function, numpy reference on numpy's own narrow types (whose
+# arithmetic wraps as PyTorch's does); d is a divisor in 1..max
+NARROW_OPS = [
+    ("add", lambda a, b, d: a + b, None),
+    ("sub", lambda a, b, d: a - b, None),
+    ("mul", lambda a, b, d: a * b, None),
+    ("neg", lambda a, b, d: -a, None),
+    ("chain", lambda a, b, d: (a * b + a) * 3 - b, None),
+    ("floor_divide", lambda a, b, d: a // d, None),
+    ("remainder", lambda a, b, d: a % d, None),
+    ("bitwise", lambda a, b, d: (a & b) | (~a ^ b), None),
+    ("shifts", lambda a, b, d: (a << 3) + (b >> 2), None),
+    ("abs", lambda a, b, d: abs(a), None),
+    ("maximum", lambda a, b, d: fg.maximum(a, b), lambda a, b, d: np.maximum(a, b)),
+    ("where", lambda a, b, d: fg.where(a > b, a - b, b), lambda a, b, d: np.where(a > b, a - b, b)),
+    ("compare", lambda a, b, d: (a < b) | (a == d), None),
+    ("scalar_add", lambda a, b, d: a + 300, lambda a, b, d: a + _wrapped(300, a.dtype)),
+    ("scalar_floor_divide", lambda a, b, d: a // 300, lambda a, b, d: a // _wrapped(300, a.dtype)),
+    ("true_divide", lambda a, b, d: a / d, lambda a, b, d: a.astype(np.float32) / d),
+    ("to_float", lambda a, b, d: a.float() * 1.5, lambda a, b, d: a.astype(np.float32) * 1.5),
+    (
+        "from_float",
+        lambda a, b, d: (a.float() * 2.7 - 500.0).to(a.dtype),
+        lambda a, b, d: _from_float(a.astype(np.float32) * np.float32(2.7) - 500, a.dtype),
+    ),
+    ("sum", lambda a, b, d: (a * b).sum(1), lambda a, b, d: (a * b).sum(1, dtype=np.int64)),
+    ("sum_in_type", lambda a, b, d: a.sum(1, dtype=a.dtype), None),
+    ("amax", lambda a, b, d: (a - b).amax(1), lambda a, b, d: (a - b).max(1)),
+]
+
+
+def _narrow_operands(narrow, seed):
+    info = np.iinfo(narrow)
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(info.min, info.max + 1, (2, 64, 80)).astype(narrow)
+    d = rng.integers(1, info.max + 1, (64, 80)).astype(narrow)
+    return a, b, d
+
+
+@pytest.mark.parametrize("name,op,reference", NARROW_OPS, ids=[row[0] for row in NARROW_OPS])
+@pytest.mark.parametrize("dtype,narrow", NARROW, ids=[d.name for d, _ in NARROW])
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_narrow_integers_compute_as_pytorch_eager_and_compiled(
+    name, op, reference, dtype, narrow, mode
+):
+    run = fg.jit(op) if mode == "jit" else op
+    for call in range(3):  # a jit function's tracing call, its first and second plan runs
+        arrays = _narrow_operands(narrow, call)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's own overflow notes
+            want = (reference or op)(*arrays)
+        got = run(*[fg.from_numpy(x) for x in arrays])
+        assert got.dtype is fg.from_numpy(np.asarray(want)).dtype
+        assert got.tolist() == want.tolist()  # the storage's values, wrapped
+    if mode == "jit":
+        assert run.cache_info().hits == 2  # compiled, not run eagerly
+
+
+@pytest.mark.parametrize(
+    "left,right,result,with_zero_dim",
+    [
+        (fg.uint8, fg.int8, fg.int16, fg.uint8),
+        (fg.uint8, fg.int16, fg.int16, fg.uint8),
+        (fg.int8, fg.int16, fg.int16, fg.int8),
+        (fg.uint8, fg.int32, fg.int32, fg.uint8),
+        (fg.int8, fg.int64, fg.int64, fg.int8),
+        (fg.uint8, fg.bool, fg.uint8, fg.uint8),
+        (fg.int16, fg.float16, fg.float16, fg.float16),
+        (fg.uint8, fg.bfloat16, fg.bfloat16, fg.bfloat16),
+        (fg.int8, fg.float32, fg.float32, fg.float32),
+    ],
+)
+def test_narrow_integer_promotion(left, right, result, with_zero_dim):
+    x = fg.ones(2, dtype=left)
+    assert (x + fg.ones(2, dtype=right)).dtype is result
+    assert (fg.ones(2, dtype=right) + x).dtype is result
+    assert (x + fg.ones((), dtype=right)).dtype is with_zero_dim
+
+
+def test_narrow_integers_with_python_numbers_and_division():
+    x = fg.tensor([250, 1], dtype=fg.uint8)
+    assert (x + 10).tolist() == [4, 11] and (x + 10).dtype is fg.uint8
+    assert (x + 2.5).dtype is fg.float32 and (x / x).dtype is fg.float32
+    assert (x < 3).dtype is fg.bool and (x == 300).tolist() == [False, False]
+    assert (x + fg.tensor(1000)).tolist() == [226, 233]  # a 0-d int64 tensor, wrapped
+    assert (fg.tensor([44], dtype=fg.uint8) == 300).item()  # 300 wraps to 44
+    assert (fg.tensor([-128], dtype=fg.int8) // -1).tolist() == [-128]
+
+
+@pytest.mark.parametrize("dtype,narrow", NARROW, ids=[d.name for d, _ in NARROW])
+def test_narrow_integers_to_and_from_numpy_and_creation(dtype, narrow):
+    array = np.array([0, 1, np.iinfo(narrow).max, np.iinfo(narrow).min], narrow)
+    x = fg.from_numpy(array)
+    assert x.dtype is dtype and x.numpy().dtype == narrow
+    np.testing.assert_array_equal(x.numpy(), array)
+    assert fg.tensor(array.tolist(), dtype=dtype).tolist() == array.tolist()
+    assert fg.as_tensor(array).dtype is dtype and fg.tensor(array).dtype is dtype
+    assert fg.zeros(2, dtype=dtype).dtype is dtype
+    assert fg.randint(0, 9, (3,), dtype=dtype).dtype is dtype
+    info = fg.iinfo(dtype)
+    assert (info.min, info.max, info.bits) == (array[3], array[2], 8 * array.itemsize)
+    with pytest.raises(RuntimeError, match=f"cannot be converted to type {dtype.name} without"):
+        fg.tensor([info.max + 1], dtype=dtype)
+
+
+def test_uint8_creation_takes_negative_integers_as_pytorch_does():
+    assert fg.tensor([-1, -255], dtype=fg.uint8).tolist() == [255, 1]
+    assert fg.full((2,), -1, dtype=fg.uint8).tolist() == [255, 255]
+    assert fg.arange(254, 258, dtype=fg.uint8).tolist() == [254, 255, 0, 1]
+    for refused in ([-256], [-0.5], [255.5]):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            fg.tensor(refused, dtype=fg.uint8)
+
+
+def test_float_to_narrow_integers_truncates_then_wraps():
+    x = fg.tensor([-1.0, 300.0, 2.7, -2.7, -200.0])
+    assert x.to(fg.uint8).tolist() == [255, 44, 2, 254, 56]
+    assert x.to(fg.int8).tolist() == [-1, 44, 2, -2, 56]
+    assert fg.tensor([50000], dtype=fg.int32).to(fg.int16).tolist() == [-15536]
+
+
+@pytest.mark.parametrize(
+    "dtype,convert,name,spelled",
+    [
+        (fg.uint8, "byte", "ByteTensor", "uint8"),
+        (fg.int8, "char", "CharTensor", "int8"),
+        (fg.int16, "short", "ShortTensor", "int16"),
+    ],
+)
+def test_narrow_integer_conversions_and_attributes(dtype, convert, name, spelled):
+    x = fg.tensor([1.7, 2.0])
+    converted = getattr(x, convert)()
+    assert converted.dtype is dtype and converted.tolist() == [1, 2]
+    assert x.to(dtype).dtype is dtype and x.type(getattr(fg, name)).dtype is dtype
+    assert x.type(f"torch.{name}").dtype is dtype and converted.type() == f"fusegrad.{name}"
+    assert isinstance(converted, getattr(fg, name)) and not isinstance(x, getattr(fg, name))
+    assert getattr(fg, name)([1, 2]).dtype is dtype and getattr(fg, name)(2, 3).shape == (2, 3)
+    assert converted.element_size() == fg.iinfo(dtype).bits // 8
+    assert repr(converted) == f"tensor([1, 2], dtype=fusegrad.{spelled})"
+    assert not converted.is_floating_point() and converted.stride() == (1,)
+    clone = pickle.loads(pickle.dumps(converted))
+    assert clone.dtype is dtype and copy.deepcopy(converted).dtype is dtype
+    assert pickle.loads(pickle.dumps(dtype)) is dtype
+    assert fg.short is fg.int16
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require"):
+        converted.requires_grad_()
+
+
+@pytest.mark.parametrize("dtype", [fg.uint8, fg.int8, fg.int16, fg.float16, fg.bfloat16])
+def test_reduced_dtypes_save_and_load(dtype):
+    x = fg.tensor([[1, 2], [3, 100]], dtype=dtype)
+    buffer = io.BytesIO()
+    fg.save({"x": x, "dtype": dtype}, buffer)
+    buffer.seek(0)
+    loaded = fg.load(buffer)
+    assert loaded["dtype"] is dtype and loaded["x"].dtype is dtype
+    assert loaded["x"].tolist() == x.tolist()
+
+
+def test_a_uint8_mask_indexes_as_a_deprecated_bool_mask():
+    x = fg.arange(6.0).reshape(2, 3)
+    with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+        assert x[fg.tensor([[1, 0, 1], [0, 0, 1]], dtype=fg.uint8)].tolist() == [0.0, 2.0, 5.0]
+    with pytest.warns(UserWarning, match="deprecated"):
+        assert x[np.array([0, 1], np.uint8)].tolist() == [[3.0, 4.0, 5.0]]
+    with pytest.raises(IndexError, match="must be long, int, byte or bool tensors"):
+        x[fg.tensor([1], dtype=fg.int8)]
+    with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks"):
+        x[fg.ones(2, 3, dtype=fg.uint8)] = 0.0

@@ -604,6 +604,43 @@ def test_inplace_change_of_an_input_before_backward_is_detected():
         y.backward()
 
 
+_BUFFER_WRITES = {
+    # eager saves buf for mul's backward, then the function changes it: an error
+    "saved, then changed": lambda buf, w, x: (fg.tanh(buf * x).sum(), buf.add_(1))[0],
+    # eager saves exp's output only: the backward must see buf as it was read
+    "read, then changed": lambda buf, w, x: (((buf + w).exp() * x).sum(), buf.add_(1))[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BUFFER_WRITES))
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_tensor_changed_in_place_by_the_call_is_read_by_backward_as_eagerly(name, create_graph):
+    """The backward of a call that changes a captured tensor in place gets
+    the gradients eager gets, or eager's error, on every call."""
+
+    def run(function_of):
+        buf = fg.ones(3)
+        w = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        function = function_of(lambda x: _BUFFER_WRITES[name](buf, w, x))
+        results = []
+        for _ in range(3):
+            x = fg.tensor([0.1, 0.2, 0.3], requires_grad=True)
+            try:
+                function(x).backward(create_graph=create_graph)
+                results.append((x.grad.tolist(), w.grad.tolist()))
+            except RuntimeError as error:
+                results.append(str(error).split(":")[0])
+        return results, buf.tolist()
+
+    eager, compiled = run(lambda f: f), run(fg.jit)
+    assert compiled[1] == eager[1]
+    for got, expected in zip(compiled[0], eager[0]):
+        if isinstance(expected, str):
+            assert got == expected
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
 class _Legendre3(fg.autograd.Function):
     """PyTorch's tutorial Function, with a backward that is not the forward's
     derivative the adjoint pass would derive (it scales by 1.5 exactly)."""

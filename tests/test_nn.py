@@ -294,7 +294,7 @@ def test_repr_nests_and_compresses_repeated_list_entries_as_pytorch():
     model = nn.Sequential(
         nn.Conv2d(1, 6, 5, padding=2),
         nn.ModuleList([nn.Linear(4, 4) for _ in range(3)] + [nn.ReLU()]),
-        nn.ModuleDict({"act": nn.LeakyReLU(0.2), "norm": nn.BatchNorm1d(4)}),
+        nn.ModuleDict({"act": nn.LeakyReLU(0.2), "norm": nn.BatchNorm1d(4, eps=0.1)}),
         nn.LSTM(1, 16, num_layers=2, batch_first=True),
         nn.Embedding(10, 3, padding_idx=0),
         nn.MaxPool2d(2),
@@ -311,7 +311,7 @@ Sequential(
   )
   (2): ModuleDict(
     (act): LeakyReLU(negative_slope=0.2)
-    (norm): BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
+    (norm): BatchNorm1d(4, eps=0.1, momentum=0.1, affine=True, bias=True, track_running_stats=True)
   )
   (3): LSTM(1, 16, num_layers=2, batch_first=True)
   (4): Embedding(10, 3, padding_idx=0)
@@ -1329,3 +1329,319 @@ def test_channel_dropout_zeroes_whole_channels_and_compiles_to_the_same_draws():
     y = fg.tensor([-1.0, 2.0])
     F.relu_(y)
     assert y.tolist() == [0.0, 2.0]
+
+
+# ------------------------------------------- 3-D, adaptive max and power pooling
+
+
+def test_new_pooling_layers_print_and_pool_as_pytorchs():
+    volumes, images = fg.randn(1, 2, 4, 6, 5), fg.randn(2, 4, 6, 5)
+    layers = [
+        (
+            "MaxPool3d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)",
+            nn.MaxPool3d(2),
+            volumes,
+            (1, 2, 2, 3, 2),
+        ),
+        (
+            "AvgPool3d(kernel_size=2, stride=2, padding=0)",
+            nn.AvgPool3d(2),
+            volumes,
+            (1, 2, 2, 3, 2),
+        ),
+        (
+            "AdaptiveAvgPool3d(output_size=(None, 2, 1))",
+            nn.AdaptiveAvgPool3d((None, 2, 1)),
+            volumes,
+            (1, 2, 4, 2, 1),
+        ),
+        ("AdaptiveMaxPool3d(output_size=2)", nn.AdaptiveMaxPool3d(2), volumes, (1, 2, 2, 2, 2)),
+        (
+            "AdaptiveMaxPool2d(output_size=(3, None))",
+            nn.AdaptiveMaxPool2d((3, None)),
+            images,
+            (2, 4, 3, 5),
+        ),
+        ("AdaptiveMaxPool1d(output_size=3)", nn.AdaptiveMaxPool1d(3), images[0], (4, 6, 3)),
+        (
+            "LPPool2d(norm_type=2, kernel_size=3, stride=None, ceil_mode=False)",
+            nn.LPPool2d(2, 3),
+            images,
+            (2, 4, 2, 1),
+        ),
+    ]
+    for text, layer, x, shape in layers:
+        assert repr(layer) == text
+        assert layer(x).shape == shape
+    assert nn.LPPool1d(1, 2)(fg.tensor([[1.0, 2.0, 3.0, 4.0]])).tolist() == [[3.0, 7.0]]
+
+
+def test_adaptive_max_pooling_indices_and_errors_are_pytorchs():
+    x = fg.tensor([[[3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0]]], requires_grad=True)
+    values, indices = F.adaptive_max_pool1d(x, 3, return_indices=True)
+    assert values.tolist() == [[[4.0, 5.0, 9.0]]] and indices.tolist() == [[[2, 4, 5]]]
+    values.sum().backward()
+    assert x.grad.tolist() == [[[0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]]]
+    values, indices = nn.AdaptiveMaxPool2d(2, return_indices=True)(fg.arange(12.0).reshape(1, 3, 4))
+    assert indices.tolist() == [[[5, 7], [9, 11]]]  # windows of rows 0-1 and 1-2, flat indices
+    assert F.adaptive_max_pool2d(fg.ones(1, 2, 5, 6), 0).shape == (1, 2, 0, 0)
+    errors = [
+        (lambda: F.adaptive_max_pool2d(fg.ones(5), 3), "Expected 3D or 4D tensor, but got: [5]"),
+        (
+            lambda: F.adaptive_max_pool2d(fg.ones(1, 2, 3), (2,)),
+            "output_size.size() must be 2",
+        ),
+        (
+            lambda: F.adaptive_max_pool1d(fg.ones(1, 2, 3, 4), 2),
+            "Expected 2 to 3 dimensions, but got 4-dimensional tensor",
+        ),
+        (
+            lambda: F.adaptive_max_pool1d(fg.ones(1, 2, 3), (2, 3)),
+            "argument 'output_size' should contain one int (got 2)",
+        ),
+        (
+            lambda: F.adaptive_max_pool2d(fg.ones(1, 2, 0, 3), 2),
+            "non-zero size for non-batch dimensions, but input has sizes [1, 2, 0, 3] with "
+            "dimension 2 being empty",
+        ),
+        (lambda: F.adaptive_max_pool2d(fg.ones(1, 2, 3), -1), "negative dimension -1"),
+        (
+            lambda: F.max_pool3d(fg.ones(1, 1, 1, 1, 1), 2),
+            "Given input size: (1x1x1x1). Calculated output size: (1x0x0x0). Output size is too "
+            "small",
+        ),
+    ]
+    for call, message in errors:
+        with pytest.raises(RuntimeError) as error:
+            call()
+        assert message in str(error.value)
+    with pytest.raises(ValueError, match=r"^Input dimension should be at least 4$"):
+        F.adaptive_max_pool2d(fg.ones(1, 2, 3), (1, 2, 3))
+
+
+def test_max_pool3d_returns_each_maximums_flat_position():
+    x = fg.randn(2, 3, 4, 5, 6)
+    values, indices = nn.MaxPool3d(2, stride=(1, 2, 3), return_indices=True)(x)
+    flat = x.numpy().reshape(2, 3, -1)
+    picked = np.take_along_axis(flat, indices.numpy().reshape(2, 3, -1), -1)
+    np.testing.assert_array_equal(picked.reshape(values.shape), values.numpy())
+
+
+# ------------------------------------------------------------- grid sampling
+
+
+def test_grid_sample_of_an_identity_affine_grid_is_the_input_and_compiles():
+    x = fg.randn(2, 3, 4, 5)
+    theta = fg.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]] * 2, requires_grad=True)
+    for align_corners in (False, True):
+        grid = F.affine_grid(theta, x.shape, align_corners=align_corners)
+        out = F.grid_sample(x, grid, align_corners=align_corners)
+        np.testing.assert_allclose(out.detach().numpy(), x.numpy(), atol=1e-6)
+
+    def transformed(x, theta):
+        grid = F.affine_grid(theta, [2, 3, 3, 4], align_corners=False)
+        return F.grid_sample(x, grid, padding_mode="border", align_corners=False)
+
+    shifted = fg.tensor([[[0.9, 0.2, 0.3], [-0.1, 1.1, -0.2]]] * 2)
+    compiled = fg.jit(transformed)
+    for _ in range(2):
+        eager_theta = shifted.clone().requires_grad_()
+        eager = transformed(x, eager_theta)
+        eager.sum().backward()
+        jit_theta = shifted.clone().requires_grad_()
+        result = compiled(x, jit_theta)
+        result.sum().backward()
+        np.testing.assert_allclose(result.detach().numpy(), eager.detach().numpy(), rtol=1e-5)
+        np.testing.assert_allclose(jit_theta.grad.numpy(), eager_theta.grad.numpy(), rtol=1e-4)
+
+
+def test_grid_sample_warns_checks_and_reads_nan_positions_as_pytorch():
+    x = fg.arange(6.0).reshape(1, 1, 2, 3)
+    changed = "Default grid_sample and affine_grid behavior has changed to align_corners=False"
+    with pytest.warns(UserWarning, match=changed):
+        F.grid_sample(x, fg.zeros(1, 1, 1, 2))
+    with pytest.warns(UserWarning, match=changed):
+        F.affine_grid(fg.zeros(1, 2, 3), [1, 1, 2, 2])
+    nan, inf = float("nan"), float("inf")
+    grid = fg.tensor([[[[nan, 0.0], [2.0, 0.2], [-0.9, inf]]]])
+    expected = {"zeros": [nan, 0.0, nan], "border": [1.5, 4.1, 3.0], "reflection": [1.5, 3.1, 0.0]}
+    for padding_mode, values in expected.items():
+        with np.errstate(invalid="ignore"):  # numpy's, on inf - inf
+            out = F.grid_sample(x, grid, padding_mode=padding_mode, align_corners=False)
+        np.testing.assert_allclose(out.numpy().ravel(), values, rtol=1e-6)
+    errors = [
+        (
+            lambda: F.grid_sample(x, grid, mode="area", align_corners=False),
+            ValueError,
+            "expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: 'area'",
+        ),
+        (
+            lambda: F.grid_sample(x, grid, padding_mode="wrap", align_corners=False),
+            ValueError,
+            "expected padding_mode to be 'zeros', 'border', or 'reflection', but got: 'wrap'",
+        ),
+        (
+            lambda: F.grid_sample(x, fg.zeros(2, 1, 1, 2), align_corners=False),
+            RuntimeError,
+            "expected grid and input to have same batch size, but got input with sizes "
+            "[1, 1, 2, 3] and grid with sizes [2, 1, 1, 2]",
+        ),
+        (
+            lambda: F.grid_sample(x, fg.zeros(1, 1, 1, 3), align_corners=False),
+            RuntimeError,
+            "expected grid to have size 2 in last dimension",
+        ),
+        (
+            lambda: F.grid_sample(
+                fg.ones(1, 1, 2, 2, 2), fg.zeros(1, 1, 1, 1, 3), "bicubic", align_corners=True
+            ),
+            RuntimeError,
+            "bicubic interpolation only supports 4D input",
+        ),
+        (
+            lambda: F.grid_sample(x, fg.zeros(1, 1, 1, 2, dtype=fg.float64), align_corners=True),
+            RuntimeError,
+            "expected scalar type Float but found Double",
+        ),
+        (
+            lambda: F.affine_grid(fg.zeros(1, 3, 3), [1, 1, 2, 3], align_corners=False),
+            ValueError,
+            "Expected a batch of 2D affine matrices of shape Nx2x3 for size [1, 1, 2, 3]",
+        ),
+        (
+            lambda: F.affine_grid(fg.zeros(1, 2, 3), [1, 1, 2], align_corners=False),
+            NotImplementedError,
+            "affine_grid only supports 4D and 5D sizes",
+        ),
+        (
+            lambda: F.affine_grid(fg.zeros(1, 2, 3), [1, 1, 0, 3], align_corners=False),
+            ValueError,
+            "Expected non-zero, positive output size. Got [1, 1, 0, 3]",
+        ),
+    ]
+    for call, kind, message in errors:
+        with pytest.raises(kind) as error:
+            call()
+        assert message in str(error.value)
+
+
+# ------------------------------------------------------------- SyncBatchNorm
+
+
+class _Mirror:
+    """A process group of two processes that hold the same values: a sum
+    over it doubles."""
+
+    def rank(self) -> int:
+        return 0
+
+    def size(self) -> int:
+        return 2
+
+    def all_reduce(self, array, op):
+        assert op == "sum"
+        return np.array(array * 2, order="C")
+
+
+def test_sync_batch_norm_without_a_process_group_is_batch_norm():
+    sync, plain = nn.SyncBatchNorm(3), nn.BatchNorm2d(3)
+    assert repr(sync) == (
+        "SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+        "track_running_stats=True)"
+    )
+    x = fg.randn(4, 3, 2, 5)
+    np.testing.assert_array_equal(sync(x).detach().numpy(), plain(x).detach().numpy())
+    np.testing.assert_array_equal(sync.running_var.numpy(), plain.running_var.numpy())
+    assert sync(fg.randn(4, 3)).shape == (4, 3) and int(sync.num_batches_tracked) == 2
+    with pytest.raises(ValueError, match=r"^expected at least 2D input \(got 1D input\)$"):
+        sync(fg.ones(3))
+    with pytest.raises(ValueError, match="SyncBatchNorm number of input channels should be"):
+        sync(fg.ones(2, 0))
+
+
+def test_convert_sync_batchnorm_keeps_parameters_statistics_and_mode():
+    model = nn.Sequential(
+        nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.Sequential(nn.BatchNorm1d(4, affine=False))
+    )
+    model[1].running_mean.fill_(2.0)
+    model[2][0].eval()
+    weight, statistics = model[1].weight, model[1].running_mean
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert converted is model and type(model[1]) is nn.SyncBatchNorm
+    assert model[1].weight is weight and model[1].running_mean is statistics
+    assert type(model[2][0]) is nn.SyncBatchNorm and not model[2][0].training
+    assert model[2][0].weight is None and model[2][0].bias is None
+    single = nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(2, bias=False))
+    assert type(single) is nn.SyncBatchNorm and single.bias is None
+
+
+def test_sync_batch_norm_normalizes_by_the_statistics_of_every_process(monkeypatch):
+    """Two processes with the same batch: the values and gradients of one
+    batch normalization of both batches together."""
+    import fusegrad.distributed as dist
+
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: group.size())
+    rng = np.random.default_rng(0)
+    x, seed = rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 2, 4))
+    sync, plain = nn.SyncBatchNorm(2, process_group=_Mirror()), nn.BatchNorm1d(2)
+    for layer in (sync, plain):
+        layer.weight.data = fg.tensor([1.5, -0.5])
+    mine = fg.tensor(x, dtype=fg.float32, requires_grad=True)
+    out = sync(mine)
+    (out * fg.tensor(seed, dtype=fg.float32)).sum().backward()
+    first, second = (fg.tensor(x, dtype=fg.float32, requires_grad=True) for _ in range(2))
+    both = plain(fg.cat([first, second]))
+    (both * fg.tensor(np.concatenate([seed, seed]), dtype=fg.float32)).sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), both[:3].detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(mine.grad.numpy(), first.grad.numpy(), atol=1e-6)
+    np.testing.assert_allclose(sync.running_var.numpy(), plain.running_var.numpy(), rtol=1e-6)
+    assert out.grad_fn.name() == "SyncBatchNormBackward"
+    sync.eval()
+    np.testing.assert_array_equal(sync(mine).detach().numpy(), plain.eval()(mine).detach().numpy())
+
+
+# --------------------------------------------------------- deprecated names
+
+
+@pytest.mark.parametrize(
+    "old,args",
+    [
+        ("normal", ()),
+        ("uniform", (-1.0, 1.0)),
+        ("constant", (0.5,)),
+        ("xavier_uniform", ()),
+        ("xavier_normal", ()),
+        ("kaiming_uniform", ()),
+        ("kaiming_normal", ()),
+        ("orthogonal", ()),
+        ("eye", ()),
+        ("sparse", (0.5,)),
+    ],
+)
+def test_old_init_names_warn_and_fill_as_the_new_ones(old, args):
+    fg.manual_seed(1)
+    expected = getattr(init, old + "_")(fg.empty(4, 6), *args)
+    fg.manual_seed(1)
+    with pytest.warns(FutureWarning, match=f"`nn.init.{old}` is now deprecated in favor of "):
+        got = getattr(init, old)(fg.empty(4, 6), *args)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    assert getattr(init, old).__name__ == old
+
+
+def test_init_sparse_zeroes_a_share_of_every_column_and_dirac_by_its_old_name():
+    weight = init.sparse_(fg.empty(10, 7), sparsity=0.25, std=0.5)
+    assert ((weight == 0).sum(0) == 3).all()
+    with pytest.raises(ValueError, match="Only tensors with 2 dimensions are supported"):
+        init.sparse_(fg.empty(2, 3, 4), 0.5)
+    with pytest.warns(FutureWarning, match="`nn.init.dirac` is now deprecated"):
+        assert init.dirac(fg.empty(2, 2, 3)).sum().item() == 2.0
+
+
+def test_clip_grad_norm_is_the_deprecated_name_of_clip_grad_norm_():
+    p = nn.Parameter(fg.zeros(2))
+    p.grad = fg.tensor([3.0, 4.0])
+    with pytest.warns(FutureWarning, match="`torch.nn.utils.clip_grad_norm` is now deprecated"):
+        total = nn.utils.clip_grad_norm([p], 1.0)
+    assert total.item() == 5.0
+    np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-5)

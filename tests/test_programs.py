@@ -15,8 +15,15 @@ and training steps compound that; run in float64 instead, PyTorch's numbers for
 these programs move by at most 2e-6, so 1e-4 leaves a wide margin, while a real
 mistake moves losses and weights by far more. float64 programs get 1e-9: their
 numbers move by ~4e-12 when their inputs are perturbed at the rounding level, and a
-float32 intermediate anywhere (its rounding alone is 6e-8) would show. Integers,
-booleans, strings and names compare exactly.
+float32 intermediate anywhere (its rounding alone is 6e-8) would show. Programs
+computing in bfloat16 under autocast get 1e-2, a few units of bfloat16's rounding
+(2**-8 = 3.9e-3). PyTorch's bfloat16 kernels are not fusegrad's rounding once
+in float32, and differ between CPUs: a convolution's weight gradient, on a CPU
+without AVX512, is summed into a bfloat16 tensor one batch sample at a time and
+rounded each time (on one with AVX512, PyTorch takes oneDNN's kernel instead), so
+values move by a unit here and there and training compounds it (1.5e-3 today).
+Their dtypes still compare exactly. Integers, booleans, strings and names compare
+exactly.
 """
 
 import json
@@ -39,6 +46,8 @@ GOLDEN = HERE / "golden" / "programs"
 RTOL = 1e-4
 FLOAT64_RTOL = 1e-9
 FLOAT64_PROGRAMS = {"gaussian_process", "lstm_sine", "lstm_sine_lbfgs", "micrograd_check"}
+BFLOAT16_RTOL = 1e-2
+BFLOAT16_PROGRAMS = {"mixed_precision_loop"}
 TIMEOUT_SECONDS = 600
 
 # What each program lacks today: first the API it stops at (its exception), then what
@@ -110,7 +119,11 @@ def _mismatches(actual, expected, rtol, path="result"):
 def test_program_computes_what_pytorch_computes(program, mode):
     expected = json.loads((GOLDEN / f"{program}.json").read_text())["result"]
     actual = _run(program, mode)
-    rtol = FLOAT64_RTOL if program in FLOAT64_PROGRAMS else RTOL
+    rtol = RTOL
+    if program in FLOAT64_PROGRAMS:
+        rtol = FLOAT64_RTOL
+    if program in BFLOAT16_PROGRAMS:
+        rtol = BFLOAT16_RTOL
     mismatches = list(_mismatches(actual, expected, rtol))
     assert not mismatches, "\n".join(f"{path}: {text}" for path, text in mismatches)
 

@@ -117,6 +117,43 @@ def test_inference_mode_records_no_graph_and_makes_inference_tensors():
 
 
 @pytest.mark.parametrize(
+    "make",
+    [
+        lambda: fg.bincount(fg.tensor([0, 1, 1, 3])),
+        lambda: fg.bincount(fg.tensor([0, 1]), weights=fg.ones(2)),
+        lambda: fg.nonzero(fg.tensor([0.0, 2.0])),
+        lambda: fg.nonzero(fg.tensor([0.0, 2.0]), as_tuple=True)[0],
+        lambda: fg.where(fg.tensor([0.0, 2.0]) > 0)[0],
+        lambda: fg.unique(fg.tensor([2, 1, 2]), return_counts=True)[1],
+        lambda: fg.unique_consecutive(fg.tensor([2, 2, 1]), return_inverse=True)[1],
+        lambda: fg.tril_indices(3, 3),
+        lambda: fg.triu_indices(3, 3),
+        lambda: fg.argmax(fg.tensor(5.0), dim=0),
+        lambda: fg.all(fg.zeros(0)),
+        lambda: fg.block_diag(),
+    ],
+    ids=[
+        "bincount",
+        "bincount weights",
+        "nonzero",
+        "nonzero as_tuple",
+        "where",
+        "unique",
+        "unique_consecutive",
+        "tril_indices",
+        "triu_indices",
+        "argmax of a scalar",
+        "all of nothing",
+        "block_diag of nothing",
+    ],
+)
+def test_what_inference_mode_makes_from_values_is_an_inference_tensor(make):
+    with fg.inference_mode():
+        assert make().is_inference()
+    assert not make().is_inference()
+
+
+@pytest.mark.parametrize(
     "update",
     [
         lambda t: t.add_(1),
@@ -507,15 +544,18 @@ def test_data_parallel_module_wraps_and_calls_the_module():
     [
         (
             lambda: nn.BatchNorm1d(6),
-            "BatchNorm1d(6, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)",
+            "BatchNorm1d(6, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+            "track_running_stats=True)",
         ),
         (
             lambda: nn.BatchNorm2d(3, eps=1e-3, momentum=None, affine=False),
-            "BatchNorm2d(3, eps=0.001, momentum=None, affine=False, track_running_stats=True)",
+            "BatchNorm2d(3, eps=0.001, momentum=None, affine=False, bias=False, "
+            "track_running_stats=True)",
         ),
         (
             lambda: nn.InstanceNorm2d(4),
-            "InstanceNorm2d(4, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)",
+            "InstanceNorm2d(4, eps=1e-05, momentum=0.1, affine=False, bias=False, "
+            "track_running_stats=False)",
         ),
         (lambda: nn.LayerNorm(8), "LayerNorm((8,), eps=1e-05, elementwise_affine=True)"),
         (

@@ -4,6 +4,8 @@ import io
 import pickle
 import zipfile
 from collections import Counter, OrderedDict
+from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -153,3 +155,161 @@ def test_a_file_saved_before_the_eager_package_moved_loads(weights_only):
     old.seek(0)
     loaded = fg.load(old, weights_only=weights_only)
     assert loaded == {"shape": fg.Size([2, 3]), "device": fg.device("cpu")}
+
+
+# ------------------------------------------------------- PyTorch's checkpoints
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def check_the_golden_state_dict(state):
+    """What tests/golden/torch_state_dict*.pt hold: real torch.save output."""
+    assert isinstance(state, OrderedDict)
+    expected = {
+        "linear.weight": (fg.float32, np.arange(6.0).reshape(2, 3) / 4),
+        "linear.bias": (fg.float32, [-1.5, 2.0]),
+        "half": (fg.float16, [0.5, -1.0, 65504.0]),
+        "bf16": (fg.bfloat16, [1.5, -2.25]),
+        "steps": (fg.int64, np.array(7)),
+        "mask": (fg.bool, [True, False, True]),
+        "bytes": (fg.uint8, [0, 128, 255]),
+        "base": (fg.float64, np.arange(8.0)),
+        "every_other": (fg.float64, np.arange(0.0, 8.0, 2)),  # a strided view of base's storage
+        "transposed": (fg.int32, np.arange(6).reshape(2, 3).T),
+    }
+    assert list(state) == list(expected)
+    for name, (dtype, values) in expected.items():
+        assert state[name].dtype == dtype, name
+        np.testing.assert_array_equal(state[name].float().numpy(), np.asarray(values, np.float32))
+        assert not state[name].requires_grad
+
+
+@pytest.mark.parametrize("name", ["torch_state_dict.pt", "torch_state_dict_legacy.pt"])
+def test_reads_a_state_dict_that_torch_save_wrote(name):
+    check_the_golden_state_dict(fg.load(GOLDEN / name))
+    with open(GOLDEN / name, "rb") as f:
+        check_the_golden_state_dict(fg.load(f, map_location="cpu"))
+
+
+def test_a_pytorch_state_dict_loads_into_a_module():
+    state = fg.load(GOLDEN / "torch_state_dict.pt")
+    linear = nn.Linear(3, 2)
+    linear.load_state_dict({"weight": state["linear.weight"], "bias": state["linear.bias"]})
+    np.testing.assert_array_equal(linear(fg.ones(1, 3)).detach().numpy(), [[0.75 - 1.5, 3.0 + 2.0]])
+
+
+class TorchName:
+    """A name in torch, for a pickle that refers to it without torch imported."""
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):
+        raise TypeError("only pickled: pickle takes a reduce's function to be callable")
+
+
+class TorchTensor:
+    """A tensor as torch pickles one: ``_rebuild_tensor_v2`` of a storage."""
+
+    def __init__(self, storage, offset, size, stride, requires_grad=False):
+        self.args = (storage, offset, size, stride, requires_grad, OrderedDict())
+
+    def __reduce__(self):
+        return TorchName("torch._utils", "_rebuild_tensor_v2"), self.args
+
+
+class TorchParameter:
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __reduce__(self):
+        return TorchName("torch._utils", "_rebuild_parameter"), (self.tensor, True, OrderedDict())
+
+
+class Storage:
+    def __init__(self, key, values: np.ndarray, location="cpu"):
+        self.key, self.values, self.location = key, values, location
+
+
+class TorchPickler(pickle._Pickler):
+    """Pickles as torch.save does: storages as persistent ids, torch's names
+    as globals (written out, as the module is not to be imported)."""
+
+    dispatch: ClassVar[dict] = dict(pickle._Pickler.dispatch)
+    dispatch[TorchName] = lambda self, obj: self.write(
+        pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode()
+    )
+
+    def __init__(self, file, storages):
+        super().__init__(file, protocol=2)
+        self.storages = storages
+
+    def persistent_id(self, obj):
+        if not isinstance(obj, Storage):
+            return None
+        self.storages[obj.key] = obj.values
+        storage_type = {np.float32: "FloatStorage", np.int64: "LongStorage"}[obj.values.dtype.type]
+        return ("storage", TorchName("torch", storage_type), obj.key, obj.location, obj.values.size)
+
+
+def pytorch_zip(obj, prefix="checkpoint") -> io.BytesIO:
+    """``obj`` in the zip format of torch.save."""
+    storages: dict = {}
+    data = io.BytesIO()
+    TorchPickler(data, storages).dump(obj)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr(f"{prefix}/data.pkl", data.getvalue())
+        z.writestr(f"{prefix}/byteorder", "little")
+        for key, values in storages.items():
+            z.writestr(
+                f"{prefix}/data/{key}", values.astype(values.dtype.newbyteorder("<")).tobytes()
+            )
+        z.writestr(f"{prefix}/version", "3\n")
+    archive.seek(0)
+    return archive
+
+
+def test_a_handwritten_pytorch_zip_with_shared_storage_and_a_parameter():
+    shared = Storage("0", np.arange(6, dtype=np.float32))
+    checkpoint = {
+        "matrix": TorchTensor(shared, 0, (2, 3), (3, 1)),
+        "column": TorchTensor(shared, 1, (2,), (3,)),
+        "weight": TorchParameter(TorchTensor(Storage("1", np.array([5], np.float32)), 0, (), ())),
+        "steps": TorchTensor(Storage("2", np.array([7], np.int64)), 0, (), ()),
+        "epoch": 3,
+    }
+    loaded = fg.load(pytorch_zip(checkpoint))
+    assert loaded["matrix"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert loaded["column"].tolist() == [1, 4]
+    assert isinstance(loaded["weight"], nn.Parameter) and loaded["weight"].requires_grad
+    assert loaded["weight"].item() == 5
+    assert loaded["steps"].dtype == fg.int64 and loaded["steps"].item() == 7
+    assert loaded["epoch"] == 3
+
+
+def test_a_pytorch_checkpoint_saved_on_cuda_needs_a_map_location():
+    checkpoint = {"w": TorchTensor(Storage("0", np.ones(2, np.float32), "cuda:0"), 0, (2,), (1,))}
+    with pytest.raises(RuntimeError, match=r"map_location=torch.device\('cpu'\)"):
+        fg.load(pytorch_zip(checkpoint))
+    for map_location in ("cpu", {"cuda:0": "cpu"}, lambda tensor, location: tensor * 2):
+        assert fg.load(pytorch_zip(checkpoint), map_location=map_location)["w"].sum().item() >= 2
+
+
+def test_a_pytorch_checkpoint_of_other_objects_needs_weights_only_false():
+    checkpoint = {"when": TorchName("datetime", "date")}
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        fg.load(pytorch_zip(checkpoint))
+    import datetime
+
+    assert fg.load(pytorch_zip(checkpoint), weights_only=False) == {"when": datetime.date}
+
+
+def test_a_torchscript_archive_is_refused_with_the_reason():
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        for name in ("data.pkl", "constants.pkl", "version", "code/__torch__.py"):
+            z.writestr(f"model/{name}", b"")
+    archive.seek(0)
+    with pytest.raises(RuntimeError, match="TorchScript"):
+        fg.load(archive)

@@ -6,6 +6,7 @@ from ..eager import grad_mode, ops
 from ..eager.autograd import grad
 from ..eager.creation import zeros_like
 from ..eager.tensor import Tensor
+from .transforms import jacobian_blocks, track
 
 
 def _prepare(inputs, create_graph):
@@ -16,13 +17,7 @@ def _prepare(inputs, create_graph):
             raise TypeError(
                 f"The inputs given to the function must be Tensors, got {type(t).__name__}"
             )
-    prepared = tuple(
-        ops.reshape(t, t.shape)
-        if create_graph and t.requires_grad
-        else t.detach().requires_grad_(True)
-        for t in tensors
-    )
-    return single, prepared
+    return single, tuple(track(t, create_graph) for t in tensors)
 
 
 def _outputs(func, inputs):
@@ -145,36 +140,27 @@ def jacobian(
     with grad_mode.enable_grad():
         single_in, inputs = _prepare(inputs, create_graph)
         single_out, outputs = _outputs(func, inputs)
-        blocks = []
-        for out in outputs:
-            rows = [[] for _ in inputs]
-            flat = ops.reshape(out, (-1,))
-            for m in range(out.numel()):
-                if out.requires_grad:
-                    grads = grad(
-                        flat[m],
-                        inputs,
-                        retain_graph=True,
-                        create_graph=create_graph,
-                        allow_unused=True,
-                    )
-                else:
-                    grads = (None,) * len(inputs)
-                for k, (x, g) in enumerate(zip(inputs, grads)):
-                    if g is None and strict:
-                        raise RuntimeError(
-                            f"Output {len(blocks)} of the user-provided function "
-                            f"is independent of input {k}. This is not allowed "
-                            "in strict mode."
-                        )
-                    rows[k].append(zeros_like(x) if g is None else g)
-            block = tuple(
-                ops.reshape(
-                    ops.stack(r) if r else zeros_like(x).reshape(0, *x.shape), out.shape + x.shape
-                )
-                for r, x in zip(rows, inputs)
+
+        def vjp_at(k, cotangent):
+            if not outputs[k].requires_grad:
+                return (None,) * len(inputs)
+            return grad(
+                outputs[k],
+                inputs,
+                cotangent,
+                retain_graph=True,
+                create_graph=create_graph,
+                allow_unused=True,
             )
-            blocks.append(tuple(_finish(block, create_graph)))
+
+        blocks, independent = jacobian_blocks(vjp_at, outputs, inputs)
+    if strict and independent:
+        k, j = min(independent)
+        raise RuntimeError(
+            f"Output {k} of the user-provided function is independent of input {j}. "
+            "This is not allowed in strict mode."
+        )
+    blocks = [_finish(block, create_graph) for block in blocks]
     if single_out:
         return blocks[0][0] if single_in else blocks[0]
     return tuple(b[0] for b in blocks) if single_in else tuple(blocks)

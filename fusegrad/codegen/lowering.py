@@ -31,6 +31,10 @@ LLVM_TYPES = {
     "bfloat16": ir.FloatType(),
     "int64": ir.IntType(64),
     "int32": ir.IntType(32),
+    # uint8, int8 and int16 values are int32 holding only values they represent
+    "uint8": ir.IntType(32),
+    "int8": ir.IntType(32),
+    "int16": ir.IntType(32),
     "bool": BOOL,
 }
 
@@ -98,9 +102,14 @@ HALF_OVERFLOW = 65520.0  # halfway from float16's largest value, 65504, to 2**16
 
 
 def round_to(b, x, dtype):
-    """A float32 value rounded to the nearest ``dtype`` (float16 or bfloat16)
-    value, ties to even, as ``DType.round`` rounds eager values. Integer
-    operations on the bits: no dependence on the CPU's conversion instructions."""
+    """A value of ``dtype``'s storage rounded to ``dtype``, as ``DType.round``
+    rounds eager values: an int32 wrapped around into uint8's, int8's or
+    int16's range; a float32 rounded to the nearest float16 or bfloat16
+    value, ties to even, by integer operations on the bits (no dependence on
+    the CPU's conversion instructions)."""
+    if not dtype.is_floating_point:
+        narrow = b.trunc(x, ir.IntType(8 * dtype.itemsize))
+        return b.zext(narrow, x.type) if dtype.exchanged_as.kind == "u" else b.sext(narrow, x.type)
     if dtype is dtypes.bfloat16:
         bits = b.bitcast(x, I32)
         odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
@@ -129,7 +138,7 @@ def round_to(b, x, dtype):
 
 
 def _storage(dtype):
-    return dtypes.float32 if dtype.reduced else dtype
+    return dtypes.from_numpy_dtype(dtype.np)
 
 
 def _convert(b, args, eqn):
@@ -462,7 +471,7 @@ FUSED_REDUCTIONS = frozenset([P.reduce_sum, P.reduce_max, P.reduce_min])
 IN_NUMPY = {
     P.matmul: "BLAS",
     **dict.fromkeys(
-        (P.inverse, P.solve, P.det, P.logabsdet, P.det_sign, P.cholesky, P.eigh, P.svd),
+        (P.inverse, P.solve, P.det, P.logabsdet, P.det_sign, P.cholesky, P.eigh, P.svd, P.qr),
         "LAPACK",
     ),
     P.lower_part: "a triangle of matrices, rare (the gradient of a Cholesky factor)",

@@ -107,6 +107,59 @@ def unpack_saved(tensor, version):
     return tensor
 
 
+def next_sequence_number() -> int:
+    """A number above every node recorded so far, below every later one's."""
+    return next(_sequence)
+
+
+def stale_saved(node, since: int):
+    """The error the engine raises on reaching, from ``node``, a node numbered
+    above ``since`` that saved a tensor modified in place since; None when
+    there is none. A compiled call's backward raises it where eager's would."""
+    pending, seen = [node], set()
+    while pending:
+        node = pending.pop()
+        if node is None or node.sequence_nr <= since or node in seen:
+            continue
+        seen.add(node)
+        if isinstance(node, PrimitiveBackward) and not node.freed:
+            for tensor, version in (node.saved or {}).values():
+                current = tensor._version_counter[0]
+                if current != version:
+                    return modified_message(
+                        tensor.shape, tensor.type(), tensor.grad_fn, current, version
+                    )
+            if node.saved_out is not None:
+                data, dtype, counter, version = node.saved_out
+                if counter[0] != version:
+                    type_name = _tensor._make(data, dtype).type()
+                    return modified_message(data.shape, type_name, node, counter[0], version)
+        pending.extend(edge[0] for edge in node.edges if edge is not None)
+    return None
+
+
+def keep_originals(node, mark: int, tensor, copy) -> None:
+    """Before an in-place op overwrites ``tensor``: the nodes the op recorded
+    (those numbered above ``mark``, from ``node`` back) that saved
+    ``tensor`` or a view of it keep ``copy`` of it instead, as PyTorch's
+    in-place ops save their original ``self``."""
+    counter = tensor._version_counter
+    copies: dict = {}
+    pending, seen = [node], set()
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, PrimitiveBackward) or node.sequence_nr <= mark or node in seen:
+            continue
+        seen.add(node)
+        for i, (saved, _) in list((node.saved or {}).items()):
+            if saved._version_counter is counter:
+                if id(saved) not in copies:
+                    copies[id(saved)] = copy(saved)
+                original = copies[id(saved)]
+                node.saved[i] = (original, original._version_counter[0])
+        pending.extend(inner for inner, _ in node.edges)
+
+
 class Node:
     """Base of all backward nodes. Subclasses implement ``apply`` (a list of
     cotangents per output -> a list of cotangents per input) and ``release``."""

@@ -15,12 +15,15 @@ import numpy as np
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import is_symbolic, sizes_from_args
-from . import grad_mode, ops, random
+from . import complex_tensor, grad_mode, ops, random
+from . import memory_format as memory_formats
 from .devices import check_device
 from .tensor import TRACED_NUMBERS, Size, Tensor, recording
 
 
 def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
+    if dtype.is_complex:
+        return complex_tensor.from_array(data, requires_grad)
     if dtype.reduced:
         data = dtype.round(data)
     t = Tensor._new(data, dtype)
@@ -58,7 +61,9 @@ def _check_rectangular(values, dim):
 
 
 def _infer_dtype(values) -> dtypes.DType:
-    category = dtypes.BOOL
+    """The dtype of the widest kind of number among ``values``; without
+    numbers (``tensor([])``), the default dtype."""
+    category = -1  # no number yet
     stack = [values]
     while stack:
         v = stack.pop()
@@ -66,7 +71,7 @@ def _infer_dtype(values) -> dtypes.DType:
             stack.extend(v)
         else:
             category = max(category, dtypes.scalar_category(v))
-    return dtypes.DEFAULT_FOR_CATEGORY[category]
+    return dtypes.DEFAULT_FOR_CATEGORY[category] if category >= 0 else dtypes.default_float()
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -89,10 +94,22 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         values = _flatten_data(data)
         _check_rectangular(values, 0)
         inferred = _infer_dtype(values)
+        target = inferred if dtype is None else dtypes.as_dtype(dtype)
+        if target.reduced and target.category == dtypes.INTEGER:
+            _check_range(np.array(values), target)
         # straight to the requested dtype: through float32 a float64's digits would be lost
-        array = np.array(values, dtype=(inferred if dtype is None else dtypes.as_dtype(dtype)).np)
+        array = np.array(values, dtype=target.np)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else inferred
     return _finish(np.array(array, dtype=dtype.np, copy=True), dtype, requires_grad)
+
+
+def _check_range(values: np.ndarray, dtype) -> None:
+    """PyTorch refuses Python numbers beyond a narrow integer dtype's range,
+    but an unsigned one takes integers down to -max (wrapped around)."""
+    info = dtypes.iinfo(dtype)
+    low = -info.max if info.min == 0 and values.dtype.kind != "f" else info.min
+    if values.size and (values.min() < low or values.max() > info.max):
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
 
 
 def _holds_tensors(data) -> bool:
@@ -122,7 +139,8 @@ def _traced_copy(data, dtype, requires_grad: bool) -> Tensor:
 def _values_for_dtype(data):
     """``data`` with its tensors and traced numbers as zeros of their kind."""
     if isinstance(data, Tensor):
-        return np.zeros(data._data.shape, data._dtype.np) if not data._dtype.reduced else 0.0
+        exchanged_as = data._dtype.exchanged_as  # numpy has no bfloat16
+        return np.zeros(data._data.shape, exchanged_as) if exchanged_as is not None else 0.0
     if type(data) in TRACED_NUMBERS:
         return 0.0 if data.tensor._dtype.is_floating_point else 0
     if isinstance(data, (list, tuple)):
@@ -143,6 +161,8 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``array``."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    if array.dtype.kind == "c":
+        return complex_tensor.from_array(array)
     return (
         Tensor._make(array, dtypes.from_numpy_dtype(array.dtype))
         if array.dtype in (np.float32, np.float64, np.int64, np.int32, np.bool_)
@@ -150,9 +170,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     )
 
 
-def _filled(value, size, dtype, requires_grad, default=dtypes.float32):
+def _filled(value, size, dtype, requires_grad, default=None):
     shape = sizes_from_args(size)
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else default
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else default or dtypes.default_float()
     if is_symbolic(shape) and not requires_grad:
         # a traced size that varies between calls: the fill is computed at
         # its run-time size, and writable, as a fresh tensor is
@@ -202,28 +222,51 @@ def _like(input, dtype):
     return dtypes.as_dtype(dtype) if dtype is not None else input._dtype
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+def _laid_out_like(t: Tensor, input: Tensor, memory_format, caller: str) -> Tensor:
+    """``t``, just made in C order, laid out as ``memory_format`` says beside
+    ``input`` (in a trace it stays: programs keep no layouts); None is preserve_format."""
+    memory_format = memory_format or memory_formats.preserve_format
+    memory_formats.check(memory_format, caller)
+    memory_formats.check_rank(memory_format, t.ndim)
+    if recording.trace is None and not t.is_complex():
+        t._data = memory_formats.laid_out(t._data, memory_format, input._data)
+    return t
+
+
+_PRESERVE = memory_formats.preserve_format
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_PRESERVE):
     check_device(device)
     dtype = _like(input, dtype)
-    return _filled(0, input.shape, dtype, requires_grad)
+    return _laid_out_like(
+        _filled(0, input.shape, dtype, requires_grad), input, memory_format, "zeros_like"
+    )
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_PRESERVE):
     check_device(device)
     dtype = _like(input, dtype)
-    return _filled(1, input.shape, dtype, requires_grad)
+    return _laid_out_like(
+        _filled(1, input.shape, dtype, requires_grad), input, memory_format, "ones_like"
+    )
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_PRESERVE):
     check_device(device)
     dtype = _like(input, dtype)
-    return _filled(0, input.shape, dtype, requires_grad)
+    return _laid_out_like(
+        _filled(0, input.shape, dtype, requires_grad), input, memory_format, "empty_like"
+    )
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full_like(
+    input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=_PRESERVE
+):
     check_device(device)
     dtype = _like(input, dtype)
-    return _filled(fill_value, input.shape, dtype, requires_grad)
+    filled = _filled(fill_value, input.shape, dtype, requires_grad)
+    return _laid_out_like(filled, input, memory_format, "full_like")
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -245,7 +288,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """The deprecated ``torch.range``: from start to end inclusive, float32 by default."""
+    """The deprecated ``torch.range``: from start to end inclusive, of the
+    default dtype unless ``dtype`` is given."""
     check_device(device)
     if end is None:
         start, end = 0, start
@@ -260,7 +304,7 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         UserWarning,
         stacklevel=2,
     )
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_float()
     count = math.floor((end - start) / step) + 1
     values = start + step * np.arange(count, dtype=np.float64)
     return _finish(values.astype(dtype.np), dtype, requires_grad)
@@ -270,7 +314,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     check_device(device)
     if not isinstance(steps, int) or steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_float()
     return _finish(np.linspace(start, end, steps).astype(dtype.np), dtype, requires_grad)
 
 
@@ -278,7 +322,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     check_device(device)
     if not isinstance(steps, int) or steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_float()
     values = np.logspace(start, end, steps, base=base)
     return _finish(values.astype(dtype.np), dtype, requires_grad)
 
@@ -287,7 +331,7 @@ def _window(name, coefficients, window_length, periodic, dtype, requires_grad):
     """A generalized cosine window: sum of c_k cos(2 pi k n / N), signs alternating."""
     if not isinstance(window_length, int) or window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got {window_length}")
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_float()
     if window_length <= 1:
         return _finish(np.ones(window_length, dtype.np), dtype, requires_grad)
     period = window_length if periodic else window_length - 1
@@ -314,13 +358,13 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     for name, value in (("n", n), ("m", m)):
         if value is not None and (not isinstance(value, int) or value < 0):
             raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_float()
     return _finish(np.eye(n, m, dtype=dtype.np), dtype, requires_grad)
 
 
 def _random(sample, name, size, generator, dtype, requires_grad):
     shape = sizes_from_args(size)
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_float()
     t = sample(random.stream(generator, name), shape, dtype)
     # a sampler may end in a view of its own scratch (Box-Muller's pairs): a
     # fresh tensor is no view, so in-place updates of it (p.data += ...) compile
@@ -342,16 +386,34 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
     return _random(random.standard_normal, "randn", size, generator, dtype, requires_grad)
 
 
-def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+def rand_like(
+    input,
+    *,
+    generator=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    memory_format=_PRESERVE,
+):
     check_device(device)
     dtype = _like(input, dtype)
-    return rand(input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad)
+    drawn = rand(input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad)
+    return _laid_out_like(drawn, input, memory_format, "rand_like")
 
 
-def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+def randn_like(
+    input,
+    *,
+    generator=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    memory_format=_PRESERVE,
+):
     check_device(device)
     dtype = _like(input, dtype)
-    return randn(input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad)
+    drawn = randn(input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad)
+    return _laid_out_like(drawn, input, memory_format, "randn_like")
 
 
 def _integers(low, high, shape, generator, dtype, requires_grad, name):
@@ -384,13 +446,22 @@ def randint(
 
 
 def randint_like(
-    input, low=0, high=None, *, generator=None, dtype=None, device=None, requires_grad=False
+    input,
+    low=0,
+    high=None,
+    *,
+    generator=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    memory_format=_PRESERVE,
 ):
     """``randint_like(input, high)`` or ``randint_like(input, low, high)``."""
     if high is None:
         low, high = 0, low
     dtype = _like(input, dtype)
-    return _integers(low, high, input.shape, generator, dtype, requires_grad, "randint_like")
+    drawn = _integers(low, high, input.shape, generator, dtype, requires_grad, "randint_like")
+    return _laid_out_like(drawn, input, memory_format, "randint_like")
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -422,8 +493,9 @@ def legacy_construct(dtype, args, kwargs):
 
 
 def legacy_tensor(cls, args, kwargs):
-    """``Tensor(data)`` copies data as float32; ``Tensor(2, 3)`` makes a 2x3 tensor."""
-    t = legacy_construct(dtypes.float32, args, kwargs)
+    """``Tensor(data)`` copies data as the default dtype; ``Tensor(2, 3)`` makes a
+    2x3 tensor."""
+    t = legacy_construct(dtypes.default_float(), args, kwargs)
     if cls is not Tensor:
         raise TypeError(f"{cls.__name__} cannot be constructed this way")
     return t

@@ -8,6 +8,8 @@ positions of their True elements.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..ir import dtypes
@@ -17,21 +19,35 @@ from .tensor import NumberOperand, Tensor, constant_array, recording
 
 
 def _index_tensor(value):
-    """An integer index tensor, or a numpy bool array for a mask."""
+    """An integer index tensor, or a numpy bool array for a mask (a uint8
+    one too, with PyTorch's deprecation warning)."""
     if isinstance(value, Tensor):
         if value.dtype is dtypes.bool_:
             return value._data
-        if value.dtype.category != dtypes.INTEGER:
+        if value.dtype is dtypes.uint8:
+            return _byte_mask(value._data)
+        if value.dtype not in (dtypes.int64, dtypes.int32):
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         return value if value.dtype is dtypes.int64 else P.convert(value, dtype=dtypes.int64)
     data = np.asarray(value)
     if data.dtype == np.bool_:
         return data
+    if data.dtype == np.uint8:
+        return _byte_mask(data)
     if data.size == 0:
         data = data.astype(np.int64)
     if data.dtype.kind not in "iu":
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     return constant_array(data.astype(np.int64, copy=False), dtypes.int64)
+
+
+def _byte_mask(data: np.ndarray) -> np.ndarray:
+    warnings.warn(
+        "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+        UserWarning,
+        stacklevel=5,  # the indexing expression
+    )
+    return data != 0
 
 
 def _check_mask(mask: np.ndarray, shape: tuple, start: int) -> None:
@@ -143,6 +159,10 @@ def setitem(tensor: Tensor, index, value) -> None:
     elif not isinstance(value, (bool, int, float, np.number, NumberOperand)):
         raise TypeError(f"can't assign a {type(value).__name__} to a {tensor.type()}")
     if _whole_mask(tensor, index) and (not isinstance(value, Tensor) or value.ndim == 0):
+        if index._dtype is dtypes.uint8:  # PyTorch's masked_fill_ takes no byte mask
+            raise RuntimeError(
+                "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char"
+            )
         # one value where a mask of the tensor's shape holds: no shape depends
         # on the mask's values, so this compiles too
         tensor._commit_inplace(P.where(index, value, tensor))
@@ -154,6 +174,6 @@ def setitem(tensor: Tensor, index, value) -> None:
 def _whole_mask(tensor: Tensor, index) -> bool:
     return (
         isinstance(index, Tensor)
-        and index._dtype is dtypes.bool_
+        and index._dtype in (dtypes.bool_, dtypes.uint8)
         and index._data.shape == tensor._data.shape
     )

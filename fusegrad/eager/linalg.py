@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections import namedtuple
+
+import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.shapes import normalize_axes, normalize_dim
 from .autocast_policy import autocasts
-from .creation import eye
+from .creation import arange, eye
 from .ops import (
     _named,
     _promote_all,
@@ -34,6 +37,7 @@ from .ops import (
     unsqueeze,
     where,
 )
+from .tensor import Tensor
 
 
 def _result_type(name, fields):
@@ -143,6 +147,96 @@ def _torch_svd(input, some=True, compute_uv=True):
     """``torch.svd``: U, S and V (not V^T), reduced unless ``some=False``."""
     u, values, vh = svd(input, full_matrices=not some)
     return TorchSvdResult(u, values, P.swap_last(vh))
+
+
+# deprecated functions whose warning was given: PyTorch gives it once
+_deprecations_warned: set = set()
+
+QrResult = _result_type("linalg_qr", ["Q", "R"])
+TorchQrResult = _result_type("qr", ["Q", "R"])
+_QR_MODES = ("reduced", "complete", "r")
+
+
+@autocasts("linalg_qr")
+def qr(A, mode="reduced"):
+    """A = QR, Q's columns orthonormal, R upper triangular: Q (m, k) and R
+    (k, n), k the smaller size ("reduced"); Q square and R (m, n)
+    ("complete"); R alone, Q empty ("r", which has no gradient)."""
+    A = as_tensor_arg(A, "A")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    if mode not in _QR_MODES:
+        raise RuntimeError(
+            f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+            "'r', or 'complete'"
+        )
+    if not A._dtype.is_floating_point:
+        raise RuntimeError(
+            "linalg.qr: Expected a floating point or complex tensor as input. Got "
+            f"{A._dtype.scalar_name}"
+        )
+    q, r = P.qr_parts(P.qr(A, mode=mode), A.shape[-2])
+    if mode == "r":
+        q = Tensor._new(np.zeros(0, A._dtype.np), A._dtype)
+    return QrResult(q, r)
+
+
+@public(name="qr")
+def _torch_qr(input, some=True):
+    """The deprecated ``torch.qr``: reduced unless ``some=False``."""
+    if "qr" not in _deprecations_warned:
+        _deprecations_warned.add("qr")
+        warnings.warn(
+            "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future "
+            "PyTorch release.\nThe boolean parameter 'some' has been replaced with a string "
+            "parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with\nQ, R = "
+            "torch.linalg.qr(A, 'reduced' if some else 'complete')",
+            UserWarning,
+            stacklevel=2,
+        )
+    return TorchQrResult(*qr(input, "reduced" if some else "complete"))
+
+
+@autocasts("linalg_householder_product")
+def householder_product(A, tau):
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i
+    A's column i below its diagonal with a 1 on it: Q from the reflectors
+    LAPACK's geqrf leaves (its orgqr)."""
+    A, tau = as_tensor_arg(A, "A"), as_tensor_arg(tau, "tau")
+    name = "torch.linalg.householder_product"
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    m, n = A.shape[-2:]
+    if m < n:
+        raise RuntimeError(
+            f"{name}: input.shape[-2] must be greater than or equal to input.shape[-1]"
+        )
+    if n < tau.shape[-1]:
+        raise RuntimeError(
+            f"{name}: input.shape[-1] must be greater than or equal to tau.shape[-1]"
+        )
+    if tau.shape[:-1] != A.shape[:-2]:
+        raise RuntimeError(
+            f"{name}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+            f"{list(tau.shape[:-1])}"
+        )
+    if tau._dtype is not A._dtype:
+        raise RuntimeError(
+            f"{name}: tau dtype {tau._dtype.scalar_name} does not match input dtype "
+            f"{A._dtype.scalar_name}"
+        )
+    rows = unsqueeze(arange(m), -1)
+    product = expand(eye(m, n, dtype=A._dtype), A.shape)
+    for i in reversed(range(tau.shape[-1])):  # H_i applied to the product of those after it
+        v = where(rows > i, A[..., i : i + 1], (rows == i).to(A._dtype))
+        projected = sum(v * product, -2, keepdim=True)
+        product = product - unsqueeze(tau[..., i : i + 1], -1) * v * projected
+    return product
+
+
+@public
+def orgqr(input, tau):
+    return householder_product(input, tau)
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False):

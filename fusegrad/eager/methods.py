@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from . import creation, einsum, indexing, linalg, ops, tensor_types  # noqa: F401  (registering)
+from . import complex_tensor, creation, einsum, indexing, linalg, ops, sparse, storage, tensor_types  # noqa: F401  (registering)
 from .tensor import Tensor
 
 for _name, _op in ops.METHODS.items():
@@ -21,7 +21,10 @@ def _operator(prim, floating=False):
         if other.__class__ is Tensor and self._dtype is other._dtype:
             if not floating or self._dtype.category == dtypes.FLOATING:
                 return prim(self, other)
-        return ops.binary_operator(prim, self, other, floating)
+        result = ops.binary_operator(prim, self, other, floating)
+        if result is NotImplemented:  # a complex number: complex tensors' operator
+            return complex_tensor.operator(prim.name, self, other)
+        return result
 
     return method
 
@@ -31,8 +34,10 @@ def _forward(op):
     operand the operators do not take."""
 
     def method(self, other):
-        other = ops.operator_operand(other)
-        return NotImplemented if other is None else op(self, other)
+        operand = ops.operator_operand(other)
+        if operand is None:  # a complex number: complex tensors' operator
+            return complex_tensor.operator(op.__name__, self, other)
+        return op(self, operand)
 
     return method
 
@@ -40,7 +45,7 @@ def _forward(op):
 def _reflected(prim, floating=False):
     def method(self, other):
         if not isinstance(other, (Tensor, *ops._NUMBERS)):
-            return NotImplemented
+            return complex_tensor.operator(prim.name, other, self)
         return ops._binary(prim, other, self, floating)
 
     return method
@@ -71,7 +76,9 @@ Tensor.__add__ = _operator(P.add)
 Tensor.__radd__ = _reflected(P.add)
 Tensor.__sub__ = _forward(ops.sub)
 Tensor.__rsub__ = lambda self, other: (
-    ops.rsub(self, other) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
+    ops.rsub(self, other)
+    if isinstance(other, (Tensor, *ops._NUMBERS))
+    else complex_tensor.operator("sub", other, self)
 )
 Tensor.__mul__ = _operator(P.mul)
 Tensor.__rmul__ = _reflected(P.mul)
@@ -83,7 +90,9 @@ Tensor.__mod__ = _operator(P.remainder)
 Tensor.__rmod__ = _reflected(P.remainder)
 Tensor.__pow__ = _forward(ops.pow)
 Tensor.__rpow__ = lambda self, other: (
-    ops.pow(other, self) if isinstance(other, (Tensor, *ops._NUMBERS)) else NotImplemented
+    ops.pow(other, self)
+    if isinstance(other, (Tensor, *ops._NUMBERS))
+    else complex_tensor.operator("pow", other, self)
 )
 Tensor.__matmul__ = lambda self, other: (
     ops.matmul(self, other) if isinstance(other, Tensor) else NotImplemented
@@ -115,11 +124,26 @@ Tensor.float = lambda self: ops.to(self, dtypes.float32)
 Tensor.double = lambda self: ops.to(self, dtypes.float64)
 Tensor.long = lambda self: ops.to(self, dtypes.int64)
 Tensor.int = lambda self: ops.to(self, dtypes.int32)
+Tensor.short = lambda self: ops.to(self, dtypes.int16)
+Tensor.char = lambda self: ops.to(self, dtypes.int8)
+Tensor.byte = lambda self: ops.to(self, dtypes.uint8)
 Tensor.bool = lambda self: ops.to(self, dtypes.bool_)
 Tensor.half = lambda self: ops.to(self, dtypes.float16)
 Tensor.bfloat16 = lambda self: ops.to(self, dtypes.bfloat16)
 Tensor.cpu = lambda self: self
-Tensor.type_as = lambda self, other: ops.to(self, other.dtype)
+Tensor.layout = sparse.strided
+Tensor.to_sparse = Tensor.to_sparse_coo = sparse.to_sparse
+Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: ops.to(self, dtype)
+Tensor.to = complex_tensor.converting_to_complex(ops.METHODS["to"])
+Tensor.type_as = lambda self, other: self.to(other.dtype)
+Tensor.cfloat = lambda self: self.to(dtypes.complex64)
+Tensor.cdouble = lambda self: self.to(dtypes.complex128)
+# complex numbers' attributes, of real tensors (complex ones: complex_tensor.py)
+Tensor.real = property(lambda self: self)
+Tensor.imag = property(complex_tensor.imag)
+Tensor.conj = Tensor.conj_physical = lambda self: self
+Tensor.is_conj = lambda self: False
+Tensor.adjoint = lambda self: self.mH
 
 
 Tensor.__iadd__ = _forward(Tensor.add_)
@@ -169,7 +193,12 @@ def _elementwise_python(self, fn, *others):
     place: plain Python, eager only, no gradient, as PyTorch's CPU-only
     ``apply_`` and ``map_``."""
     ops._eager_only("apply_ and map_", "Python code runs on each element")
-    self._check_inplace()
+    name = "map_" if others else "apply_"
+    if self._requires_grad or any(o._requires_grad for o in others):
+        raise RuntimeError(
+            f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() "
+            "instead."
+        )
     arrays = [np.broadcast_to(o._data, self.shape) for o in others]
     values = np.vectorize(fn, otypes=[self._dtype.np])(self._data, *arrays)
     return self._commit_inplace(Tensor._make(np.asarray(values, self._dtype.np), self._dtype))
@@ -178,3 +207,5 @@ def _elementwise_python(self, fn, *others):
 Tensor.apply_ = lambda self, callable: _elementwise_python(self, callable)
 Tensor.map_ = lambda self, tensor, callable: _elementwise_python(self, callable, tensor)
 Tensor.argwhere = lambda self: ops.argwhere(self)
+
+complex_tensor.refuse_what_complex_tensors_lack()  # once every method is added

@@ -329,7 +329,7 @@ def normal(
                 f"normal(): argument 'size' must be tuple of ints, not {_describe(size)}"
             )
         _check_std(std)
-        dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+        dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_float()
         shape = sizes_from_args(size)
         out = standard_normal(stream(generator, "normal"), shape, dtype) * std + mean
         return out.requires_grad_() if requires_grad else out

@@ -9,6 +9,7 @@ live in ``ops/``.
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from ..ir import dtypes
 from ..ir import primitives as P
 from ..runtime import native_eager
 from . import autograd, devices, grad_mode
+from . import memory_format as memory_formats
 
 
 def tensor_type_name(dtype) -> str:
@@ -93,6 +95,9 @@ class Tensor:
     _accumulator = None
     _volatile = False
     _inference = False  # made in inference mode (grad_mode.inference_mode)
+    # the version at which a base's shape last changed in place (t_(),
+    # resize_(), ...): views taken before it hold steps from the old shape
+    _layout_version = 0
     __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * t
 
     def __new__(cls, *args, **kwargs):
@@ -261,6 +266,33 @@ class Tensor:
 
     @property
     def mT(self) -> Tensor:
+        return self._matrices_transposed("mT", "This function is the identity in these cases.")
+
+    @property
+    def mH(self) -> Tensor:
+        """The conjugate transpose of each matrix: of real ones, mT."""
+        return self._matrices_transposed("mH", "Consider using x.conj().")
+
+    @property
+    def H(self) -> Tensor:
+        if self._data.ndim not in (0, 2):
+            hint = " For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""
+            raise RuntimeError(
+                "tensor.H is only supported on matrices (2-D tensors). Got "
+                f"{self._data.ndim}-D tensor.{hint}"
+            )
+        return self._matrices_transposed("H", "Consider using x.conj().")
+
+    def _matrices_transposed(self, name: str, hint: str) -> Tensor:
+        ndim = self._data.ndim
+        if ndim == 0:
+            warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. {hint}", stacklevel=3)
+            return self
+        if ndim == 1:
+            raise RuntimeError(
+                f"tensor.{name} is only supported on matrices or batches of matrices. Got 1-D "
+                "tensor."
+            )
         return self.transpose(-2, -1)
 
     def size(self, dim=None):
@@ -282,12 +314,23 @@ class Tensor:
     def element_size(self) -> int:
         return self._dtype.itemsize
 
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of its elements (a view's or an expanded tensor's counted
+        as if they were its own), as PyTorch counts them."""
+        return self.numel() * self._dtype.itemsize
+
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self, memory_format=memory_formats.contiguous_format) -> bool:
         self._layout_read("is_contiguous()")
-        return self._data.flags.c_contiguous
+        memory_formats.check(memory_format, "is_contiguous")
+        return memory_formats.is_laid_out(self._data, memory_format)
 
     def _layout_read(self, what: str) -> None:
         """A compiled program is shared by arguments of any layout: Python
@@ -338,11 +381,11 @@ class Tensor:
         return data if dtype is None else data.astype(dtype)
 
     def _reduced_array(self) -> np.ndarray:
-        """A float16 tensor's values as numpy's float16 (a copy: the storage is
-        float32); numpy has no bfloat16, and PyTorch refuses to convert it."""
-        if self._dtype is dtypes.bfloat16:
-            raise TypeError("Got unsupported ScalarType BFloat16")
-        return self._data.astype(np.float16)
+        """A reduced tensor's values as numpy's type of its dtype (a copy: the
+        storage is wider); numpy has no bfloat16, and PyTorch refuses to convert it."""
+        if self._dtype.exchanged_as is None:
+            raise TypeError(f"Got unsupported ScalarType {self._dtype.scalar_name}")
+        return self._data.astype(self._dtype.exchanged_as)
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
@@ -383,7 +426,7 @@ class Tensor:
             suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
-        return tensor_repr(self._data, self._dtype, dtypes.float32, suffixes)
+        return tensor_repr(self._data, self._dtype, dtypes.default_float(), suffixes)
 
     def __format__(self, format_spec: str) -> str:
         """A 0-d tensor formats as its Python number (``f"{loss:.4f}"``);
@@ -539,14 +582,17 @@ class Tensor:
                 "operation."
             )
 
-    def _commit_inplace(self, result: Tensor) -> Tensor:
-        """Makes ``result`` (computed out of place from self) this tensor's value and history."""
+    def _check_inference_update(self) -> None:
         if grad_mode.inference_tensors_exist and self._inference and not grad_mode._state.inference:
             raise RuntimeError(
                 "Inplace update to inference tensor outside InferenceMode is not allowed."
                 "You can make a clone to get a normal tensor before doing inplace update."
                 "See https://github.com/pytorch/rfcs/pull/17 for more details."
             )
+
+    def _commit_inplace(self, result: Tensor) -> Tensor:
+        """Makes ``result`` (computed out of place from self) this tensor's value and history."""
+        self._check_inference_update()
         if not np.can_cast(result._data.dtype, self._data.dtype, casting="same_kind"):
             raise RuntimeError(
                 f"result type {result._dtype.scalar_name} can't be cast "
@@ -564,17 +610,38 @@ class Tensor:
         if base is not None and recording.trace is not None:
             # functionalized: the trace knows the base's new value, and the view's
             return self._commit_through_base(result, traced_only=True)
+        if result._dtype is not self._dtype:  # the value stored, as the trace and autograd see it
+            result = P.convert(result, dtype=self._dtype)
+        if result.grad_fn is None and self._requires_grad and grad_mode.is_grad_enabled():
+            result = _passing_zeros(self, result)
         if recording.trace is not None:  # first: the trace snapshots the old value
             recording.trace.rebind(self, result)
-        data = result._data
-        if self._dtype.reduced and result._dtype is not self._dtype:
-            data = self._dtype.round(data)
-        np.copyto(self._data, data, casting="unsafe")
+        np.copyto(self._data, result._data)
         self._version_counter[0] += 1
         if result.grad_fn is not None:
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
             self._requires_grad = True
+        return self
+
+    def _commit_layout(self, view: Tensor) -> Tensor:
+        """Makes ``view``, this tensor's elements in another shape (squeeze,
+        transpose, ...), this tensor, as PyTorch's squeeze_(), t_(), ... do:
+        the same storage and version counter, the view's history; a view
+        stays a view of its base, one step further."""
+        self._check_inference_update()
+        if recording.trace is not None:
+            recording.trace.relayout(self, view)
+        self._data = view._data
+        if view.grad_fn is not None:
+            self.grad_fn, self._output_nr = view.grad_fn, view._output_nr
+            self._requires_grad = True
+        self._version_counter[0] += 1
+        if self._base is None:
+            self._layout_version = self._version_counter[0]
+        else:
+            self._view_steps = view._view_steps
+            self._view_version = self._version_counter[0]
         return self
 
     def _commit_through_base(self, result: Tensor, traced_only: bool = False) -> Tensor:
@@ -584,6 +651,11 @@ class Tensor:
         the new base (so gradients flow to both). ``traced_only``: autograd
         sees nothing, a trace records the change."""
         base, steps = self._base, self._view_steps
+        if base._layout_version > self._view_version:
+            what = "in-place modification of a view taken before its base's shape changed in place"
+            if traced_only:
+                recording.trace.unsupported(what)
+            raise RuntimeError(f"{what} (t_(), squeeze_(), resize_(), ...); take the view again")
         try:
             written = _written_into(base, steps, result)
         except RuntimeError:
@@ -610,6 +682,14 @@ def _unwritable_reason(data: np.ndarray) -> str:
             "a single memory location. Please clone() the tensor before performing the operation."
         )
     return "unsupported operation: the written-to tensor's memory is read-only. Please clone() it."
+
+
+def _passing_zeros(tensor: Tensor, value: Tensor) -> Tensor:
+    """``value``, an op's result with no gradient (sign, floor, ...) about
+    to replace ``tensor``'s, as a function of ``tensor`` whose gradient is
+    zeros: PyTorch's in-place op passes zeros to the history it replaces,
+    where keeping that history would pass the old value's gradient."""
+    return P.where(constant(False, dtypes.bool_), tensor, value)
 
 
 def _written_into(base: Tensor, steps: tuple, value: Tensor) -> Tensor:
@@ -662,7 +742,9 @@ def constant(value, dtype) -> Tensor:
     key = (value, value.__class__, dtype)
     found = _constants.get(key)
     if found is None:
-        data = np.array(value, dtype.np)
+        # wrapped around into a narrow integer type, as PyTorch converts a
+        # scalar operand (a float one stays unrounded: float32 beside a half)
+        data = dtype.round(value) if dtype.category == dtypes.INTEGER else np.array(value, dtype.np)
         data.flags.writeable = False
         found = Tensor._make(data, dtype)
         found._constant = True  # a trace records it as a constant, not an input

@@ -11,8 +11,7 @@ from ..ir import dtypes
 from . import creation, devices, ops
 from .tensor import Tensor, tensor_type_name
 
-# One type per dtype fusegrad has (PyTorch's ByteTensor, CharTensor and
-# ShortTensor are of dtypes it has not).
+# One type per dtype fusegrad has.
 _DTYPES = (
     dtypes.float32,
     dtypes.float64,
@@ -20,6 +19,9 @@ _DTYPES = (
     dtypes.bfloat16,
     dtypes.int64,
     dtypes.int32,
+    dtypes.int16,
+    dtypes.int8,
+    dtypes.uint8,
     dtypes.bool_,
 )
 
@@ -73,6 +75,9 @@ HalfTensor = _tensor_type(LegacyTensorType, "fusegrad", dtypes.float16)
 BFloat16Tensor = _tensor_type(LegacyTensorType, "fusegrad", dtypes.bfloat16)
 LongTensor = _tensor_type(LegacyTensorType, "fusegrad", dtypes.int64)
 IntTensor = _tensor_type(LegacyTensorType, "fusegrad", dtypes.int32)
+ShortTensor = _tensor_type(LegacyTensorType, "fusegrad", dtypes.int16)
+CharTensor = _tensor_type(LegacyTensorType, "fusegrad", dtypes.int8)
+ByteTensor = _tensor_type(LegacyTensorType, "fusegrad", dtypes.uint8)
 BoolTensor = _tensor_type(LegacyTensorType, "fusegrad", dtypes.bool_)
 
 _BY_NAME = {
@@ -84,6 +89,9 @@ _BY_NAME = {
         BFloat16Tensor,
         LongTensor,
         IntTensor,
+        ShortTensor,
+        CharTensor,
+        ByteTensor,
         BoolTensor,
     )
 }

@@ -1629,6 +1629,74 @@ cholesky = Primitive(
 cholesky.defvjp(x=_cholesky_vjp)
 
 
+def _qr_impl(x, mode):
+    """Q stacked over R^T: one LAPACK call for both, of one width (Q's columns)."""
+    q, r = np.linalg.qr(x, mode="complete" if mode == "complete" else "reduced")
+    return np.concatenate([q, np.swapaxes(r, -1, -2)], axis=-2)
+
+
+def _qr_rule(x, mode):
+    _require_float("linalg.qr", x)
+    if x.ndim < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    m, n = x.shape[-2], x.shape[-1]
+    columns = m if mode == "complete" else min(m, n)
+    return tuple(x.shape[:-2]) + (m + n, columns), x.dtype
+
+
+def qr_parts(stacked, m):
+    """(Q, R) from qr's one output: Q's m rows above R's transpose."""
+    rows = (("slice", None, None, None),) * (stacked.ndim - 2)
+    q = index(stacked, spec=rows + (("slice", 0, m, None),))
+    return q, swap_last(index(stacked, spec=rows + (("slice", m, None, None),)))
+
+
+def _columns(x, start, stop):
+    return index(
+        x, spec=(("slice", None, None, None),) * (x.ndim - 1) + (("slice", start, stop, None),)
+    )
+
+
+def _qr_vjp_tall(q, r, g_q, g_r):
+    """A = QR with R square (m >= n): with M = Q^T gQ - gQ^T Q + R gR^T - gR R^T,
+    Q (gR + tril(M) R^-T) + (gQ - Q Q^T gQ) R^-T (Walter and Lehmann, 2018)."""
+    qt_gq = matmul(swap_last(q), g_q)
+    r_grt = matmul(r, swap_last(g_r))
+    lower = lower_part(qt_gq - swap_last(qt_gq) + r_grt - swap_last(r_grt), diagonal_scale=1.0)
+    outside = g_q - matmul(q, qt_gq)
+    # X R^-T, a solve with R
+    return matmul(q, g_r) + swap_last(solve(r, swap_last(matmul(q, lower) + outside)))
+
+
+def _qr_vjp(g, x, out, mode):
+    """A wide matrix [X | Y] = Q [U | V]: X = QU is a square factorization,
+    V = Q^T Y sends Q gV to Y and Y gV^T to Q's cotangent."""
+    if mode == "r":
+        raise RuntimeError(
+            "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+            "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
+            "linalg.qr."
+        )
+    m, n = x.shape[-2], x.shape[-1]
+    if mode == "complete" and m > n:
+        raise RuntimeError(
+            "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
+        )
+    q, r = qr_parts(out, m)
+    g_q, g_r = qr_parts(g, m)
+    if m >= n:
+        return _qr_vjp_tall(q, r, g_q, g_r)
+    y, g_v = _columns(x, m, None), _columns(g_r, m, None)
+    g_x = _qr_vjp_tall(q, _columns(r, 0, m), g_q + matmul(y, swap_last(g_v)), _columns(g_r, 0, m))
+    return concatenate(g_x, matmul(q, g_v), axis=x.ndim - 1)
+
+
+# one output, Q stacked over R^T, so that one LAPACK call serves both; mode
+# "r" computes Q too, which its public function does not return
+qr = Primitive("qr", _qr_impl, _qr_rule, backward_name="LinalgQrBackward0")
+qr.defvjp(x=_qr_vjp)
+
+
 # ------------------------------------------------------------------ random bits
 
 # Philox-4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy

@@ -7,6 +7,7 @@ over tiles has primitives of its own; see primitives.py."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import numbers
 import warnings
@@ -16,7 +17,16 @@ import numpy as np
 from ..eager import creation, ops
 from ..eager.autocast_policy import autocasts
 from ..eager.grad_mode import no_grad
-from ..eager.ops import _named, _rounded_once, gelu, log_softmax, sigmoid, softmax, tanh
+from ..eager.ops import (
+    _named,
+    _rounded_once,
+    gelu,
+    index_tensors,
+    log_softmax,
+    sigmoid,
+    softmax,
+    tanh,
+)
 from ..eager.random import bernoulli_mask
 from ..eager.tensor import Tensor, constant_array
 from ..ir import dtypes
@@ -51,8 +61,17 @@ __all__ = [
     "max_pool2d",
     "avg_pool1d",
     "avg_pool2d",
+    "max_pool3d",
+    "avg_pool3d",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
     "pad",
     "embedding",
     "one_hot",
@@ -197,6 +216,27 @@ def softsign(input: Tensor) -> Tensor:
 
 def softmin(input: Tensor, dim=None, dtype=None) -> Tensor:
     return softmax(-input, dim, dtype)
+
+
+def gumbel_softmax(
+    logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1
+) -> Tensor:
+    """A sample of the Gumbel-softmax distribution: softmax((logits + g) / tau)
+    with g Gumbel noise, -log of an exponential draw. ``hard``: the one-hot
+    of its largest entry, differentiated as the soft sample (straight
+    through: the one-hot minus the soft sample without its gradient, plus it)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -ops.log(creation.empty_like(logits).exponential_())
+    soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    largest = ops.argmax(soft, dim, keepdim=True)
+    one_hot = ops.scatter(creation.zeros_like(logits), dim, largest, 1.0)
+    return one_hot - soft.detach() + soft
+
+
+__all__ += ["gumbel_softmax"]
 
 
 # ------------------------------------------------------------ linear, dropout
@@ -588,10 +628,15 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     values = pooling.unbatch(values)
     if not return_indices:
         return values
-    positions = pooling.input_positions()
+    return values, pooling.unbatch(_chosen_positions(pooling.input_positions(), taps))
+
+
+def _chosen_positions(positions: np.ndarray, taps: Tensor) -> Tensor:
+    """Max pooling's indices: ``positions`` (taps, *counts), the flat input
+    position each tap of each window reads, at the taps (N, C, *counts) chosen."""
     table = constant_array(positions.reshape(1, 1, *positions.shape), dtypes.int64)
     picked = ops.gather(ops.expand(table, *taps.shape[:2], *positions.shape), 2, taps.unsqueeze(2))
-    return values, pooling.unbatch(ops.squeeze(picked, 2))
+    return ops.squeeze(picked, 2)
 
 
 @_named("MaxPool2DWithIndicesBackward0")
@@ -608,6 +653,15 @@ def max_pool2d(
 ):
     """The maximum of each window of (N, C, H, W) or (C, H, W) (``padding`` adds -inf)."""
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+@autocasts("max_pool3d")
+@_named("MaxPool3DWithIndicesBackward0")
+def max_pool3d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """The maximum of each window of (N, C, D, H, W) or (C, D, H, W) (``padding`` adds -inf)."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
 def _avg_pool(
@@ -647,6 +701,23 @@ def avg_pool2d(
     ``divisor_override``."""
     return _avg_pool(
         input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2
+    )
+
+
+@autocasts("avg_pool3d")
+@_named("AvgPool3DBackward0")
+def avg_pool3d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+) -> Tensor:
+    """The mean of each window of (N, C, D, H, W) or (C, D, H, W), as avg_pool2d's."""
+    return _avg_pool(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3
     )
 
 
@@ -693,6 +764,122 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """Means over ``output_size`` windows per axis, as even as the sizes allow."""
     return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+@autocasts("adaptive_avg_pool3d")
+@_named("AdaptiveAvgPool3DBackward0")
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    return _adaptive_avg_pool(input, output_size, 3, "adaptive_avg_pool3d")
+
+
+def _adaptive_max_counts(input, output_size, dims, name) -> tuple:
+    """The windows per axis of an adaptive max pooling (None: as many as the
+    input has), with PyTorch's checks of the input and ``output_size``."""
+    sequence = isinstance(output_size, (tuple, list))
+    if dims > 1 and sequence and input.ndim <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+    if dims == 1 and input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for argument "
+            f"#1 'self' (while checking arguments for {name})"
+        )
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(
+            f"{name}(): Expected {dims + 1}D or {dims + 2}D tensor, but got: {list(input.shape)}"
+        )
+    wanted = tuple(output_size) if sequence else (output_size,) * dims
+    if len(wanted) != dims:
+        if dims == 1:
+            raise RuntimeError(
+                f"{name}() argument 'output_size' should contain one int (got {len(wanted)})"
+            )
+        raise RuntimeError(f"{name}(): internal error: output_size.size() must be {dims}")
+    sizes = tuple(input.shape[input.ndim - dims :])
+    counts = tuple(size if w is None else int(w) for size, w in zip(sizes, wanted))
+    for axis in range(input.ndim - dims, input.ndim):
+        if input.shape[axis] == 0:
+            raise RuntimeError(
+                f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
+                f"input has sizes {list(input.shape)} with dimension {axis} being empty"
+            )
+    if any(c < 0 for c in counts):
+        shape = list(input.shape[: input.ndim - dims]) + list(counts)
+        bad = next(c for c in counts if c < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: {shape}")
+    return counts
+
+
+def _adaptive_max_pool(input, output_size, return_indices, dims):
+    name = f"adaptive_max_pool{dims}d"
+    counts = _adaptive_max_counts(input, output_size, dims, name)
+    x, batched = _batched(input, dims, name)
+    sizes = tuple(x.shape[2:])
+    if all(c and size % c == 0 for size, c in zip(sizes, counts)):
+        kernel = tuple(size // c for size, c in zip(sizes, counts))
+        return _max_pool(input, kernel, kernel, 0, 1, False, return_indices, dims)
+    # windows of different sizes: each cut to the longest, the short ones
+    # repeating their last element, which changes neither maximum nor index
+    taps_per_axis = []  # per axis (reach, count): the position each tap of a window reads
+    for size, count in zip(sizes, counts):
+        starts, ends = np.array(_adaptive_bounds(size, count), np.int64).reshape(count, 2).T
+        reach = int((ends - starts).max()) if count else 1
+        taps_per_axis.append(np.minimum(starts + np.arange(reach)[:, None], ends - 1))
+    positions = np.zeros((1,) * (2 * dims), np.int64)
+    for axis, (size, taps) in enumerate(zip(sizes, taps_per_axis)):
+        shape = [1] * (2 * dims)
+        shape[axis], shape[dims + axis] = taps.shape
+        positions = positions * size + taps.reshape(shape)
+    reaches = tuple(t.shape[0] for t in taps_per_axis)
+    positions = np.broadcast_to(positions, reaches + counts).reshape(math.prod(reaches), *counts)
+    n, c = x.shape[:2]
+    flat = P.reshape(x, shape=(n, c, math.prod(sizes)))
+    windows = ops.index_select(flat, 2, constant_array(positions.ravel(), dtypes.int64))
+    values, taps = ops.max(P.reshape(windows, shape=(n, c, *positions.shape)), dim=2)
+    unbatch = (lambda t: t) if batched else (lambda t: P.reshape(t, shape=t.shape[1:]))
+    if not return_indices:
+        return unbatch(values)
+    return unbatch(values), unbatch(_chosen_positions(positions, taps))
+
+
+@_named("AdaptiveMaxPool2DBackward0")
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """The maximum of each of ``output_size`` windows as even as the length allows."""
+    return _adaptive_max_pool(input, output_size, return_indices, 1)
+
+
+@_named("AdaptiveMaxPool2DBackward0")
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """Maxima over ``output_size`` windows per axis (None: the input's size),
+    as adaptive_avg_pool2d's; ``return_indices`` adds their flat positions."""
+    return _adaptive_max_pool(input, output_size, return_indices, 2)
+
+
+@autocasts("adaptive_max_pool3d")
+@_named("AdaptiveMaxPool3DBackward0")
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    return _adaptive_max_pool(input, output_size, return_indices, 3)
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, dims):
+    """The ``norm_type``-norm of each window: the average of the powers times
+    the kernel's size, to the power 1/norm_type, as PyTorch computes it (a
+    negative sum of odd powers gives NaN)."""
+    kernel = _tuple(kernel_size, dims, "kernel_size")
+    powers = input.pow(norm_type)
+    means = _avg_pool(powers, kernel, stride, 0, ceil_mode, True, None, dims)
+    return (ops.sign(means) * ops.relu(ops.abs(means)) * math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False) -> Tensor:
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
 # -------------------------------------------------------------------- padding
@@ -1150,6 +1337,146 @@ def cross_entropy(
     return loss
 
 
+@autocasts("ctc_loss")
+def ctc_loss(
+    log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+    zero_infinity=False,
+):  # fmt: skip
+    """Connectionist temporal classification (Graves et al., 2006): minus the
+    log-probability of the targets, summed over their alignments to the
+    input steps, by the forward recursion in log space over the targets with
+    a blank before, between and after them. ``log_probs`` (T, N, C) (or (T,
+    C)); ``targets`` padded (N, S) or concatenated; "mean" divides each loss
+    by its target's length, then averages. Autograd differentiates the
+    recursion; to that gradient PyTorch's kernel adds exp(log_probs) at each
+    counted step, which changes no gradient reaching logits through a
+    log_softmax, and so does this."""
+    if log_probs.dtype not in (dtypes.float32, dtypes.float64):
+        raise NotImplementedError(
+            f"\"ctc_loss_cpu\" not implemented for '{log_probs.dtype.scalar_name}'"
+        )
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs, targets = ops.unsqueeze(log_probs, 1), ops.unsqueeze(targets, 0)
+    steps, batch, classes = log_probs.shape
+    input_lengths, target_lengths = _ctc_lengths(input_lengths, target_lengths, batch)
+    if not 0 <= blank < classes:
+        raise RuntimeError("blank must be in label range")
+    if ops.any(input_lengths > steps):
+        longest = int(ops.amax(input_lengths).item())
+        raise RuntimeError(
+            f"Expected input_lengths to have value at most {steps}, but got value {longest} "
+            "(while checking arguments for ctc_loss_cpu)"
+        )
+    labels = _ctc_labels(_padded_targets(targets.long(), target_lengths), blank)
+    losses = _ctc_forward(log_probs, labels, input_lengths, target_lengths)
+    # PyTorch's gradient: plus exp(log_probs) at the counted steps (x - x is 0)
+    counted = ops.unsqueeze(creation.arange(steps)[:, None] < input_lengths, -1)
+    counted = counted & ops.isfinite(log_probs.detach())
+    kept = ops.where(counted, log_probs, 0.0)
+    losses = losses + ops.sum((kept - kept.detach()) * ops.exp(kept.detach()), (0, 2))
+    if zero_infinity:
+        losses = ops.where(ops.isinf(losses), 0.0, losses)
+    if reduction == "mean":
+        divisors = ops.clamp_min(target_lengths, 1).to(losses.dtype)
+        return ops.mean(losses / divisors)
+    if unbatched and reduction == "none":
+        return losses[0]
+    return _reduce(losses, reduction)
+
+
+def _ctc_lengths(input_lengths, target_lengths, batch: int) -> tuple:
+    """Both lengths as int64 tensors of one length per sequence."""
+    both = (input_lengths, target_lengths)
+    if all(isinstance(n, Tensor) and n.dtype.category == dtypes.INTEGER for n in both):
+        input_lengths, target_lengths = (ops.reshape(n, (-1,)).long() for n in both)
+    elif all(isinstance(n, (list, tuple)) for n in both):
+        input_lengths, target_lengths = (creation.tensor(list(n), dtype=dtypes.int64) for n in both)
+    else:
+        raise TypeError(
+            "ctc_loss(): input_lengths and target_lengths must both be tuples of ints or both "
+            f"be integer Tensors, got {type(input_lengths).__name__} and "
+            f"{type(target_lengths).__name__}"
+        )
+    for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+        if lengths.shape[0] != batch:
+            raise RuntimeError(f"{name} must be of size batch_size")
+    return input_lengths, target_lengths
+
+
+def _padded_targets(targets: Tensor, target_lengths: Tensor) -> Tensor:
+    """(N, S) targets, S the longest's length or the padding's."""
+    batch = target_lengths.shape[0]
+    if targets.ndim == 2:
+        if ops.any(target_lengths > targets.shape[1]):
+            longest = int(ops.amax(target_lengths).item())
+            raise RuntimeError(
+                f"Expected tensor to have size at least {longest} at dimension 1, but got size "
+                f"{targets.shape[1]} for argument #2 'targets' (while checking arguments for "
+                "ctc_loss_allocate_outputs)"
+            )
+        return targets
+    total = int(ops.sum(target_lengths).item())
+    if targets.shape[0] != total:
+        raise RuntimeError(
+            f"Expected tensor to have size {total} at dimension 0, but got size "
+            f"{targets.shape[0]} for argument #2 'targets' (while checking arguments for "
+            "ctc_loss_allocate_outputs)"
+        )
+    longest = int(ops.amax(target_lengths).item()) if total else 0
+    if not longest:
+        return creation.zeros_like(targets).reshape(1, 0).expand(batch, 0)
+    starts = ops.cumsum(target_lengths, 0) - target_lengths
+    places = ops.clamp_max(starts[:, None] + creation.arange(longest)[None, :], total - 1)
+    return ops.take(targets, places)
+
+
+def _ctc_labels(targets: Tensor, blank: int) -> Tensor:
+    """(N, 2S + 1): each sequence's targets with a blank before, between and after them."""
+    batch, length = targets.shape
+    blanks = creation.full_like(targets, blank)
+    interleaved = ops.reshape(ops.stack([blanks, targets], -1), (batch, 2 * length))
+    return ops.cat([interleaved, blanks[:, :1] if length else creation.full((batch, 1), blank)], 1)
+
+
+def _ctc_forward(log_probs, labels, input_lengths, target_lengths) -> Tensor:
+    """Minus the log of the summed probability of every alignment: alpha[s],
+    the log-probability of the paths through the first steps ending at
+    label s, moves from s, s - 1 and (between different targets) s - 2."""
+    steps, batch, _ = log_probs.shape
+    positions = labels.shape[1]
+    emitted = ops.gather(log_probs, 2, ops.expand(labels[None], (steps, batch, positions)))
+    # to a target from the one before it, past the blank between (at odd positions)
+    odd = creation.arange(positions) % 2 == 1
+    skips = odd & pad(labels[:, 2:] != labels[:, :-2], (2, 0), value=False)
+    alpha = ops.where(creation.arange(positions) < 2, emitted[0], -math.inf)
+    for t in range(1, steps):
+        shifted = pad(alpha, (1, -1), value=-math.inf)
+        skipped = ops.where(skips, pad(alpha, (2, -2), value=-math.inf), -math.inf)
+        moved = _log_sum_exp(alpha, shifted, skipped) + emitted[t]
+        alpha = ops.where((t < input_lengths)[:, None], moved, alpha)
+    ends = 2 * target_lengths[:, None]
+    last = ops.gather(alpha, 1, ends)
+    before = ops.where(ends > 0, ops.gather(alpha, 1, ops.clamp_min(ends - 1, 0)), -math.inf)
+    losses = -_log_sum_exp(last, before)[:, 0]
+    # no steps: only the empty target has an alignment
+    return ops.where(input_lengths == 0, ops.where(target_lengths == 0, 0.0, math.inf), losses)
+
+
+def _log_sum_exp(*terms: Tensor) -> Tensor:
+    """log(sum(exp(terms))) of tensors of one shape, -inf where all are,
+    with a zero gradient there (logsumexp's would be NaN)."""
+    stacked = ops.stack(terms)
+    top = ops.amax(stacked, 0).detach()
+    shift = ops.where(ops.isinf(top), 0.0, top)
+    total = ops.sum(ops.exp(stacked - shift), 0)
+    empty = total == 0.0
+    return ops.where(empty, -math.inf, ops.log(ops.where(empty, 1.0, total)) + shift)
+
+
+__all__ += ["ctc_loss"]
+
+
 # ------------------------------------ more activations, norms, distances, losses
 
 
@@ -1561,38 +1888,59 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
             groups, (1, *_tuple(dilation, 1, "dilation")), 2,
         ).squeeze(2)  # fmt: skip
         return out.squeeze(0) if unbatched else out
-    stride, padding = _tuple(stride, 2, "stride"), _tuple(padding, 2, "padding")
-    output_padding, dilation = (
-        _tuple(output_padding, 2, "output_padding"),
-        _tuple(dilation, 2, "dilation"),
-    )
-    batch, channels, height, width = input.shape
+    stride, padding = _tuple(stride, dims, "stride"), _tuple(padding, dims, "padding")
+    output_padding = _tuple(output_padding, dims, "output_padding")
+    dilation = _tuple(dilation, dims, "dilation")
+    batch, channels, *spatial = input.shape
     if weight.shape[0] != channels:
         raise RuntimeError(
             f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
             f"{list(input.shape)} to have {weight.shape[0]} channels, but got {channels} "
             f"channels instead"
         )
-    if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
-        raise RuntimeError("output padding must be smaller than either stride or dilation")
+    _check_output_padding(output_padding, stride, dilation)
     kernel = tuple(weight.shape[2:])
-    out_per_group = weight.shape[1]
-    size = tuple(
-        (n - 1) * s - 2 * p + d * (k - 1) + op + 1
-        for n, s, p, d, k, op in zip(
-            (height, width), stride, padding, dilation, kernel, output_padding
-        )
+    # the windows' extent, before the padding is cropped and output_padding added
+    full = tuple(
+        (n - 1) * s + d * (k - 1) + 1 for n, s, d, k in zip(spatial, stride, dilation, kernel)
     )
-    per_group = channels // groups
+    size = tuple(f - 2 * p + op for f, p, op in zip(full, padding, output_padding))
+    if any(n <= 0 for n in size):
+        raise RuntimeError(
+            f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated "
+            f"output size per channel: ({' x '.join(map(str, size))}). Output size is too small"
+        )
+    per_group, out_per_group, taps = channels // groups, weight.shape[1], math.prod(kernel)
     # (G, taps of a group's outputs, a group's inputs) times (N, G, inputs, pixels)
-    matrices = weight.reshape(groups, per_group, out_per_group * kernel[0] * kernel[1]).mT
-    pixels = input.reshape(batch, groups, per_group, height * width)
-    columns = (matrices @ pixels).reshape(batch, groups * out_per_group * kernel[0] * kernel[1], -1)
-    # the output_padding rows and columns, past every window, stay zero
-    out = fold(columns, size, kernel, dilation, padding, stride)
+    matrices = weight.reshape(groups, per_group, out_per_group * taps).mT
+    pixels = input.reshape(batch, groups, per_group, math.prod(spatial))
+    columns = (matrices @ pixels).reshape(batch, groups * out_per_group, *kernel, *spatial)
+    image = P.fold(columns, size=full, kernel=kernel, stride=stride, dilation=dilation)
+    # the padding cropped; the output_padding beyond every window, zeros
+    widths = tuple((-p, op - p) for p, op in zip(padding, output_padding))
+    out = (
+        image
+        if not any(padding + output_padding)
+        else P.pad(image, widths=((0, 0), (0, 0), *widths), value=0)
+    )
     if bias is not None:
-        out = out + bias.reshape(1, -1, 1, 1)
+        out = out + bias.reshape(1, -1, *(1,) * dims)
     return out.squeeze(0) if unbatched else out
+
+
+def _check_output_padding(output_padding, stride, dilation) -> None:
+    if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
+        axes = ("depth", "height", "width")[-len(stride) :]
+        settings = " ".join(
+            f"{name}_{axis}: {value}"
+            for name, values in (
+                ("output_padding", output_padding), ("stride", stride), ("dilation", dilation)
+            )
+            for axis, value in zip(axes, values)
+        )  # fmt: skip
+        raise RuntimeError(
+            f"output padding must be smaller than either stride or dilation, but got {settings}"
+        )
 
 
 @autocasts("conv_transpose1d")
@@ -1613,7 +1961,16 @@ def conv_transpose2d(
     )
 
 
-__all__ += ["conv_transpose1d", "conv_transpose2d"]
+@autocasts("conv_transpose3d")
+def conv_transpose3d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 3
+    )
+
+
+__all__ += ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
 
 def _source_size_and_scales(input, size, scale_factor, dims, recompute_scale_factor):
@@ -1712,6 +2069,239 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 __all__ += ["interpolate", "upsample"]
+
+
+# -------------------------------------------------------------- grid sampling
+
+_ALIGN_CORNERS_CHANGED = (
+    "Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+    "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+    "documentation of grid_sample for details."
+)
+
+
+def _align_corners(align_corners) -> bool:
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_CHANGED, stacklevel=4)
+        return False
+    return bool(align_corners)
+
+
+def _grid_axis(size: int, align_corners: bool) -> np.ndarray:
+    """affine_grid's normalized positions of an axis's pixels: -1 and 1 at the
+    corner pixels' centres, or (not align_corners) at their outer edges; a
+    single pixel at 0."""
+    if size == 1:
+        return np.zeros(1)
+    positions = np.linspace(-1.0, 1.0, size)
+    return positions if align_corners else positions * ((size - 1) / size)
+
+
+@_named("AffineGridGeneratorBackward0")
+def affine_grid(theta: Tensor, size, align_corners=None) -> Tensor:
+    """The sampling grid (N, *spatial, 2 or 3) of grid_sample that applies the
+    affine maps ``theta`` (N, 2, 3) or (N, 3, 4) to an output of ``size``
+    (N, C, H, W) or (N, C, D, H, W), in normalized coordinates."""
+    align_corners = _align_corners(align_corners)
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    dims = len(size) - 2
+    if dims not in (2, 3):
+        raise NotImplementedError(
+            "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+            f"respectively. Got size {size}."
+        )
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (dims, dims + 1):
+        raise ValueError(
+            f"Expected a batch of {dims}D affine matrices of shape Nx{dims}x{dims + 1} for size "
+            f"{size}. Got {theta.shape}."
+        )
+    spatial = tuple(int(n) for n in size[2:])
+    if align_corners and min(spatial) == 1:
+        warnings.warn(
+            "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+            "align_corners=True. This is not an intended use case of affine_grid. See the "
+            "documentation of affine_grid for details.",
+            stacklevel=3,
+        )
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{size[0]}, "
+            f"{dims + 1}] but got: [{theta.shape[0]}, {dims + 1}]."
+        )
+    axes = np.meshgrid(*(_grid_axis(n, align_corners) for n in spatial), indexing="ij")
+    # each pixel's (x, y[, z], 1): the grid's coordinates list the last axis first
+    base = np.stack([*axes[::-1], np.ones(spatial)], axis=-1).reshape(-1, dims + 1)
+    grid = ops.matmul(constant_array(base.astype(theta.dtype.np), theta.dtype), theta.mT)
+    return P.reshape(grid, shape=(size[0], *spatial, dims))
+
+
+def _check_grid_sample(input: Tensor, grid: Tensor, mode: str) -> None:
+    sizes = f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid and input to have same batch size, but got {sizes}"
+        )
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, "
+            f"but got grid with sizes {list(grid.shape)}"
+        )
+    for axis in range(2, input.ndim):
+        if input.shape[axis] == 0:
+            raise RuntimeError(
+                "grid_sampler(): expected input to have non-empty spatial dimensions, but "
+                f"input has sizes {list(input.shape)} with dimension {axis} being empty"
+            )
+    dims = 2 if input.ndim == 4 else 3
+    if input.ndim != dims + 2 or grid.ndim != input.ndim:
+        raise RuntimeError(
+            f"grid_sampler(): expected {dims + 2}D input and grid with same number of "
+            f"dimensions, but got {sizes}"
+        )
+    if mode == "bicubic" and dims == 3:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(
+            f'"grid_sampler_{dims}d_cpu_kernel_impl" not implemented for '
+            f"'{input.dtype.scalar_name}'"
+        )
+    if grid.dtype is not input.dtype:
+        raise RuntimeError(
+            f"expected scalar type {input.dtype.scalar_name} but found {grid.dtype.scalar_name}"
+        )
+
+
+def _unnormalized(coordinate: Tensor, size: int, align_corners: bool) -> Tensor:
+    """A grid coordinate (-1 and 1: the corner pixels' centres, or with
+    align_corners False their outer edges) as a position along an axis of ``size``."""
+    if align_corners:
+        return (coordinate + 1) / 2 * (size - 1)
+    return ((coordinate + 1) * size - 1) / 2
+
+
+def _clipped(position: Tensor, size: int) -> Tensor:
+    """position within [0, size - 1], as PyTorch clips: the gradient 0 where
+    clipped (at the bounds too), a NaN position at 0."""
+    inside = ops.where(position > 0, position, 0.0)
+    return ops.where(inside < size - 1, inside, float(size - 1))
+
+
+def _reflected(position: Tensor, twice_low: int, twice_high: int) -> Tensor:
+    """position reflected at low and high until it lies between them."""
+    if twice_low == twice_high:
+        return creation.zeros_like(position)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    distance = ops.abs(position - low)
+    extra = ops.fmod(distance, span)
+    flips = ops.floor(distance / span)
+    return ops.where(ops.fmod(flips, 2.0) == 0, extra + low, span - extra + low)
+
+
+def _padded(position: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """Where a position outside the input reads ("border": the nearest edge,
+    "reflection": its mirror image in the edges); "zeros" leaves it, to read 0."""
+    if padding_mode == "border":
+        return _clipped(position, size)
+    if padding_mode == "reflection":
+        bounds = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
+        return _clipped(_reflected(position, *bounds), size)
+    return position
+
+
+def _cubic_weights(t: Tensor) -> list:
+    """The cubic convolution weights (a = -0.75) of the taps at -1, 0, 1 and
+    2 around a position ``t`` past the tap at 0."""
+    a = -0.75
+
+    def near(x):  # taps within 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # taps between 1 and 2 away
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _sum_of_taps(flat: Tensor, taps: list, sizes: tuple) -> Tensor:
+    """The sum over every combination of one tap per axis of the input value
+    there (0 outside the input) times the taps' weights. ``flat`` is the
+    input (N, C, prod(sizes)); ``taps`` holds per axis its (position, weight)
+    pairs, tensors (N, P) with whole-number positions, a weight None for 1."""
+    n, channels = flat.shape[:2]
+    batch = P.reshape(index_tensors.positions(n), shape=(n, 1, 1))
+    channel = P.reshape(index_tensors.positions(channels), shape=(1, channels, 1))
+    total = None
+    for combination in itertools.product(*taps):
+        index, factor = None, None
+        for (position, weight), size in zip(combination, sizes):
+            inside = (position >= 0) & (position <= size - 1)  # False for NaN
+            axis_index = P.convert(ops.where(inside, position, 0.0), dtype=dtypes.int64)
+            index = axis_index if index is None else index * size + axis_index
+            mask = P.convert(inside, dtype=flat.dtype)
+            for part in (mask, weight):
+                if part is not None:
+                    factor = part if factor is None else factor * part
+        picked = index_tensors.index_with_arrays(flat, [batch, channel, ops.unsqueeze(index, 1)])
+        term = picked * ops.unsqueeze(factor, 1)
+        total = term if total is None else total + term
+    return total
+
+
+@autocasts("grid_sampler")
+@_named(lambda input, *args, **kwargs: f"GridSampler{input.ndim - 2}DBackward0")
+def grid_sample(
+    input: Tensor, grid: Tensor, mode="bilinear", padding_mode="zeros", align_corners=None
+) -> Tensor:
+    """Samples (N, C, H, W) at the positions ``grid`` (N, Ho, Wo, 2) gives in
+    normalized coordinates ((x, y) from -1 to 1, see ``align_corners``), or
+    (N, C, D, H, W) at (N, Do, Ho, Wo, 3): interpolating ("bilinear" (trilinear
+    in 3-D), "nearest", or "bicubic" in 2-D), reading outside the input 0
+    ("zeros"), the nearest edge ("border") or the mirror image ("reflection")."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(
+            "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or "
+            f"'bicubic', but got: '{mode}'"
+        )
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(
+            "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+            f"'reflection', but got: '{padding_mode}'"
+        )
+    align_corners = _align_corners(align_corners)
+    _check_grid_sample(input, grid, mode)
+    dims = input.ndim - 2
+    n, channels, sizes = input.shape[0], input.shape[1], tuple(input.shape[2:])
+    out_sizes = tuple(grid.shape[1:-1])
+    points = P.reshape(grid, shape=(n, math.prod(out_sizes), dims))
+    # the grid's last axis lists x (the last axis of the input) first
+    coordinates = [
+        _unnormalized(ops.select(points, -1, dims - 1 - axis), size, align_corners)
+        for axis, size in enumerate(sizes)
+    ]
+    taps = []
+    for position, size in zip(coordinates, sizes):
+        if mode == "bicubic":  # the padding moves each tap, not the position
+            low = ops.floor(position)
+            weights = _cubic_weights(position - low)
+            steps = zip(range(-1, 3), weights)
+            taps.append(
+                [(_padded(low + k, size, padding_mode, align_corners), w) for k, w in steps]
+            )
+            continue
+        position = _padded(position, size, padding_mode, align_corners)
+        if mode == "nearest":  # rounding half to even, as PyTorch's nearbyint
+            taps.append([(ops.round(position), None)])
+        else:
+            low = ops.floor(position)
+            taps.append([(low, low + 1 - position), (low + 1, position - low)])
+    flat = P.reshape(input, shape=(n, channels, math.prod(sizes)))
+    return P.reshape(_sum_of_taps(flat, taps, sizes), shape=(n, channels, *out_sizes))
+
+
+__all__ += ["affine_grid", "grid_sample"]
 
 
 def _feature_dropout(input, p, training):

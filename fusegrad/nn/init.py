@@ -32,6 +32,18 @@ __all__ = [
     "kaiming_uniform_",
     "kaiming_normal_",
     "orthogonal_",
+    "sparse_",
+    "normal",
+    "uniform",
+    "constant",
+    "xavier_uniform",
+    "xavier_normal",
+    "kaiming_uniform",
+    "kaiming_normal",
+    "orthogonal",
+    "eye",
+    "dirac",
+    "sparse",
 ]
 
 
@@ -228,3 +240,41 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     if rows < columns:
         q = q.T
     return _fill(tensor, creation.tensor(q.reshape(tuple(tensor.shape)) * gain))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fills a 2-D tensor with N(0, std^2) values, then zeroes
+    ceil(sparsity * rows) rows of each column, chosen at random."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, columns = tensor.shape
+    zeros_per_column = math.ceil(sparsity * rows)
+    values = np.array(_draw(creation.randn, tensor, generator).numpy()) * std
+    for column in range(columns):
+        # (the default generator, as PyTorch draws the rows)
+        values[creation.randperm(rows).numpy()[:zeros_per_column], column] = 0
+    return _fill(tensor, creation.tensor(values, dtype=tensor.dtype))
+
+
+def _deprecated(method):
+    """The old name of an initialization (without the trailing underscore):
+    a FutureWarning, then the method."""
+    old_name = method.__name__[:-1]
+
+    def deprecated(*args, **kwargs):
+        warnings.warn(
+            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{method.__name__}`.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return method(*args, **kwargs)
+
+    deprecated.__name__ = deprecated.__qualname__ = old_name
+    deprecated.__doc__ = f"Deprecated: ``{method.__name__}``."
+    return deprecated
+
+
+normal, uniform, constant = map(_deprecated, (normal_, uniform_, constant_))
+xavier_uniform, xavier_normal = map(_deprecated, (xavier_uniform_, xavier_normal_))
+kaiming_uniform, kaiming_normal = map(_deprecated, (kaiming_uniform_, kaiming_normal_))
+orthogonal, eye, dirac, sparse = map(_deprecated, (orthogonal_, eye_, dirac_, sparse_))

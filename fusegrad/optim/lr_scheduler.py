@@ -174,6 +174,11 @@ class LRScheduler:
             )
 
 
+class _LRScheduler(LRScheduler):
+    """``LRScheduler``'s name before PyTorch 2.0, which schedulers written
+    then still subclass."""
+
+
 class _LambdaScheduler(LRScheduler):
     """Schedulers driven by one function of the epoch per group; the functions
     are saved in ``state_dict`` only when they are callable objects (their

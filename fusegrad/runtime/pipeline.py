@@ -5,7 +5,8 @@ programs a compiled call runs, one named step each.
                 primitives' VJP rules, appended to the forward's (the joint graph)
     split       ir/autodiff.split_at_min_cut: the joint graph cut into a
                 forward and a backward program where the fewest bytes cross
-                (elementwise values are recomputed rather than saved)
+                (elementwise values, and any value of a checkpointed call,
+                may be recomputed rather than saved)
     simplify    ir/simplify: stop-gradients dropped, constants folded, exact
                 identities, common subexpressions, dead code
     verify      ir/graph.verify: each value defined once before it is used,
@@ -39,18 +40,29 @@ def derive(graph: Graph, wrt: list, stopped, customs, hooks, seeded=None) -> Gra
     return adjoint(graph, wrt, stopped, seeded, customs, hooks)
 
 
-def split(joint: Graph, graph: Graph, num_outputs: int):
+def _recomputable(checkpointed):
+    return lambda eqn: is_elementwise(eqn) or eqn in checkpointed
+
+
+def split(joint: Graph, graph: Graph, num_outputs: int, checkpointed=frozenset()):
     """The forward program (outputs, then residuals) and the backward one
-    (residuals and cotangents to gradients), cut where the fewest bytes cross."""
+    (residuals and cotangents to gradients), cut where the fewest bytes cross;
+    the ``checkpointed`` equations may be computed again in the backward."""
     return split_at_min_cut(
-        joint, len(graph.inputs), num_outputs, len(graph.eqns), recomputable=is_elementwise
+        joint,
+        len(graph.inputs),
+        num_outputs,
+        len(graph.eqns),
+        recomputable=_recomputable(checkpointed),
     )
 
 
-def split_reading(joint: Graph, graph: Graph, residuals: list) -> Graph:
+def split_reading(joint: Graph, graph: Graph, residuals: list, checkpointed=frozenset()) -> Graph:
     """The backward program of ``joint`` reading the ``residuals`` an earlier
     split chose (a backward for some outputs' cotangents only)."""
-    return backward_reading(joint, len(graph.inputs), len(graph.eqns), residuals, is_elementwise)
+    return backward_reading(
+        joint, len(graph.inputs), len(graph.eqns), residuals, _recomputable(checkpointed)
+    )
 
 
 def simplified(graph: Graph) -> Graph:

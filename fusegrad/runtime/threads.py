@@ -48,8 +48,14 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked_in_child)
 
 
+_chosen_count = None  # set_count's, which outranks FUSEGRAD_NUM_THREADS
+_steady_blas = False  # hold_blas_steady's
+
+
 def count() -> int:
-    """FUSEGRAD_NUM_THREADS, else the cores this process may run on."""
+    """``set_count``'s, else FUSEGRAD_NUM_THREADS, else the cores this process may run on."""
+    if _chosen_count is not None:
+        return _chosen_count
     setting = os.environ.get("FUSEGRAD_NUM_THREADS")
     if setting and setting != "auto":
         try:
@@ -251,7 +257,43 @@ _load = _Load()
 
 
 def _adapts() -> bool:
-    return os.environ.get("FUSEGRAD_NUM_THREADS") == "auto" and _openblas() is not None
+    return (
+        os.environ.get("FUSEGRAD_NUM_THREADS") == "auto"
+        and _chosen_count is None
+        and not _steady_blas
+        and _openblas() is not None
+    )
+
+
+def set_count(threads: int) -> None:
+    """``torch.set_num_threads``: from now on kernels and routines split
+    across ``threads`` cores and OpenBLAS runs on as many threads, whatever
+    FUSEGRAD_NUM_THREADS says (``auto`` no longer adapts OpenBLAS)."""
+    global _chosen_count
+    _chosen_count = threads
+    _keep_blas_at(threads)
+
+
+def hold_blas_steady(steady: bool) -> None:
+    """While ``steady``, FUSEGRAD_NUM_THREADS=auto leaves OpenBLAS's thread
+    count alone: its products' last bits depend on the count, so results
+    would depend on what else the machine ran."""
+    global _steady_blas
+    _steady_blas = steady
+    if steady and _load.own_threads is not None:
+        _keep_blas_at(_load.own_threads)
+
+
+def _keep_blas_at(threads: int) -> None:
+    """OpenBLAS's thread count from now on: at once, or where a program that
+    owns the cores gives it back (``own_cores``)."""
+    with _load.lock:
+        _load.own_threads = None
+    with _owned.lock:
+        if _owned.depth:
+            _owned.blas_threads = threads
+        else:
+            limit_blas(threads)
 
 
 def _cpu_seconds() -> tuple:

@@ -18,6 +18,10 @@ def _logs(topic: str) -> bool:
     return topic in os.environ.get("FUSEGRAD_LOG", "").split(",")
 
 
+# what a cache key holds after the arguments' parts (signature.py)
+_MODES = ("grad mode", "autocast", "default dtype")
+
+
 class CompileLog:
     """``function``: the jit function, named in every line and warning (read
     when one is written); ``names``: its positional parameters' names, which
@@ -83,11 +87,10 @@ class CompileLog:
         return "; ".join(self._changes_between(old, new)) or "argument structure changed"
 
     def _changes_between(self, old, new) -> list:
-        (old_parts, old_grad, old_autocast), (new_parts, new_grad, new_autocast) = old, new
-        if old_grad != new_grad:
-            return [f"grad mode: {old_grad} -> {new_grad}"]
-        if old_autocast != new_autocast:
-            return [f"autocast: {old_autocast} -> {new_autocast}"]
+        (old_parts, *old_modes), (new_parts, *new_modes) = old, new
+        for mode, was, now in zip(_MODES, old_modes, new_modes):
+            if was != now:
+                return [f"{mode}: {was} -> {now}"]
         names = self._names
         changes = []
         for position, (a, b) in enumerate(zip(old_parts, new_parts)):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..eager import grad_mode
+from ..eager.autograd import stale_saved
 from ..eager.tensor import Tensor, storage_pattern
 from ..ir import primitives as P
 from ..ir.autodiff import active_values, differentiable_from
@@ -112,6 +113,14 @@ class Program:
         # outputs' graph: as in eager mode, a second backward is an error, so
         # there is nothing to keep for one.
         self.graph_freed = any(_graph_freed(t.grad_fn) for t in output_tensors)
+        # the error eager's backward from each output raises, the function
+        # having changed in place a tensor saved for it (None: no error)
+        self.stale_saved = [
+            stale_saved(t.grad_fn, trace.first_node) if requires else None
+            for t, requires in zip(output_tensors, self.output_requires_grad)
+        ]
+        self.aliased_residuals = None  # positions of residuals a write-back changes: found once
+        self.read_inputs = None  # positions of inputs whose memory a residual is: found once
 
     def _take_views(self, trace, output_tensors: list, inputs: list) -> list:
         """The outputs a call returns as views (see ``_views``); returns the
@@ -255,9 +264,14 @@ class Program:
                     raise RuntimeError(_DIVERGED.format(self.failure))
                 return None
         # (a .grad set to None computes nothing: no extra, a write all the same)
+        residuals = values[n + self.num_extras :]
+        node_inputs = args + captured
         if self.mutated or self.grad_targets:
             updates = extras[len(self.guards) :]
-            _write_back(self, [ref.resolve(args, located) for ref in self.mutated], updates, arrays)
+            targets = [ref.resolve(args, located) for ref in self.mutated]
+            if self.makes_node and targets:
+                residuals, node_inputs = self._as_before_writes(targets, residuals, node_inputs)
+            _write_back(self, targets, updates, arrays)
             _write_grads(self, args, located, updates[len(self.mutated) :])
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
         if self.view_outputs:
@@ -268,7 +282,9 @@ class Program:
             for k, i, steps in self.view_outputs:
                 outputs[k] = sources[len(args) + len(captured) + k] = _view(sources[i], steps)
         if self.makes_node:
-            node = CompiledFunctionBackward(self, args + captured, values[n + self.num_extras :])
+            if self.read_inputs is None:
+                self.read_inputs = _read_by_residuals(node_inputs, residuals)
+            node = CompiledFunctionBackward(self, node_inputs, residuals)
             if self.graph_freed:
                 node.release()
             for nr, (out, requires) in enumerate(zip(outputs, self.output_requires_grad)):
@@ -279,6 +295,31 @@ class Program:
             for k in self.retained:
                 outputs[k].retain_grad()
         return outputs
+
+    def _as_before_writes(self, targets: list, residuals: list, inputs: list) -> tuple:
+        """The residuals and the backward's inputs as they are before the
+        call's in-place writes: a residual that is a written tensor's memory
+        (an input the backward reads rather than a value the forward saved)
+        is copied first; so is a written input the create_graph backward
+        reads, unless it requires grad (its graph must stay)."""
+        if self.aliased_residuals is None:
+            self.aliased_residuals = [
+                k
+                for k, r in enumerate(residuals)
+                if any(np.may_share_memory(r, t._data) for t in targets)
+            ]
+        if self.aliased_residuals:
+            residuals = list(residuals)
+            for k in self.aliased_residuals:
+                residuals[k] = np.array(residuals[k])
+        written = {id(t._data) for t in targets}
+        inputs = [
+            Tensor._make(np.array(t._data), t._dtype)
+            if isinstance(t, Tensor) and id(t._data) in written and not t.requires_grad
+            else t
+            for t in inputs
+        ]
+        return residuals, inputs
 
     def _arrays(self, inputs: list) -> list:
         """The inputs' arrays: a tensor's own, a number as a 0-d array."""
@@ -389,10 +430,11 @@ def _traced_var(trace, tensor):
 def _steps_from(source: Tensor, view: Tensor):
     """The view steps taking ``source`` to ``view``, or None when ``view``
     is no view of it that can be taken again (a step with operands would
-    take the trace's)."""
+    take the trace's; steps from a base's shape before it changed in place,
+    t_() or squeeze_(), would take another view)."""
     if view is source:
         return ()
-    if view._base is None:
+    if view._base is None or view._base._layout_version > view._view_version:
         return None
     steps = view._view_steps
     if view._base is not source:
@@ -487,6 +529,17 @@ def _inner_dependents(graph, outputs: list, requires_grad: list, stopped, custom
             if others:
                 found[k] = others
     return found
+
+
+def _read_by_residuals(inputs: list, residuals: list) -> frozenset:
+    """The positions of the tensor inputs a residual is the memory of: the
+    backward reads them as they are when it runs, so a change in place to
+    one after the call is an error then, as eager's for a saved tensor."""
+    return frozenset(
+        k
+        for k, t in enumerate(inputs)
+        if isinstance(t, Tensor) and any(np.may_share_memory(r, t._data) for r in residuals)
+    )
 
 
 def _write_back(program: Program, targets: list, updates: list, given: list) -> None:

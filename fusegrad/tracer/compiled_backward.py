@@ -29,8 +29,15 @@ class Backward:
     def __init__(self, graph: Graph, num_outputs: int, wrt: list, trace, jit):
         self.graph, self.num_outputs, self.wrt, self.jit = graph, num_outputs, wrt, jit
         self.stopped, self.customs, self.hooks = trace.stopped, trace.customs, trace.hooks
+        # Checkpointed equations the backward may compute again, but none that
+        # reads a tensor the program changes in place (a generator's offset):
+        # run in the backward, it would read the new value.
+        written = {
+            var for tensor, var in trace.initial_vars.values() if trace.vars[id(tensor)] is not var
+        }
+        self.checkpointed = {e for e in trace.checkpointed if written.isdisjoint(e.inputs)}
         joint = pipeline.derive(graph, wrt, self.stopped, self.customs, self.hooks)
-        parts = pipeline.split(joint, graph, num_outputs)
+        parts = pipeline.split(joint, graph, num_outputs, self.checkpointed)
         self.program = pipeline.verified(pipeline.simplified(parts.backward))
         self.executor = pipeline.executable(self.program)
         self.residuals = parts.forward.outputs[num_outputs:]
@@ -48,7 +55,7 @@ class Backward:
             joint = pipeline.derive(
                 self.graph, self.wrt, self.stopped, self.customs, self.hooks, seeded
             )
-            backward = pipeline.split_reading(joint, self.graph, self.residuals)
+            backward = pipeline.split_reading(joint, self.graph, self.residuals, self.checkpointed)
             backward = pipeline.verified(pipeline.simplified(backward))
             executor = self._partial_executors[seeded] = pipeline.executable(backward)
         return executor
@@ -150,9 +157,13 @@ class CompiledFunctionBackward(Node):
         self.inputs = self.residuals = None
         self.freed = True
 
-    def _checked_inputs(self) -> list:
-        for tensor, version in self.inputs:
-            if version is not None and tensor._version_counter[0] != version:
+    def _checked_inputs(self, read: frozenset | None) -> list:
+        """The inputs, each the backward reads (``read``: those positions,
+        None: all) unchanged since the call."""
+        for k, (tensor, version) in enumerate(self.inputs):
+            if version is None or (read is not None and k not in read):
+                continue
+            if tensor._version_counter[0] != version:
                 raise RuntimeError(
                     modified_message(
                         tensor.shape,
@@ -168,13 +179,18 @@ class CompiledFunctionBackward(Node):
         if self.freed:
             raise RuntimeError(FREED_MESSAGE)
         program = self.program
-        inputs = self._checked_inputs()
+        for g, message in zip(grads, program.stale_saved):
+            if g is not None and message is not None:
+                raise RuntimeError(message)
+        create_graph = grad_mode.is_grad_enabled()
+        # with create_graph the backward computes again from every input
+        inputs = self._checked_inputs(None if create_graph else program.read_inputs)
         cotangents = [
             g if g is not None else Tensor._make(np.zeros(shape, dtype.np))
             for g, (shape, dtype) in zip(grads, program.output_types)
         ]
         seeded = tuple(g is not None for g in grads)
-        if grad_mode.is_grad_enabled():  # create_graph: differentiable, via the jit backward
+        if create_graph:  # differentiable, via the jit backward
             return list(program.derived.function(seeded)(*inputs, *cotangents))
         executor = program.derived.executor_for(seeded, tuple(program.output_requires_grad))
         values = executor.run(self.residuals + [c._data for c in cotangents])

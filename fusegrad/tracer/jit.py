@@ -21,6 +21,7 @@ from collections import OrderedDict, namedtuple
 
 from ..eager import autocast_state, grad_mode
 from ..eager.tensor import Tensor, recording
+from ..ir import dtypes
 from ..ir.graph import format_graph
 from ..runtime import threads
 from .compile_log import CompileLog
@@ -181,6 +182,7 @@ class JitFunction:
             and not kwargs
             and recording.trace is None
             and grad_mode.is_grad_enabled() is direct.grad_enabled
+            and dtypes.default_float() is direct.default_dtype
             and not autocast_state.state.enabled  # autocast regions take the checked path
         ):
             check = direct.check
@@ -286,7 +288,9 @@ class JitFunction:
             or self.static_argnums
             or self._signatures.dynamic_dims
             or key[2] is not None  # made under autocast: calls there check their key
-            or not all(isinstance(a, Tensor) for a in args)
+            or not all(
+                isinstance(a, Tensor) and not a.is_sparse and not a.is_complex() for a in args
+            )
             or not isinstance(program, Program)
             or self._cache.get(key, (None,))[0] is not program
         ):
@@ -301,7 +305,7 @@ class JitFunction:
         if run is None:
             return None
         check = None if state is None else state.check
-        return _Direct(run, program.unflatten, key[1], check)
+        return _Direct(run, program.unflatten, key[1], key[3], check)
 
     def _turn_to_trace(self, key, tried: int):
         """What a call does after failing the guards of ``tried`` variants of
@@ -387,7 +391,7 @@ def _count(counter: itertools.count) -> int:
     return int(repr(counter)[6:-1])
 
 
-_Direct = namedtuple("_Direct", ["run", "unflatten", "grad_enabled", "check"])
+_Direct = namedtuple("_Direct", ["run", "unflatten", "grad_enabled", "default_dtype", "check"])
 
 
 def _containers_copied(value):

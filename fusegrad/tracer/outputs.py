@@ -3,12 +3,20 @@ and built again from a run's output tensors."""
 
 from __future__ import annotations
 
+from ..eager.complex_tensor import ComplexTensor
+from ..eager.sparse import SparseTensor
 from ..eager.tensor import Tensor
 from .numbers import TracedFloat, TracedNumber
 
 
 def flatten_output(value, tensors: list):
     if isinstance(value, Tensor):
+        if value.is_sparse:  # returned as its indices and values
+            tensors += (value._indices(), value._values_t)
+            return ("sparse", value.shape, value.is_coalesced())
+        if isinstance(value, ComplexTensor):  # returned as its pair
+            tensors.append(value._pair)
+            return ("complex",)
         tensors.append(value)
         return ("tensor",)
     if isinstance(value, TracedNumber):  # an output, returned as a Python number
@@ -36,6 +44,10 @@ def unflattener(tree, count=None, hidden=0):
         return lambda tensors: tree[1](tensors[0]._data)
     if kind == "value":
         return lambda tensors: tree[1]
+    if kind == "sparse":
+        return lambda tensors: SparseTensor._of(tensors[0], tensors[1], tree[1], tree[2])
+    if kind == "complex":
+        return lambda tensors: ComplexTensor._of(tensors[0])
     parts, start = [], 0
     for sub in tree[1] if kind != "dict" else (v for _, v in tree[1]):
         count = _tensor_count(sub)
@@ -53,8 +65,10 @@ def unflattener(tree, count=None, hidden=0):
 
 def _tensor_count(tree) -> int:
     kind = tree[0]
-    if kind in ("tensor", "number"):
+    if kind in ("tensor", "number", "complex"):
         return 1
+    if kind == "sparse":
+        return 2
     if kind == "value":
         return 0
     subtrees = (v for _, v in tree[1]) if kind == "dict" else tree[1]

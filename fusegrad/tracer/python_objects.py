@@ -106,7 +106,10 @@ class Entry:
 def walk_kind(obj):
     """How the walk enters ``obj``, or None for a leaf."""
     if isinstance(obj, (Tensor, TracedNumber, *SCALARS, np.ndarray)):
-        return None
+        # a sparse tensor's indices and values, a complex one's pair, are
+        # tensors its __dict__ holds
+        holds_tensors = isinstance(obj, Tensor) and (obj.is_sparse or obj.is_complex())
+        return "object" if holds_tensors else None
     if isinstance(obj, types.ModuleType):
         return None if _is_library_module(obj) else "module"
     if isinstance(obj, types.FunctionType):

@@ -1,8 +1,9 @@
 """The cache key of a jit function's call: the structure of the arguments,
 each tensor's shape, dtype and requires_grad flag, static arguments by
 value, Python numbers by value once a trace decided something on them
-(else they are program inputs), grad mode and autocast's state (the casts
-a trace recorded); with dynamic sizes, the dimensions traced as symbols
+(else they are program inputs), grad mode, autocast's state (the casts
+a trace recorded) and the default dtype (the dtype of the floats and
+tensors it made); with dynamic sizes, the dimensions traced as symbols
 stand for any size."""
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import types
 import numpy as np
 
 from ..eager import autocast_state, grad_mode
+from ..eager.complex_tensor import ComplexTensor
 from ..eager.tensor import Tensor, storage_pattern
+from ..ir import dtypes
 from ..runtime import threads
 from .python_state import walk_enters
 
@@ -65,7 +68,7 @@ class Signatures:
         order; with ``paths``, each leaf's path is appended there) and the
         cache key: the structure of the arguments, each tensor's shape,
         dtype and requires_grad flag, static arguments and other Python
-        values by value, grad mode and autocast's state."""
+        values by value, grad mode, autocast's state and the default dtype."""
         leaves: list = []
         parts = []
         static = self.static_argnums
@@ -95,10 +98,24 @@ class Signatures:
             shared = storage_pattern([leaf for leaf in leaves if isinstance(leaf, Tensor)])
             if shared:
                 parts.append(("sharing memory", shared))
-        return leaves, (tuple(parts), grad_mode.is_grad_enabled(), autocast_state.key())
+        return leaves, (
+            tuple(parts),
+            grad_mode.is_grad_enabled(),
+            autocast_state.key(),
+            dtypes.default_float(),
+        )
 
     def _flatten_input(self, value, leaves: list, path: tuple, paths, by_value):
         if isinstance(value, Tensor):
+            if value.is_sparse:  # its indices and values are the trace's inputs
+                parts = {"indices": value._indices(), "values": value._values_t}
+                flat = [
+                    self._flatten_input(t, leaves, (*path, k), paths, by_value)
+                    for k, t in parts.items()
+                ]
+                return ("sparse", value.shape, value.is_coalesced(), *flat)
+            if isinstance(value, ComplexTensor):  # its pair is the trace's input
+                return ("complex", self._flatten_input(value._pair, leaves, path, paths, by_value))
             leaves.append(value)
             if paths is not None:
                 paths.append(path)

@@ -29,6 +29,7 @@ import weakref
 
 import numpy as np
 
+from ..eager.autograd import next_sequence_number
 from ..eager.tensor import recording
 from ..ir.graph import Const, Eqn, Graph, Var
 from .trace_backwards import UserBackwards
@@ -67,6 +68,10 @@ class Trace(TraceInputs, ValueGuards, WriteBacks, UserBackwards, DynamicSizes):
         self.created: set = set()  # ids of tensors created inside the function (constants)
         self.eqns: list = []
         self.stopped: set = set()  # equations eager autograd recorded no gradient for
+        # equations of checkpointed calls (utils/checkpoint.py): a backward
+        # may compute them again rather than have the forward save them
+        self.checkpointed: set = set()
+        self.first_node = next_sequence_number()  # autograd nodes above it were traced
 
     # -- tensors to vars
 
@@ -92,6 +97,8 @@ class Trace(TraceInputs, ValueGuards, WriteBacks, UserBackwards, DynamicSizes):
     def var_of(self, tensor):
         var = self.vars.get(id(tensor))
         if var is not None:
+            if self.written and tensor._base is not None:
+                return self.current_view(tensor, var)
             return var
         var = self.by_storage.get(id(tensor._data))
         if var is not None and var.shape == tensor._data.shape:

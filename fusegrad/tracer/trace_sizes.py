@@ -147,6 +147,7 @@ class DynamicSizes:
         trace.eqns = list(eqns.values())
         # (hooks' and custom calls' stand-in backward equations are no equations of it)
         trace.stopped = {eqns[e] for e in self.stopped if e in eqns}
+        trace.checkpointed = {eqns[e] for e in self.checkpointed if e in eqns}
         trace.inputs = [value(v) for v in self.inputs]
         trace.captured_vars = [value(v) for v in self.captured_vars]
         # (lists first: a traced tensor dying meanwhile shrinks the tables)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..eager import grad_mode
 from ..ir import primitives as P
 from .tracing_error import TracingError, user_line
 
@@ -28,6 +29,10 @@ class WriteBacks:
         self.retained: dict = {}  # id -> tensor retain_grad() was called on (kept: ids unique)
         self._written_grads = None  # see written_grads
         self.undo: list = []  # callables taking back Python side effects (state an optimizer made)
+        # id(version counter) -> (the counter, its version once last written):
+        # views of a storage written since their vars were bound are taken again
+        self.written: dict = {}
+        self.views_taken_again: dict = {}  # id(view) -> the version it was taken again at
 
     def rebind(self, tensor, result) -> None:
         """``tensor`` now holds ``result``'s value (an in-place operation)."""
@@ -36,6 +41,8 @@ class WriteBacks:
                 f"in-place modification of a view at {user_line()} cannot be "
                 "compiled; modify the base tensor instead"
             )
+        counter = tensor._version_counter
+        self.written[id(counter)] = (counter, counter[0] + 1)  # the version it is about to get
         self.var_of(tensor)  # a captured tensor is read before it is overwritten
         if id(tensor) in self.initial_vars and id(tensor) not in self.snapshots:
             self.snapshots[id(tensor)] = (tensor, tensor._data.copy())
@@ -67,6 +74,39 @@ class WriteBacks:
     def rebind_view(self, view, value) -> None:
         """``view``, changed in place through its base, now holds ``value``."""
         self._bind(view, self.var_of(value))
+
+    def current_view(self, view, var):
+        """The var of ``view``'s value now: ``var``, or, when its base was
+        written since, the view taken again from the base (as eager mode
+        reads it through the storage they share)."""
+        counter = view._version_counter
+        written = self.written.get(id(counter))
+        bound = max(view._view_version, self.views_taken_again.get(id(view), -1))
+        if written is None or written[1] <= bound:
+            return var
+        base = view._base
+        if base._layout_version > view._view_version:
+            self.unsupported("reading a view taken before its base's shape changed in place")
+        with grad_mode.no_grad():  # eager mode refuses a gradient through such a view
+            again = base
+            for prim, params, others in view._view_steps:
+                again = prim(again, *others, **params)
+        self.views_taken_again[id(view)] = counter[0]
+        var = self.var_of(again)
+        self._bind(view, var)
+        return var
+
+    def relayout(self, tensor, view) -> None:
+        """``tensor`` is now ``view``, its elements in another shape
+        (``squeeze_()``, ``t_()``, ...). A tensor the caller holds would keep
+        its shape on later calls, and an alias's later in-place changes
+        would reach its source in the wrong shape."""
+        if self._existed(tensor) or id(tensor) in self.aliases:
+            self.unsupported(
+                "an in-place shape change (squeeze_(), t_(), resize_(), ...) of a tensor "
+                "the function did not compute"
+            )
+        self._bind(tensor, self.var_of(view))
 
     def alias(self, alias, tensor) -> None:
         """``alias`` (from detach() or .data) shares ``tensor``'s storage."""

@@ -250,7 +250,7 @@ class Walk:
             self._enter(obj, kind, entry.index, access, label)
 
     def _leaf_or_child(self, entry, key, value):
-        if isinstance(value, Tensor):
+        if isinstance(value, Tensor) and not value.is_sparse and not value.is_complex():
             self.tensors.setdefault(id(value), []).append((entry.index, key))
             hooked = any(value.__dict__.get(name) for name in HOOK_TABLES)
             if hooked and id(value) not in self.by_id:  # its hooks run in the function's backward

@@ -26,6 +26,7 @@ in-place method and ``out=``, in the module of its theme:
 - index_tensors: nonzero, argwhere, and the positions other ops index with
 - copies: clone, contiguous, to, detach
 - properties: numel, is_tensor, is_floating_point, storage_offset
+- foreach: torch._foreach_add, _foreach_mul_, ... (loops over lists of tensors)
 
 arguments.py handles their arguments, composite.py names their nodes.
 einsum, torch.linalg's functions, creation and random sampling are
@@ -36,6 +37,7 @@ eager/random.py's.
 from . import (  # each registers its ops
     activations,
     copies,
+    foreach,
     gather_scatter,
     index_tensors,
     joining,

@@ -13,6 +13,20 @@ from ...ir import primitives as P
 from ...ir.shapes import normalize_dim
 from ..tensor import NumberOperand, Tensor, constant, constant_array, recording
 
+# PyTorch's messages name some dtypes by their C++ types
+C_TYPE_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "bool": "bool",
+    "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16",
+}
+
 
 def as_tensor_arg(value, name: str = "input") -> Tensor:
     if isinstance(value, Tensor):
@@ -42,14 +56,14 @@ def _cast(value, dtype):
 
 
 def _to_float(x: Tensor) -> Tensor:
-    return x if x._dtype.is_floating_point else P.convert(x, dtype=dtypes.float32)
+    return x if x._dtype.is_floating_point else P.convert(x, dtype=dtypes.default_float())
 
 
 def _floating_pair(a, b):
     """Two operands (tensors or numbers) promoted to one floating dtype."""
     a, b = _check_operand(a), _check_operand(b)
     dtype = dtypes.result_type(a, b)
-    dtype = dtype if dtype.is_floating_point else dtypes.float32
+    dtype = dtype if dtype.is_floating_point else dtypes.default_float()
     return _cast(a, dtype), _cast(b, dtype)
 
 
@@ -111,7 +125,7 @@ def _binary(prim, a, b, floating=False):
     a, b = _check_operand(a), _check_operand(b)
     dtype = dtypes.result_type(a, b)
     if floating and not dtype.is_floating_point:
-        dtype = dtypes.float32
+        dtype = dtypes.default_float()
     return prim(_cast(a, dtype), _cast(b, dtype))
 
 

@@ -54,7 +54,7 @@ def _reduced_result(args, kwargs):
     """The float16 or bfloat16 dtype the tensors among an op's arguments
     promote to, if they promote to one (and no ``dtype=`` asks for another)."""
     for a in args:
-        if a.__class__ is Tensor and a._dtype.reduced:
+        if a.__class__ is Tensor and a._dtype.reduced and a._dtype.is_floating_point:
             break
     else:
         if not kwargs or not builtins.any(isinstance(v, Tensor) for v in kwargs.values()):
@@ -63,7 +63,7 @@ def _reduced_result(args, kwargs):
         return None
     tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
     dtype = dtypes.result_type(*tensors)
-    return dtype if dtype.reduced else None
+    return dtype if dtype.reduced and dtype.is_floating_point else None
 
 
 def _in_float32(fn, dtype, args, kwargs):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...ir import dtypes
 from ...ir import primitives as P
 from .. import devices
+from .. import memory_format as memory_formats
 from ..tensor import Tensor
 from .arguments import as_tensor_arg
 from .composite import _named
@@ -19,16 +20,35 @@ def clone(input):
 
 
 @public(function=False)
-def contiguous(input):
+def contiguous(input, memory_format=memory_formats.contiguous_format):
+    """``input`` if its layout is ``memory_format``'s, else a copy laid out so."""
     input = as_tensor_arg(input)
-    return input if input._data.flags.c_contiguous else clone(input)
+    memory_formats.check(memory_format, "contiguous")
+    memory_formats.check_rank(memory_format, input.ndim)
+    if memory_formats.is_laid_out(input._data, memory_format):
+        return input
+    if memory_format is memory_formats.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if memory_format is memory_formats.contiguous_format:
+        return clone(input)
+    return _laid_out_copy(input, memory_formats.memory_order(memory_format, input.ndim))
+
+
+@_named("CloneBackward0")
+def _laid_out_copy(input, order: tuple):
+    """A copy of ``input`` whose memory holds its dimensions in ``order``,
+    outermost first: the permuted tensor, copied, permuted back."""
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    return clone(input.permute(order)).permute(inverse)
 
 
 @public(function=False)
 def to(input, *args, **kwargs):
-    """``to(dtype)``, ``to("cpu")``, ``to(device, dtype)``, ``to(other_tensor)``;
-    the CPU is the only device."""
+    """``to(dtype)``, ``to("cpu")``, ``to(device, dtype)``, ``to(other_tensor)``,
+    and ``memory_format=`` (as ``contiguous``); the CPU is the only device."""
     dtype = kwargs.get("dtype")
+    memory_format = kwargs.get("memory_format") or memory_formats.preserve_format
+    memory_formats.check(memory_format, "to")
     devices.check_device(kwargs.get("device"))
     for a in args:
         if isinstance(a, Tensor):
@@ -37,10 +57,11 @@ def to(input, *args, **kwargs):
             dtype = a
         elif a is not None:
             devices.check_device(a)
-    if dtype is None:
+    if dtype is not None and dtypes.as_dtype(dtype) is not input._dtype:
+        input = P.convert(input, dtype=dtypes.as_dtype(dtype))
+    if memory_format is memory_formats.preserve_format:
         return input
-    dtype = dtypes.as_dtype(dtype)
-    return input if dtype is input._dtype else P.convert(input, dtype=dtype)
+    return contiguous(input, memory_format)
 
 
 @public(method=False)

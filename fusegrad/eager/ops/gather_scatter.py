@@ -187,6 +187,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
 
 
 @public(inplace=True)
+@_named("ScatterReduceBackward0")
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """input with each ``src[i][j]`` reduced into ``[index[i][j]][j]`` (dim 0;
     likewise for others) by "sum", "mean", "amax" or "amin", input's own value
@@ -294,8 +295,18 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 @public(inplace=True)
+@_named(
+    lambda input, dim, index, value: (
+        "IndexFillBackward1" if isinstance(value, Tensor) else "IndexFillBackward0"
+    )
+)
 def index_fill(input, dim, index, value):
     input = as_tensor_arg(input)
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError(
+            "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+            f"{value.ndim} dimension(s)."
+        )
     axis = normalize_dim(dim, builtins.max(input.ndim, 1))
     index = _as_index_tensor(index, "index_fill")
     size = input.shape[axis] if input.ndim else 1
@@ -313,6 +324,7 @@ def _positions_hit(index, size, axis, ndim):
 
 
 @public(inplace=True)
+@_named("IndexCopyBackward0")
 def index_copy(input, dim, index, source):
     """input with ``source[..., i, ...]`` at ``input[..., index[i], ...]``."""
     input = as_tensor_arg(input)
@@ -352,6 +364,7 @@ def masked_fill(input, mask, value):
 
 
 @public(inplace=True)
+@_named("MaskedScatterBackward0")
 def masked_scatter(input, mask, source):
     """input with the elements of ``source``, in order, where ``mask``
     (broadcast to input) holds. Eager only: how many is a value."""
@@ -426,6 +439,7 @@ def _linear_positions(shape, indices):
 
 
 @public(inplace=True)
+@_named("IndexPutBackward0")
 def index_put(input, indices, values, accumulate=False):
     """input with ``values`` at input[indices] (indices a tuple of integer
     tensors); with ``accumulate`` they are added, repeated positions summed."""
@@ -445,6 +459,7 @@ def index_put(input, indices, values, accumulate=False):
 
 
 @public(inplace=True)
+@_named("PutBackward0")
 def put(input, index, source, accumulate=False):
     """input with ``source`` at the flattened positions ``index``."""
     input = as_tensor_arg(input)

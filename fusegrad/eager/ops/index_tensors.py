@@ -41,9 +41,9 @@ def nonzero(input, *, as_tuple=False):
         recording.trace.unsupported("nonzero (its result's shape depends on the input's values)")
     positions = np.nonzero(input._data.reshape(input.shape or (1,)))
     if as_tuple:
-        return tuple(Tensor._make(p.astype(np.int64)) for p in positions)
+        return tuple(Tensor._new(p.astype(np.int64), dtypes.int64) for p in positions)
     rows = np.stack(positions, axis=1) if input.ndim else np.zeros((len(positions[0]), 0))
-    return Tensor._make(rows.astype(np.int64))
+    return Tensor._new(rows.astype(np.int64), dtypes.int64)
 
 
 @public(method=False)

@@ -62,6 +62,8 @@ def mm(input, mat2):
     input, mat2 = as_tensor_arg(input), as_tensor_arg(mat2, "mat2")
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
+    if input.is_sparse or mat2.is_sparse:
+        return _sparse_matmul(input, mat2)
     _check_same_dtype(input, mat2, "mm")
     return P.matmul(input, mat2)
 
@@ -100,6 +102,8 @@ def matmul(input, other):
             "both arguments to matmul need to be at least 1D, but they are "
             f"{input.ndim}D and {other.ndim}D"
         )
+    if input.is_sparse or other.is_sparse:
+        return _sparse_matmul(input, other)
     _check_same_dtype(input, other, "matmul")
     if input.ndim == 1 and other.ndim == 1:
         return dot(input, other)
@@ -110,6 +114,12 @@ def matmul(input, other):
     if input.ndim == 3 and other.ndim == 3 and input.shape[0] == other.shape[0]:
         return bmm(input, other)
     return _batched_matmul(input, other)
+
+
+def _sparse_matmul(input, other):
+    from ..sparse import matmul  # a product of gathered rows (sparse COO tensors)
+
+    return matmul(input, other)
 
 
 @_named("UnsafeViewBackward0")
@@ -129,7 +139,13 @@ def _batched_matmul(input, other):
 
 @public(out=True)
 def outer(input, vec2):
+    for name, vector in (("self", input), ("vec2", vec2)):
+        if as_tensor_arg(vector, name).ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {vector.ndim}-D")
     return unsqueeze(input, 1) * unsqueeze(vec2, 0)
+
+
+ger = public(outer, name="ger", out=True)  # outer's old name
 
 
 @public

@@ -12,8 +12,9 @@ import numpy as np
 from ...ir import dtypes
 from ...ir import primitives as P
 from ...ir.shapes import is_symbolic, normalize_dim
+from .. import grad_mode
 from ..tensor import Tensor, constant, constant_array
-from .arguments import _promote_all, as_tensor_arg
+from .arguments import _cast, _promote_all, as_tensor_arg
 from .composite import _named
 from .copies import clone
 from .index_tensors import positions
@@ -63,7 +64,7 @@ def _triangle_indices(row, col, offset, lower, dtype, name):
         raise RuntimeError(f"{name} expects non-negative row and col, got {row} and {col}")
     rows, cols = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
     dtype = dtypes.int64 if dtype is None else dtypes.as_dtype(dtype)
-    return Tensor._make(np.stack([rows, cols]).astype(dtype.np), dtype)
+    return Tensor._new(np.stack([rows, cols]).astype(dtype.np), dtype)
 
 
 @public(method=False)
@@ -120,6 +121,35 @@ def diag(input, diagonal=0):
     return clone(P.diagonal(input, offset=operator.index(diagonal), dim1=0, dim2=1))
 
 
+@public(function=False)
+def fill_diagonal_(input, fill_value, wrap=False):
+    """``fill_value`` written where all indices are equal; with ``wrap``, a
+    matrix taller than wide starts again every ``columns + 1`` rows, as
+    numpy's fill_diagonal does."""
+    shape = tuple(builtins.map(int, input.shape))  # the positions are constants: sizes are pinned
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if input.is_leaf and input.requires_grad and grad_mode.is_grad_enabled():
+        # PyTorch fills a view of the diagonal, and words its error so
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
+    input._check_inplace()
+    # (i, i, ..., i) lies i * step elements into the tensor, in C order
+    step = builtins.sum(int(np.prod(shape[k + 1 :])) for k in range(len(shape)))
+    end = int(np.prod(shape)) if wrap and len(shape) == 2 else min(shape) * step
+    at = np.unravel_index(np.arange(0, end, step), shape)
+    indices = [constant_array(i.astype(np.int64), dtypes.int64) for i in at]
+    # a Scalar in PyTorch: a tensor given is read, not differentiated
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.detach()
+    value = _cast(fill_value, input._dtype)
+    spec = (("array",),) * len(shape)
+    return input._commit_inplace(P.index_put(input, value, *indices, spec=spec))
+
+
 @public
 def diagflat(input, offset=0):
     return diag(reshape(as_tensor_arg(input), -1), offset)
@@ -141,7 +171,8 @@ def trace(input):
 def block_diag(*tensors):
     """The matrices (scalars and vectors as one row) along a diagonal, zeros elsewhere."""
     if not tensors:
-        return Tensor._make(np.zeros((1, 0), np.float32))
+        dtype = dtypes.default_float()
+        return Tensor._new(np.zeros((1, 0), dtype.np), dtype)
     blocks = _promote_all(
         [reshape(t, _lifted_shape(as_tensor_arg(t).shape, 2)) for t in tensors], "block_diag"
     )

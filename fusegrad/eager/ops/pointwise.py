@@ -14,6 +14,7 @@ from ...ir import dtypes
 from ...ir import primitives as P
 from ..tensor import Tensor, constant
 from .arguments import (
+    C_TYPE_NAMES,
     _binary,
     _cast,
     _check_operand,
@@ -128,6 +129,20 @@ def sign(input):
     return P.sign(as_tensor_arg(input))
 
 
+@public(inplace=True, out=True)
+@_named(
+    lambda input, other: "CopysignBackward0" if isinstance(other, Tensor) else "CopysignBackward1"
+)
+def copysign(input, other):
+    """The magnitude of ``input`` with the sign of ``other`` (-0.0's too)."""
+    magnitude, sign = _floating_pair(input, other)
+    flip = P.where(signbit(sign), constant(-1.0, sign._dtype), constant(1.0, sign._dtype))
+    out = P.abs_(magnitude) * flip
+    if sign._requires_grad:  # PyTorch's gradient in ``other`` is zeros, not none
+        out = P.where(constant(False, dtypes.bool_), sign, out)
+    return out
+
+
 @public(inplace=True)
 def sgn(input):
     return sign(input)
@@ -197,6 +212,13 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 )
 def lerp(input, end, weight):
     input, end = as_tensor_arg(input), as_tensor_arg(end, "end")
+    for name, operand in (("end", end), ("weight", weight)):
+        if isinstance(operand, Tensor) and operand._dtype is not input._dtype:
+            if name == "end" or operand.ndim:  # a 0-d weight is a number
+                raise RuntimeError(
+                    f"expected dtype {C_TYPE_NAMES[input._dtype.name]} for `{name}` but got "
+                    f"dtype {C_TYPE_NAMES[operand._dtype.name]}"
+                )
     step = end - input
     if not isinstance(weight, Tensor):  # PyTorch's two formulas: exact at both ends
         return input + step * weight if builtins.abs(weight) < 0.5 else end - step * (1.0 - weight)

@@ -151,12 +151,14 @@ def aminmax(input, *, dim=None, keepdim=False):
     )
 
 
-def _return_type(name):
-    """(values, indices), printed the way PyTorch prints its return types."""
-    base = namedtuple(name, ["values", "indices"])
+def _return_type(name, fields=("values", "indices")):
+    """A named tuple (values, indices unless ``fields`` says otherwise),
+    printed the way PyTorch prints its return types."""
+    base = namedtuple(name, fields)
 
     def __repr__(self):
-        return f"fusegrad.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+        items = ",\n".join(f"{field}={value!r}" for field, value in zip(fields, self))
+        return f"fusegrad.return_types.{name}(\n{items})"
 
     return type(name, (base,), {"__slots__": (), "__repr__": __repr__})
 
@@ -216,7 +218,7 @@ def _extremum(input, dim, keepdim, other, reduce_all, arg_prim, result_type, bac
         return out
     axis = normalize_dim(dim, input.ndim)
     if input.ndim == 0:
-        return result_type(input * 1, Tensor._make(np.array(0), dtypes.int64))
+        return result_type(input * 1, Tensor._new(np.array(0), dtypes.int64))
     if input.shape[axis] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
     indices = arg_prim(input, axis=axis)
@@ -250,7 +252,7 @@ def _arg(prim, input, dim, keepdim):
         return P.reshape(out, shape=(1,) * input.ndim) if keepdim else out
     axis = normalize_dim(dim, input.ndim)
     if input.ndim == 0:
-        return Tensor._make(np.array(0), dtypes.int64)
+        return Tensor._new(np.array(0), dtypes.int64)
     out = prim(input, axis=axis)
     return unsqueeze(out, axis) if keepdim else out
 
@@ -275,7 +277,7 @@ def all(input, dim=None, keepdim=False):
     return (
         _keep(P.reduce_min(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim)
         if input.numel()
-        else Tensor._make(np.array(True))
+        else Tensor._new(np.array(True), dtypes.bool_)
     )
 
 
@@ -286,7 +288,7 @@ def any(input, dim=None, keepdim=False):
     return (
         _keep(P.reduce_max(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim)
         if input.numel()
-        else Tensor._make(np.array(False))
+        else Tensor._new(np.array(False), dtypes.bool_)
     )
 
 

@@ -15,7 +15,8 @@ import warnings
 
 import numpy as np
 
-from .. import autocast_state
+from ...ir import primitives as P
+from .. import autocast_state, autograd
 from ..autocast_policy import CPU_POLICY, autocasts
 from ..tensor import Tensor, recording
 from .composite import _rebuilt
@@ -137,12 +138,22 @@ def _without_autocast(op, args, kwargs):
         return op(*args, **kwargs)
 
 
+def _recorded_copy(tensor):
+    """A copy a trace records too, so that its value is the trace's."""
+    return P.convert(tensor, dtype=tensor._dtype)
+
+
 def _inplace(op):
     """``Tensor.<name>_``: op's result written into the tensor."""
 
     def method(self, *args, **kwargs):
         self._check_inplace()
-        return self._commit_inplace(_without_autocast(op, (self, *args), kwargs))
+        mark = autograd.sequence_mark()
+        result = _without_autocast(op, (self, *args), kwargs)
+        node = getattr(result, "grad_fn", None)
+        if node is not None and node.sequence_nr > mark:
+            autograd.keep_originals(node, mark, self, _recorded_copy)
+        return self._commit_inplace(result)
 
     method.__name__ = op.__name__ + "_"
     return method

@@ -108,7 +108,10 @@ def ravel(input):
 @public
 @_named("UnsqueezeBackward0")
 def unsqueeze(input, dim):
-    input = as_tensor_arg(input)
+    return _unsqueezed(as_tensor_arg(input), dim)
+
+
+def _unsqueezed(input, dim):
     d = normalize_dim(dim, input.ndim + 1)
     return P.reshape(input, shape=input.shape[:d] + (1,) + input.shape[d:])
 
@@ -116,7 +119,10 @@ def unsqueeze(input, dim):
 @public
 @_named(lambda input, dim=None: "SqueezeBackward0" if dim is None else "SqueezeBackward1")
 def squeeze(input, dim=None):
-    input = as_tensor_arg(input)
+    return _squeezed(as_tensor_arg(input), dim)
+
+
+def _squeezed(input, dim):
     if dim is None:
         axes = {i for i, s in enumerate(input.shape) if s == 1}
     else:
@@ -185,7 +191,10 @@ def permute(input, *dims):
 @public
 @_named("TransposeBackward0")
 def transpose(input, dim0, dim1):
-    input = as_tensor_arg(input)
+    return _transposed(as_tensor_arg(input), dim0, dim1)
+
+
+def _transposed(input, dim0, dim1):
     if input.ndim == 0:
         return P.reshape(input, shape=())
     a, b = normalize_dim(dim0, input.ndim), normalize_dim(dim1, input.ndim)
@@ -201,10 +210,56 @@ swapdims = public(transpose, name="swapdims")
 @public
 @_named("TBackward0")
 def t(input):
-    input = as_tensor_arg(input)
+    return _t(as_tensor_arg(input), "t")
+
+
+def _t(input, name):
     if input.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+        raise RuntimeError(
+            f"{name}() expects a tensor with <= 2 dimensions, but self is {input.ndim}D"
+        )
     return P.transpose(input, perm=tuple(reversed(range(input.ndim))))
+
+
+# ------------------------------------------------- changing a shape in place
+# PyTorch's in-place view ops: the tensor itself takes the view's shape. The
+# view is taken with the primitive, not the op: on float16 the op computes
+# in float32, which would copy.
+
+
+def _in_place_view(input, view, backward_name):
+    if view.grad_fn is not None:
+        view.grad_fn.label = backward_name
+    return input._commit_layout(view)
+
+
+@public(function=False)
+def squeeze_(input, dim=None):
+    input._check_inplace()
+    kind = 3 if dim is None else 5 if isinstance(dim, (tuple, list)) else 4
+    return _in_place_view(input, _squeezed(input, dim), f"SqueezeBackward{kind}")
+
+
+@public(function=False)
+def unsqueeze_(input, dim):
+    input._check_inplace()
+    return _in_place_view(input, _unsqueezed(input, dim), "UnsqueezeBackward1")
+
+
+@public(function=False)
+def transpose_(input, dim0, dim1):
+    input._check_inplace()
+    return _in_place_view(input, _transposed(input, dim0, dim1), "TransposeBackward1")
+
+
+swapaxes_ = public(transpose_, name="swapaxes_", function=False)
+swapdims_ = public(transpose_, name="swapdims_", function=False)
+
+
+@public(function=False)
+def t_(input):
+    input._check_inplace()
+    return _in_place_view(input, _t(input, "t_"), "TBackward1")
 
 
 @public

@@ -152,11 +152,11 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         values = np.moveaxis(
             values.reshape((-1,) + data.shape[1:]), 0, normalize_dim(dim, input.ndim)
         )
-    result = [Tensor._make(np.ascontiguousarray(values), input._dtype)]
+    result = [Tensor._new(np.ascontiguousarray(values), input._dtype)]
     if return_inverse:
-        result.append(Tensor._make(inverse.astype(np.int64)))
+        result.append(Tensor._new(inverse.astype(np.int64), dtypes.int64))
     if return_counts:
-        result.append(Tensor._make(counts.astype(np.int64)))
+        result.append(Tensor._new(counts.astype(np.int64), dtypes.int64))
     return result[0] if len(result) == 1 else tuple(result)
 
 
@@ -173,15 +173,19 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     values = data[starts]
     if dim is not None:
         values = np.moveaxis(values, 0, axis)
-    result = [Tensor._make(np.ascontiguousarray(values), input._dtype)]
+    result = [Tensor._new(np.ascontiguousarray(values), input._dtype)]
     if return_inverse:
         inverse = np.cumsum(starts) - 1
         result.append(
-            Tensor._make(inverse.reshape(input.shape if dim is None else -1).astype(np.int64))
+            Tensor._new(
+                inverse.reshape(input.shape if dim is None else -1).astype(np.int64), dtypes.int64
+            )
         )
     if return_counts:
         result.append(
-            Tensor._make(np.diff(np.append(np.flatnonzero(starts), len(rows))).astype(np.int64))
+            Tensor._new(
+                np.diff(np.append(np.flatnonzero(starts), len(rows))).astype(np.int64), dtypes.int64
+            )
         )
     return result[0] if len(result) == 1 else tuple(result)
 

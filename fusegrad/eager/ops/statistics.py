@@ -1,6 +1,6 @@
 """Statistics along dimensions: variance and standard deviation (var, std,
 var_mean, std_mean), medians and quantiles, covariance and correlation (cov,
-corrcoef), and histograms (histc, bincount)."""
+corrcoef), and histograms (histc, histogram, bincount)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from ...ir import dtypes
 from ...ir import primitives as P
 from ...ir.shapes import normalize_axes, normalize_dim, reduced_shape
 from ..tensor import Tensor, constant, constant_array
-from .arguments import _cast, _eager_only, _to_float, as_tensor_arg
+from .arguments import C_TYPE_NAMES, _cast, _eager_only, _to_float, as_tensor_arg
 from .composite import _named
-from .gather_scatter import gather
+from .gather_scatter import gather, take
 from .linear import matmul
 from .matrices import diagonal
 from .pointwise import clamp, clamp_min, isinf, isnan, where
 from .reductions import _keep, _require_nonempty, _return_type, amax, amin, divisor, mean, sum
 from .registry import public
 from .shape import expand, movedim, reshape, transpose, unsqueeze
-from .sorting import _order, sort
+from .sorting import _order, searchsorted, sort
 
 # -------------------------------------------------------------------- variance
 
@@ -287,6 +287,113 @@ def histc(input, bins=100, min=0, max=0):
     return P.scatter_add(counted, bin_of, spec=(("array",),), shape=(bins,))
 
 
+HistogramResult = _return_type("histogram", ("hist", "bin_edges"))
+
+
+@public
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
+    """How many values (or how much ``weight``) fall in each bin, and the
+    bins' edges: ``bins`` equal bins over ``range`` (the data's own range by
+    default), or the edges a tensor ``bins`` holds. Values outside are not
+    counted; the last bin holds its right edge. No gradient, as in PyTorch."""
+    input = as_tensor_arg(input)
+    if not input._dtype.is_floating_point:
+        raise NotImplementedError(
+            f"\"histogramdd\" not implemented for '{input._dtype.scalar_name}'"
+        )
+    values = reshape(input.detach(), -1)
+    if isinstance(bins, Tensor):
+        edges = _given_edges(bins, input)
+        count = edges.shape[0] - 1
+        # the last edge closes the last bin
+        position = searchsorted(edges, values, right=True) - 1
+        bin_of = where(values == edges[-1], count - 1, position)
+    else:
+        if bins <= 0:
+            raise RuntimeError(
+                f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0"
+            )
+        low, high = _histogram_range(values, range)
+        edges = constant_array(
+            np.linspace(low, high, bins + 1).astype(input._dtype.np), input._dtype
+        )
+        bin_of = _uniform_bin(values, edges, low, high, bins)
+        count = bins
+    inside = (values >= edges[0]) & (values <= edges[-1])
+    if weight is None:
+        counted = _cast(inside, input._dtype)
+    else:
+        counted = where(inside, reshape(_checked_weight(weight, input), -1), 0.0)
+    hist = P.scatter_add(counted, clamp(bin_of, 0, count - 1), spec=(("array",),), shape=(count,))
+    if density:
+        hist = hist / (sum(hist) * (edges[1:] - edges[:-1]))
+    return HistogramResult(hist, edges)
+
+
+def _given_edges(bins: Tensor, input: Tensor) -> Tensor:
+    if bins._dtype is not input._dtype:
+        raise RuntimeError(
+            "torch.histogramdd: input tensor and bins tensors should have the same dtype, but "
+            f"got input with dtype {C_TYPE_NAMES[input._dtype.name]} and bins for dimension 0 "
+            f"with dtype {C_TYPE_NAMES[bins._dtype.name]}"
+        )
+    if bins.ndim != 1:
+        raise RuntimeError(
+            f"torch.histogramdd: bins tensor should have one dimension, but got {bins.ndim} "
+            "dimensions in the bins tensor for dimension 0"
+        )
+    return bins.detach()
+
+
+def _histogram_range(values: Tensor, given) -> tuple:
+    """The range of equal bins: the given one or the data's (0 to 1 for no
+    data), widened by a half on each side when it is a single value."""
+    if given is not None:
+        low, high = (float(v) for v in given)
+    elif values.numel():
+        low, high = float(amin(values).item()), float(amax(values).item())
+    else:
+        low, high = 0.0, 1.0
+    if low > high:
+        raise RuntimeError(
+            f"torch.histogramdd: min should not exceed max, but got min {low:g} max {high:g} "
+            "for dimension 0"
+        )
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise RuntimeError(
+            f"torch.histogramdd: dimension 0's range [{low:g}, {high:g}] is not finite"
+        )
+    return (low - 0.5, high + 0.5) if low == high else (low, high)
+
+
+def _uniform_bin(values: Tensor, edges: Tensor, low: float, high: float, bins: int) -> Tensor:
+    """Each value's bin among equal ones, by arithmetic, moved by one where
+    rounding put it past an edge, so the edges decide as a search would."""
+    position = clamp(P.floor((values - low) * (bins / (high - low))), 0, bins - 1)
+    bin_of = _cast(position, dtypes.int64)
+    lower, upper = take(edges, bin_of), take(edges, bin_of + 1)
+    below = _cast(values < lower, dtypes.int64)
+    above = _cast((values >= upper) & (bin_of < bins - 1), dtypes.int64)
+    return bin_of - below + above
+
+
+def _checked_weight(weight, input: Tensor) -> Tensor:
+    weight = as_tensor_arg(weight, "weight")
+    if weight._dtype is not input._dtype:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+            f"should have the same dtype, but got input({C_TYPE_NAMES[input._dtype.name]}), "
+            f"and weight({C_TYPE_NAMES[weight._dtype.name]})"
+        )
+    if weight.shape != input.shape:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided it should have the same shape as "
+            "the input tensor excluding its innermost dimension, but got input with shape "
+            f"{[input.numel(), 1]} and weight with shape {list(weight.shape)}"
+        )
+    return weight.detach()
+
+
 @public
 def bincount(input, weights=None, minlength=0):
     """How often each non-negative integer occurs (weights summed instead when
@@ -298,8 +405,10 @@ def bincount(input, weights=None, minlength=0):
     if input.numel() and int(input._data.min()) < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is None:
-        return Tensor._make(np.bincount(input._data, minlength=minlength).astype(np.int64))
+        return Tensor._new(
+            np.bincount(input._data, minlength=minlength).astype(np.int64), dtypes.int64
+        )
     weights = as_tensor_arg(weights, "weights")
     counts = np.bincount(input._data, weights._data, minlength=minlength)
     dtype = weights._dtype if weights._dtype.is_floating_point else dtypes.float64
-    return Tensor._make(counts.astype(dtype.np), dtype)
+    return Tensor._new(counts.astype(dtype.np), dtype)

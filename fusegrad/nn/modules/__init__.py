@@ -49,14 +49,28 @@ from .activation import (
 )
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+)
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from .linear import Flatten, Fold, Identity, Linear, Unflatten, Unfold
+from .linear import Flatten, Fold, Identity, LazyLinear, Linear, Unflatten, Unfold
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
     CrossEntropyLoss,
+    CTCLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     HuberLoss,
@@ -66,6 +80,7 @@ from .loss import (
     MSELoss,
     MultiLabelSoftMarginLoss,
     NLLLoss,
+    NLLLoss2d,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
@@ -81,20 +96,33 @@ from .normalization import (
     InstanceNorm2d,
     InstanceNorm3d,
     LayerNorm,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
     RMSNorm,
+    SyncBatchNorm,
 )
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     CircularPad1d,
     CircularPad2d,
     ConstantPad1d,
     ConstantPad2d,
     ConstantPad3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
     ReflectionPad1d,
     ReflectionPad2d,
     ReplicationPad1d,

@@ -6,6 +6,10 @@ from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    SyncBatchNorm,
     _BatchNorm,  # noqa: F401
     _NormBase,  # noqa: F401
 )
@@ -14,4 +18,8 @@ __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
     "BatchNorm3d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "SyncBatchNorm",
 ]

@@ -1,4 +1,6 @@
-"""``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
+"""``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``,
+``ConvTranspose3d``, and their lazy forms (``LazyConv2d``, ...), which take
+their input's channels from the first input."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from ...eager import creation
 from ...eager.tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module, check_device
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -197,7 +200,7 @@ class _ConvTransposeNd(_ConvNd):
         return extra
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:
-        transpose = (F.conv_transpose1d, F.conv_transpose2d)[self.dims - 1]
+        transpose = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self.dims - 1]
         return transpose(
             input, self.weight, self.bias, self.stride, self.padding,
             self._output_padding(input, output_size), self.groups, self.dilation,
@@ -210,3 +213,90 @@ class ConvTranspose1d(_ConvTransposeNd):
 
 class ConvTranspose2d(_ConvTransposeNd):
     dims = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    dims = 3
+
+
+class _LazyConvMixin(LazyModuleMixin):
+    """A convolution whose ``in_channels`` is its first input's channels."""
+
+    def _lazy_init(self, out_channels: int, bias: bool, dtype) -> None:
+        """The settings the module was made with, its parameters uninitialized."""
+        self.out_channels = out_channels
+        self.weight = UninitializedParameter(dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor, *args, **kwargs) -> None:
+        if not self.has_uninitialized_params():
+            return
+        if input.dim() not in (self.dims + 1, self.dims + 2):
+            raise RuntimeError(
+                f"Expected {self.dims + 1}D (unbatched) or {self.dims + 2}D (batched) input to "
+                f"{type(self).__name__}, but got input of size: {input.shape}"
+            )
+        self.in_channels = input.shape[0 if input.dim() == self.dims + 1 else 1]
+        if self.in_channels % self.groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if isinstance(self, _ConvTransposeNd):
+            rows, columns = self.in_channels, self.out_channels // self.groups
+        else:
+            rows, columns = self.out_channels, self.in_channels // self.groups
+        self.weight.materialize((rows, columns, *self.kernel_size))
+        if self.bias is not None:
+            self.bias.materialize((self.out_channels,))
+        self.reset_parameters()
+
+
+class _LazyConvNd(_LazyConvMixin, _ConvNd):
+    def __init__(
+        self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
+        bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None,
+    ):  # fmt: skip
+        super().__init__(
+            0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device
+        )
+        self._lazy_init(out_channels, bias, dtype)
+
+
+class _LazyConvTransposeNd(_LazyConvMixin, _ConvTransposeNd):
+    def __init__(
+        self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+        groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros",
+        device=None, dtype=None,
+    ):  # fmt: skip
+        super().__init__(
+            0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+            padding_mode, device,
+        )  # fmt: skip
+        self._lazy_init(out_channels, bias, dtype)
+
+
+class LazyConv1d(_LazyConvNd, Conv1d):
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvNd, Conv2d):
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConvNd, Conv3d):
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d

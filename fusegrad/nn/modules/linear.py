@@ -1,4 +1,4 @@
-"""``Linear``, ``Identity``, ``Flatten``, ``Unflatten``, ``Fold`` and ``Unfold``
+"""``Linear``, ``LazyLinear``, ``Identity``, ``Flatten``, ``Unflatten``, ``Fold`` and ``Unfold``
 (PyTorch keeps the last four in flatten.py and fold.py: those modules
 re-export them)."""
 
@@ -10,7 +10,8 @@ from ...eager import creation, ops
 from ...eager.tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module, check_device
 
 
@@ -57,6 +58,32 @@ class Linear(Module):
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
         )
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose ``in_features`` is its first input's last size: then
+    it materializes and initializes its parameters and becomes a Linear."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
+        super().__init__(0, 0, False, device)
+        self.out_features = out_features
+        self.weight = UninitializedParameter(dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        if self.has_uninitialized_params():
+            self.in_features = input.shape[-1]
+            self.weight.materialize((self.out_features, self.in_features))
+            if self.bias is not None:
+                self.bias.materialize((self.out_features,))
+            self.reset_parameters()
 
 
 class NonDynamicallyQuantizableLinear(Linear):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from ...eager.tensor import Tensor
 from .. import functional as F
 from .module import Module
@@ -94,6 +96,38 @@ class NLLLoss(_WeightedLoss):
         return F.nll_loss(
             input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction
         )
+
+
+class NLLLoss2d(NLLLoss):
+    """NLLLoss's deprecated name for images: (N, C, H, W) against (N, H, W)."""
+
+    def __init__(
+        self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+        reduction="mean",
+    ):  # fmt: skip
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in "
+            "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for "
+            "more details.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (``F.ctc_loss``)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths) -> Tensor:
+        return F.ctc_loss(
+            log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+            self.zero_infinity,
+        )  # fmt: skip
 
 
 class CrossEntropyLoss(_WeightedLoss):

@@ -10,7 +10,7 @@ from ...eager.autograd import RemovableHandle
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
 from ...ir import dtypes
-from ..parameter import Parameter
+from ..parameter import Parameter, is_lazy
 
 
 def typename(obj) -> str:
@@ -359,6 +359,9 @@ class Module:
             for tensor in itertools.chain(self._parameters.values(), self._buffers.values()):
                 if tensor is None:
                     continue
+                if is_lazy(tensor):  # no values yet: the dtype fn gives them, later
+                    tensor._convert_like(fn)
+                    continue
                 converted = fn(tensor)
                 if converted is not tensor:
                     tensor.data = converted
@@ -373,11 +376,12 @@ class Module:
 
     def to(self, *args, **kwargs) -> Module:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``:
-        floating parameters and buffers converted to the dtype; the device is the CPU."""
+        floating parameters and buffers converted to the dtype; the device is
+        the CPU. ``memory_format=`` lays out the 4-d and 5-d ones so."""
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
         for arg in args:
@@ -389,15 +393,17 @@ class Module:
                 device = arg
         if device is not None:
             check_device(device)
-        if dtype is None:
-            return self
-        dtype = dtypes.as_dtype(dtype)
-        if not dtype.is_floating_point:
-            raise TypeError(
-                "nn.Module.to only accepts floating point or complex dtypes, but got desired "
-                f"dtype={dtype}"
-            )
-        return self._to_floating(dtype)
+        if dtype is not None:
+            dtype = dtypes.as_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError(
+                    "nn.Module.to only accepts floating point or complex dtypes, but got "
+                    f"desired dtype={dtype}"
+                )
+            self._to_floating(dtype)
+        if memory_format is not None:
+            self._apply(lambda t: t.to(memory_format=memory_format) if t.dim() in (4, 5) else t)
+        return self
 
     def float(self) -> Module:
         return self._to_floating(dtypes.float32)
@@ -482,6 +488,8 @@ class Module:
                 f'While copying the parameter named "{key}", expected torch.Tensor or '
                 f"Tensor-like object from checkpoint but received {type(value)}"
             ]
+        if is_lazy(target):  # a lazy module's parameter takes the shape it is given
+            target.materialize(value.shape)
         if value.shape != target.shape:
             return [
                 f"size mismatch for {key}: copying a param with shape {value.shape} from "

@@ -1,5 +1,5 @@
-"""Pooling modules (max, average and adaptive average, in one and two
-dimensions) and padding modules."""
+"""Pooling modules (max, average, power average and adaptive max and
+average, in one to three dimensions) and padding modules."""
 
 from __future__ import annotations
 
@@ -59,6 +59,19 @@ class MaxPool2d(_MaxPoolNd):
         )
 
 
+class MaxPool3d(_MaxPoolNd):
+    def forward(self, input: Tensor):
+        return F.max_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
 class AvgPool1d(Module):
     def __init__(
         self,
@@ -89,7 +102,7 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
     def __init__(
         self,
         kernel_size,
@@ -108,7 +121,7 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(
+        return self.pool(
             input,
             self.kernel_size,
             self.stride,
@@ -122,28 +135,94 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool1d(Module):
+class AvgPool2d(_AvgPoolNd):
+    pool = staticmethod(F.avg_pool2d)
+
+
+class AvgPool3d(_AvgPoolNd):
+    pool = staticmethod(F.avg_pool3d)
+
+
+class _AdaptiveAvgPoolNd(Module):
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool1d(input, self.output_size)
+        return self.pool(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool2d(Module):
-    def __init__(self, output_size):
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    pool = staticmethod(F.adaptive_avg_pool1d)
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    pool = staticmethod(F.adaptive_avg_pool2d)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    pool = staticmethod(F.adaptive_avg_pool3d)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    def __init__(self, output_size, return_indices: bool = False):
         super().__init__()
         self.output_size = output_size
+        self.return_indices = return_indices
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(input, self.output_size)
+    def forward(self, input: Tensor):
+        return self.pool(input, self.output_size, self.return_indices)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    pool = staticmethod(F.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    pool = staticmethod(F.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    pool = staticmethod(F.adaptive_max_pool3d)
+
+
+class _LPPoolNd(Module):
+    """The ``norm_type``-norm of each window (power average pooling)."""
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        norm_type = float(self.norm_type)
+        return self.pool(input, norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+            f"ceil_mode={self.ceil_mode}"
+        )
+
+
+class LPPool1d(_LPPoolNd):
+    pool = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    pool = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    pool = staticmethod(F.lp_pool3d)
 
 
 class _Pad(Module):

@@ -69,6 +69,23 @@ def clip_grad_norm_(
     return total
 
 
+def clip_grad_norm(
+    parameters,
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach=None,
+) -> Tensor:
+    """Deprecated: ``clip_grad_norm_``."""
+    warnings.warn(
+        "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+        "`torch.nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
 @no_grad()
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamps every gradient of ``parameters`` into [-clip_value, clip_value] in place."""

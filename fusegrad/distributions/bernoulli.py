@@ -1,0 +1,45 @@
+"""``Bernoulli``."""
+
+from __future__ import annotations
+
+from ..eager import ops, random
+from ..eager.grad_mode import no_grad
+from ..nn import functional as F
+from .distribution import Distribution, _as_parameter, _logits_and_probs
+
+
+class Bernoulli(Distribution):
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._given_probs = probs is not None
+        self.logits, self.probs = _logits_and_probs(probs, logits, binary=True)
+        super().__init__(self.probs.shape, validate_args=validate_args)
+
+    def _validate(self):
+        if self._given_probs:
+            inside = (self.probs >= 0) & (self.probs <= 1)
+            self._require(inside, "probs", self.probs, "Interval(lower_bound=0.0, upper_bound=1.0)")
+
+    def _shown_parameters(self):
+        return [
+            (
+                "probs" if self._given_probs else "logits",
+                self.probs if self._given_probs else self.logits,
+            )
+        ]
+
+    mean = property(lambda self: self.probs)
+    mode = property(lambda self: (self.probs >= 0.5).to(self.probs.dtype))
+    variance = property(lambda self: self.probs * (1 - self.probs))
+
+    def sample(self, sample_shape=()):
+        with no_grad():
+            return random.bernoulli(self.probs.expand(self._extended_shape(sample_shape)))
+
+    def log_prob(self, value):
+        value = _as_parameter(value, self.logits).to(self.logits.dtype)
+        self._require_support(value, (value == 0) | (value == 1), "Boolean()")
+        logits, value = ops.broadcast_tensors(self.logits, value)
+        return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
+
+    def entropy(self):
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
