@@ -13,9 +13,14 @@ import math as _math
 import warnings as _warnings
 
 from . import (
+    __config__,
+    _dynamo,
+    _inductor,
+    _six,
     _utils,
     accelerator,
     amp,
+    ao,
     autograd,
     backends,
     compiler,
@@ -23,19 +28,28 @@ from . import (
     cuda,
     distributed,
     distributions,
+    fft,
     func,
+    futures,
+    fx,
     hub,
     jit,
     linalg,
+    mps,
     multiprocessing,
+    nested,
     nn,
     onnx,
+    ops,
     optim,
+    profiler,
+    quantization,
     random,
     sparse,
     special,
     testing,
     utils,
+    xpu,
 )
 from . import eager as _eager
 from ._settings import (
@@ -71,10 +85,11 @@ from .amp.autocast_mode import (
 )
 from .autograd.transforms import grad, value_and_grad
 from .compiler import compile
+from .cuda import OutOfMemoryError
 
 # torch.cuda.amp, which cuda's __init__ cannot import: amp asks cuda whether CUDA is available
 from .cuda import amp as _cuda_amp
-from .eager.complex_tensor import (
+from .eager.complex_functions import (
     adjoint,
     conj,
     imag,
@@ -83,7 +98,7 @@ from .eager.complex_tensor import (
     view_as_complex,
     view_as_real,
 )
-from .eager.complex_tensor import complex_of_parts as complex
+from .eager.complex_functions import complex_of_parts as complex
 from .eager.creation import (
     arange,
     as_tensor,
@@ -156,6 +171,7 @@ from .eager.tensor_types import (
     LongTensor,
     ShortTensor,
 )
+from .fft import istft, stft
 from .ir.dtypes import (
     bfloat16,
     complex64,
@@ -169,16 +185,20 @@ from .ir.dtypes import (
     int16,
     int32,
     int64,
+    qint8,
+    qint32,
+    quint8,
     uint8,
 )
 from .ir.dtypes import bool_ as bool
+from .nested import jagged
 from .serialization import load, save
 from .sparse import sparse_coo_tensor, spmm
 from .tracer.trace import TracingError
 
 globals().update(_eager.ops.FUNCTIONS)  # every public op, as listed where it is defined
 # those with a complex implementation, taking complex tensors there
-globals().update(_eager.complex_tensor.functions_taking_complex(_eager.ops.FUNCTIONS))
+globals().update(_eager.complex_functions.functions_taking_complex(_eager.ops.FUNCTIONS))
 conj_physical = conj
 
 float = float32

@@ -19,6 +19,7 @@ import contextlib
 import importlib
 import importlib.abc
 import importlib.util
+import multiprocessing.spawn
 import sys
 import types
 
@@ -114,6 +115,26 @@ def _torch_names() -> list[str]:
     return [name for name in sys.modules if name == "torch" or name.startswith("torch.")]
 
 
+class _InstallInChild:
+    """Unpickled in a child that "spawn" starts, before the child imports the
+    parent's main module again (as ``__mp_main__``, where a script's
+    ``import torch`` would find PyTorch): installs the mapping there too."""
+
+    def __reduce__(self):
+        return install, ()
+
+
+def _telling_children(get_preparation_data):
+    def preparation_data(name):
+        data = get_preparation_data(name)
+        if _FINDER in sys.meta_path:
+            data["fusegrad_as_torch"] = _InstallInChild()  # a key the child does not read
+        return data
+
+    preparation_data.tells_children = True
+    return preparation_data
+
+
 def install(*, replace_imported_torch: bool = False) -> None:
     """From now on ``import torch[.x.y]`` gives ``fusegrad[.x.y]``.
 
@@ -133,6 +154,10 @@ def install(*, replace_imported_torch: bool = False) -> None:
         del sys.modules[name]
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+    if not getattr(multiprocessing.spawn.get_preparation_data, "tells_children", False):
+        multiprocessing.spawn.get_preparation_data = _telling_children(
+            multiprocessing.spawn.get_preparation_data
+        )
 
 
 def uninstall() -> None:

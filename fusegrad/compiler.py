@@ -15,9 +15,9 @@ import functools
 
 from .eager.tensor import recording
 from .nn.modules.module import Module
-from .tracer.jit import jit
+from .tracer.jit import jit, reset
 
-__all__ = ["compile", "disable", "is_compiling", "is_dynamo_compiling"]
+__all__ = ["compile", "disable", "is_compiling", "is_dynamo_compiling", "reset"]
 
 # torch._inductor.list_mode_options' modes, in its order (its error lists them)
 _MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")

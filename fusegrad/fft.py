@@ -24,17 +24,13 @@ import warnings
 import numpy as np
 
 from .eager import creation, ops
-from .eager.complex_tensor import (
-    ComplexTensor,
-    cat,
-    complex_of_parts,
-    matmul,
-    to_complex,
-    view_as_real,
-)
+from .eager.autocast_policy import autocasts
+from .eager.complex_functions import cat, complex_of_parts, to_complex, view_as_real
+from .eager.complex_tensor import ComplexTensor, matmul, planes
 from .eager.ops.arguments import _to_float, as_tensor_arg
 from .eager.tensor import Tensor, constant_array, recording
 from .ir import dtypes
+from .ir import primitives as P
 from .nn import functional as F
 
 __all__ = [
@@ -63,16 +59,22 @@ _LONGEST_PRIME = 2048  # the longest transform whose whole matrix is made
 # ---------------------------------------------------------------- matrices
 
 
-@functools.lru_cache(maxsize=64)
 def _twiddles(rows: int, columns: int, n: int, inverse: bool, dtype) -> ComplexTensor:
     """exp(-+2 pi i j k / n) for j < rows, k < columns: the DFT matrix, or a
-    split transform's twiddle factors. j k is reduced modulo n exactly
-    before it becomes an angle, so large products lose no digits."""
+    split transform's twiddle factors. Its pair is a view of the constant
+    planes (real parts, imaginary parts), which products read whole."""
+    planar = _planar_twiddles(rows, columns, n, inverse, dtype.to_real())
+    return ComplexTensor._of(P.transpose(planar, perm=(1, 2, 0)))
+
+
+@functools.lru_cache(maxsize=64)
+def _planar_twiddles(rows: int, columns: int, n: int, inverse: bool, parts) -> Tensor:
+    """j k is reduced modulo n exactly before it becomes an angle, so large
+    products lose no digits."""
     j, k = np.arange(rows)[:, None], np.arange(columns)[None, :]
     angle = 2 * np.pi * ((j * k) % n) / n
     sign = 1.0 if inverse else -1.0
-    pair = np.stack([np.cos(angle), sign * np.sin(angle)], axis=-1)
-    return ComplexTensor._of(constant_array(pair, dtype.to_real()))
+    return constant_array(np.stack([np.cos(angle), sign * np.sin(angle)]), parts)
 
 
 def _divisor(n: int):
@@ -116,8 +118,8 @@ def _rdft(x: Tensor) -> ComplexTensor:
         return _dft(to_complex(x, x.dtype.to_complex()), False)[..., :half]
     if n > _DIRECT:
         _check_prime_length(n)
-    matrix = _twiddles(n, half, n, False, x.dtype.to_complex())
-    return complex_of_parts(ops.matmul(x, matrix.real), ops.matmul(x, matrix.imag))
+    real, imag = planes(_twiddles(n, half, n, False, x.dtype.to_complex()))
+    return complex_of_parts(ops.matmul(x, real), ops.matmul(x, imag))
 
 
 # ------------------------------------------------------------- arguments
@@ -370,6 +372,7 @@ def _check_stft(n_fft: int, hop: int, win_length: int, length: int) -> None:
         )
 
 
+@autocasts("stft")
 def stft(
     input,
     n_fft,

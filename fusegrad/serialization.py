@@ -30,6 +30,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from .eager.complex_tensor import ComplexTensor, from_array
 from .eager.devices import check_device, device
 from .eager.tensor import Size, Tensor
 from .ir import dtypes
@@ -127,7 +128,7 @@ def save(obj, f, pickle_protocol: int = DEFAULT_PROTOCOL) -> None:
         archive.writestr("archive/format", FORMAT)
         archive.writestr("archive/data.pkl", data.getvalue())
         for key, tensor in records.values():
-            array = tensor._data
+            array = tensor._values() if isinstance(tensor, ComplexTensor) else tensor._data
             little = array.astype(array.dtype.newbyteorder("<"), order="C", copy=False)
             archive.writestr(f"archive/data/{key}", little.tobytes())
 
@@ -187,7 +188,10 @@ class _Unpickler(pickle.Unpickler):
         dtype = dtypes.by_name(dtype_name)
         raw = self.archive.read(f"archive/data/{key}")
         array = np.frombuffer(raw, dtype=dtype.np.newbyteorder("<")).astype(dtype.np)
-        t = Tensor._make(array.reshape(shape), dtype)
+        if dtype.is_complex:
+            t = from_array(array.reshape(shape))
+        else:
+            t = Tensor._make(array.reshape(shape), dtype)
         if parameter:
             from .nn import Parameter
 

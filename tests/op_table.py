@@ -152,6 +152,15 @@ def _householder_ref(h, tau):
     return out
 
 
+def _ctc_of_logits(x, targets, input_lengths, target_lengths, **kwargs):
+    """F.ctc_loss of log_softmax(x): of log-probabilities PyTorch's gradient is
+    no true one. float16 and bfloat16, which PyTorch's CTC refuses, in float32
+    (as autocast would)."""
+    log_probs = x.log_softmax(2)
+    log_probs = log_probs.float() if x.dtype.reduced else log_probs
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, reduction="none", **kwargs)
+
+
 def _flat(tensors):
     """A list of tensors (a _foreach op's) as one: their elements in order."""
     return fg.cat([t.reshape(-1) for t in tensors])
@@ -1110,12 +1119,12 @@ OPS = [
         "_foreach_addcmul",
         lambda a, b, c, d: _flat(
             [
-                *fg._foreach_addcmul([a, b], [c, d], [d[:1], c[0]], value=0.5),
+                *fg._foreach_addcmul([a, b], [c, d], [d[:1], c[0, :1]], value=0.5),
                 *_updated(lambda xs: fg._foreach_addcmul_(xs, [c, d], [c, d], [2, 3]), a, b),
             ]
         ),
         lambda a, b, c, d: _np_flat(
-            [a + 0.5 * c * d[:1], b + 0.5 * d * c[0], a + 2 * c * c, b + 3 * d * d]
+            [a + 0.5 * c * d[:1], b + 0.5 * d * c[0, :1], a + 2 * c * c, b + 3 * d * d]
         ),
         [S(r(3, 4), r(5), r(3, 4), r(5))],
     ),
@@ -1495,9 +1504,15 @@ OPS = [
         lambda x, w, **k: np.concatenate(np.histogram(x, **k, weights=w)),
         [
             S(r(3, 4), pos(3, 4), bins=4, range=(-1.0, 1.5)),
-            S(r(3, 4), None, bins=3, density=True),
-            S(r(12), None, bins=np.array([-2.0, -0.5, 0.0, 2.0])),
+            S(r(3, 4), None, bins=3, range=(-2.0, 2.0), density=True),
         ],
+        differentiable=False,
+    ),
+    OpInfo(
+        "histogram_edges",
+        lambda x, edges: fg.cat(fg.histogram(x, edges)),
+        lambda x, edges: np.concatenate(np.histogram(x, edges)),
+        [S(r(12), np.array([-2.0, -0.5, 0.0, 2.0]))],
         differentiable=False,
     ),
     OpInfo("nextafter", fg.nextafter, np.nextafter, [S(r(3, 4), r(3, 4))]),
@@ -2191,9 +2206,9 @@ NN_OPS = [
         lambda x, t: -x[np.arange(len(t)), t].sum(),
         [S(r(4, 5), ints([0, 4, 2, 2]))],
     ),
-    OpInfo(  # of log_softmax(x): PyTorch's gradient of log-probabilities is no true one
+    OpInfo(
         "ctc_loss",
-        lambda x, t, il, tl, **k: F.ctc_loss(x.log_softmax(2), t, il, tl, reduction="none", **k),
+        _ctc_of_logits,
         _ctc_ref,
         [
             S(

@@ -67,6 +67,15 @@ def test_grad_with_respect_to_an_intermediate():
     np.testing.assert_allclose(gy.numpy(), [6.0, 12.0])
 
 
+def test_grad_with_respect_to_an_intermediate_leaves_its_node_for_a_later_backward():
+    w = fg.tensor([1.0, 2.0], requires_grad=True)
+    x = w * w
+    (g,) = fg.autograd.grad((x**2).sum(), x)
+    assert g.tolist() == [2.0, 8.0]
+    x.sum().backward()  # x's own node did not run, so its saved values are there
+    assert w.grad.tolist() == [2.0, 4.0]
+
+
 def test_backward_of_several_outputs_with_grad_tensors():
     x = fg.tensor([1.0, 2.0], requires_grad=True)
     fg.autograd.backward([x * 2, x * x], [fg.ones(2), fg.tensor([1.0, 0.5])])

@@ -193,3 +193,70 @@ SPEC_OPS = (
 
 def test_op_table_covers_every_op_in_spec():
     assert [name for name in SPEC_OPS if name not in OPS_BY_NAME] == []
+
+
+def _random_like(tensors, seed):
+    rng = np.random.default_rng(seed)
+    return tuple(fg.tensor(rng.standard_normal(tuple(t.shape)), dtype=fg.float64) for t in tensors)
+
+
+@pytest.mark.parametrize("op,sample", DIFF_CASES)
+def test_jvp_matches_finite_differences_and_the_vjp(op, sample):
+    """Forward mode: J u against central differences along u, and
+    <v, J u> against <J^T v, u> by reverse mode, for random u and v."""
+    fn, inputs = _as_function(op, sample)
+    primals = tuple(x.detach() for x in inputs)
+    u = _random_like(primals, 0)
+    out, jvp_out = fg.func.jvp(fn, primals, u)
+    eps = 1e-6
+    plus = fn(*(p + eps * d for p, d in zip(primals, u)))
+    minus = fn(*(p - eps * d for p, d in zip(primals, u)))
+    differences = (plus.numpy() - minus.numpy()) / (2 * eps)
+    np.testing.assert_allclose(jvp_out.numpy(), differences, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(out.numpy(), fn(*primals).numpy())
+    (v,) = _random_like((out,), 1)
+    vjps = fg.autograd.grad(fn(*inputs), inputs, v, allow_unused=True)
+    transposed = sum(float((g * d).sum()) for g, d in zip(vjps, u) if g is not None)
+    np.testing.assert_allclose(float((v * jvp_out).sum()), transposed, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("op,sample", SECOND_CASES)
+def test_forward_over_reverse_equals_reverse_over_reverse(op, sample):
+    """The jvp of a vjp (saved values and outputs keep their tangents)
+    against the gradient of the gradient, along random directions."""
+    fn, inputs = _as_function(op, sample)
+    primals = tuple(x.detach() for x in inputs)
+    (v,) = _random_like((fn(*primals),), 1)
+    u = _random_like(primals, 0)
+
+    def vjp_of(*xs):
+        _, vjp_fn = fg.func.vjp(fn, *xs)
+        return vjp_fn(v)
+
+    _, forward = fg.func.jvp(vjp_of, primals, u)
+    grads = fg.autograd.grad(fn(*inputs), inputs, v, create_graph=True, allow_unused=True)
+    linked = [(g, d) for g, d in zip(grads, u) if g is not None and g.requires_grad]
+    reverse = [None] * len(inputs)
+    if linked:
+        reverse = fg.autograd.grad(
+            [g for g, _ in linked], inputs, [d for _, d in linked], allow_unused=True
+        )
+    for f, r in zip(forward, reverse):
+        expected = np.zeros(f.shape) if r is None else r.numpy()
+        np.testing.assert_allclose(f.numpy(), expected, rtol=1e-7, atol=1e-9)
+
+
+JIT_JVP_CASES = [c for c in DIFF_CASES if c.values[0].jit][::5]
+
+
+@pytest.mark.parametrize("op,sample", JIT_JVP_CASES)
+def test_a_compiled_jvp_matches_the_eager_one(op, sample):
+    fn, inputs = _as_function(op, sample)
+    primals = tuple(x.detach() for x in inputs)
+    count = len(primals)
+    compiled = fg.jit(lambda *xs: fg.func.jvp(fn, xs[:count], xs[count:]))
+    for seed in (0, 1, 2):
+        u = _random_like(primals, seed)
+        expected = fg.func.jvp(fn, primals, u)
+        for got, want in zip(compiled(*primals, *u), expected):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-12)

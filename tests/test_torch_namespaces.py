@@ -634,9 +634,9 @@ def tensor_type_dtype(tensor_type):
 
 
 def test_set_default_dtype_takes_floating_dtypes_only():
-    with pytest.raises(TypeError, match="^only floating-point types"):
+    with pytest.raises(TypeError, match=r"^only floating-point types"):
         fg.set_default_dtype(fg.int64)
-    with pytest.raises(TypeError, match="^invalid dtype object: only floating-point"):
+    with pytest.raises(TypeError, match=r"^invalid dtype object: only floating-point"):
         fg.set_default_dtype(float)
     assert fg.get_default_dtype() is fg.float32
 

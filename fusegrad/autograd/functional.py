@@ -1,4 +1,5 @@
-"""Higher-order helpers in terms of ``grad``: jacobian, hessian, vjp, jvp, hvp, vhp."""
+"""Higher-order helpers: jacobian, hessian, vjp and vhp in terms of ``grad``,
+jvp and hvp in forward mode."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from ..eager import grad_mode, ops
 from ..eager.autograd import grad
 from ..eager.creation import zeros_like
 from ..eager.tensor import Tensor
+from . import forward_ad
 from .transforms import jacobian_blocks, track
 
 
@@ -94,10 +96,9 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), J v), by the double-vjp trick: J v is the vjp of u -> u^T J."""
+    """(func(inputs), J v), in forward mode."""
     with grad_mode.enable_grad():
         _, inputs = _prepare(inputs, create_graph)
-        single_out, outputs = _outputs(func, inputs)
         if v is None:
             if len(inputs) != 1 or inputs[0].numel() != 1:
                 raise RuntimeError(
@@ -107,29 +108,25 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
                 )
             v = (zeros_like(inputs[0]) + 1,)
         v = _vector(v, inputs, "v")
-        dummies = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
-        vjps = _grads(outputs, inputs, dummies, True, strict)
-        result = _vjp_of_grads(vjps, dummies, v, create_graph)
+        with forward_ad.dual_level():
+            duals = tuple(forward_ad.make_dual(x, d) for x, d in zip(inputs, v))
+            single_out, outputs = _outputs(func, duals)
+            unpacked = [forward_ad.unpack_dual(o) for o in outputs]
+        outputs = tuple(primal for primal, _ in unpacked)
+        result = _tangents(unpacked, strict)
     outs = _finish(outputs, create_graph)
     result = _finish(result, create_graph)
     return (outs[0] if single_out else outs), (result[0] if single_out else result)
 
 
-def _vjp_of_grads(grads, wrt, v, create_graph):
-    """The sum of v_i . d(grads_i)/d(wrt): differentiating a backward pass
-    again. Zeros where no gradient depends on ``wrt``."""
-    linked = [(g, d) for g, d in zip(grads, v) if g.requires_grad]
-    result = (None,) * len(wrt)
-    if linked:
-        result = grad(
-            [g for g, _ in linked],
-            wrt,
-            [d for _, d in linked],
-            retain_graph=True,
-            create_graph=create_graph,
-            allow_unused=True,
+def _tangents(unpacked, strict: bool) -> tuple:
+    """The tangent of each (primal, tangent) pair, zeros where it has none."""
+    if strict and all(tangent is None for _, tangent in unpacked):
+        raise RuntimeError(
+            "The output of the user-provided function is independent of the inputs. "
+            "This is not allowed in strict mode."
         )
-    return tuple(zeros_like(w) if r is None else r for w, r in zip(wrt, result))
+    return tuple(zeros_like(p) if t is None else t for p, t in unpacked)
 
 
 def jacobian(
@@ -191,18 +188,23 @@ def hessian(
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), H v) for a function returning a single element."""
+    """(func(inputs), H v) for a function returning a single element: the
+    jvp of its gradient (forward over reverse)."""
     with grad_mode.enable_grad():
         single_in, inputs = _prepare(inputs, create_graph)
-        _, outputs = _outputs(func, inputs)
-        if len(outputs) != 1 or outputs[0].numel() != 1:
-            raise RuntimeError(
-                "The function given to hvp should return a single Tensor with a single element."
-            )
         v = _vector(v if v is not None else tuple(zeros_like(x) + 1 for x in inputs), inputs, "v")
-        grads = _grads(outputs, inputs, (zeros_like(outputs[0]) + 1,), True, strict)
-        result = _vjp_of_grads(grads, inputs, v, create_graph)
-    outs = _finish(outputs, create_graph)
+        with forward_ad.dual_level():
+            duals = tuple(forward_ad.make_dual(x, d) for x, d in zip(inputs, v))
+            _, outputs = _outputs(func, duals)
+            if len(outputs) != 1 or outputs[0].numel() != 1:
+                raise RuntimeError(
+                    "The function given to hvp should return a single Tensor with a single element."
+                )
+            grads = _grads(outputs, duals, (zeros_like(outputs[0]) + 1,), create_graph, strict)
+            unpacked = [forward_ad.unpack_dual(g) for g in grads]
+            output = forward_ad.unpack_dual(outputs[0]).primal
+        result = _tangents(unpacked, False)
+    outs = _finish((output,), create_graph)
     result = _finish(result, create_graph)
     return outs[0], (result[0] if single_in else result)
 

@@ -34,10 +34,18 @@ from ..utils._pytree import tree_flatten, tree_map_only
 def track(tensor: Tensor, connected: bool) -> Tensor:
     """``tensor`` as a variable of a transform: a view of it when ``connected``
     (gradients of what is computed from it still reach it) and it requires
-    grad, else a detached leaf requiring grad."""
+    grad, else a detached leaf requiring grad. Either keeps the tangents
+    forward mode gave ``tensor``."""
     if connected and tensor.requires_grad:
         return ops.reshape(tensor, tensor.shape)
-    return tensor.detach().requires_grad_()
+    return _with_tangents_of(tensor, tensor.detach().requires_grad_())
+
+
+def _with_tangents_of(tensor: Tensor, copy: Tensor) -> Tensor:
+    """``copy``, a detached copy of ``tensor``, given its tangents: a
+    transform cuts reverse mode's graph, not forward mode's."""
+    copy._tangents = tensor._tangents
+    return copy
 
 
 def argument_positions(argnums, count: int) -> tuple:
@@ -137,7 +145,9 @@ class Differentiated:
 
 def detached(tree, keep_graph: bool):
     """``tree`` with its tensors detached, unless the results keep a graph."""
-    return tree if keep_graph else tree_map_only(Tensor, Tensor.detach, tree)
+    if keep_graph:
+        return tree
+    return tree_map_only(Tensor, lambda t: _with_tangents_of(t, t.detach()), tree)
 
 
 def grad_and_value_call(fn, argnums, has_aux: bool, args: tuple, kwargs: dict, split_output):

@@ -9,7 +9,9 @@ from ..eager.tensor_types import cuda_tensor_types
 from . import memory
 from .devices import (
     Event,
+    OutOfMemoryError,
     Stream,
+    StreamContext,
     current_device,
     current_stream,
     default_stream,
@@ -21,6 +23,7 @@ from .devices import (
     is_bf16_supported,
     mem_get_info,
     set_device,
+    stream,
     synchronize,
 )
 from .memory import (
@@ -32,6 +35,7 @@ from .memory import (
     memory_cached,
     memory_reserved,
     memory_stats,
+    memory_summary,
     reset_accumulated_memory_stats,
     reset_max_memory_allocated,
     reset_max_memory_cached,

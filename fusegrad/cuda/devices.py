@@ -126,5 +126,36 @@ def _unbuilt_class(name: str) -> type:
     return type(name, (), {"__new__": refuse, "__module__": __name__.rpartition(".")[0]})
 
 
-Stream = _unbuilt_class("Stream")
+class Stream:
+    """A CUDA stream: the class exists (for ``isinstance`` and annotations),
+    making one fails as on a CPU-only PyTorch."""
+
+    def __new__(cls, *args, **kwargs):
+        raise RuntimeError("torch.cuda.Stream requires CUDA support")
+
+
 Event = _unbuilt_class("Event")
+
+
+class StreamContext:
+    """``with torch.cuda.stream(s):``: makes ``s`` current, which without a
+    CUDA device (PyTorch's index -1) it leaves undone, as PyTorch does."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.idx = -1
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        return False
+
+
+def stream(stream) -> StreamContext:
+    return StreamContext(stream)
+
+
+class OutOfMemoryError(RuntimeError):
+    """PyTorch's error when a device runs out of memory; fusegrad raises it
+    never, but scripts catch it by name."""

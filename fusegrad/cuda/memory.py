@@ -18,6 +18,12 @@ def memory_stats(device=None) -> collections.OrderedDict:
     return collections.OrderedDict()
 
 
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    """Fails as PyTorch's does without CUDA: its table reads counters that
+    ``memory_stats`` (empty) does not have."""
+    raise KeyError("allocated_bytes.all.current")
+
+
 def memory_allocated(device=None) -> int:
     return memory_stats(device).get("allocated_bytes.all.current", 0)
 

@@ -9,6 +9,14 @@ holds its gradient averaging, and gradients flow through them. Needs the
 """
 
 from .collectives import all_gather, all_gather_into_tensor, all_reduce, broadcast, reduce
+from .objects import (
+    all_gather_object,
+    broadcast_object_list,
+    gather,
+    gather_object,
+    get_default_backend_for_device,
+    scatter_object_list,
+)
 from .process_group import (
     ProcessGroup,
     ReduceOp,
@@ -33,10 +41,15 @@ __all__ = [
     "Work",
     "all_gather",
     "all_gather_into_tensor",
+    "all_gather_object",
     "all_reduce",
     "barrier",
     "broadcast",
+    "broadcast_object_list",
     "destroy_process_group",
+    "gather",
+    "gather_object",
+    "get_default_backend_for_device",
     "get_backend",
     "get_rank",
     "get_world_size",
@@ -48,4 +61,5 @@ __all__ = [
     "is_mpi_available",
     "is_nccl_available",
     "reduce",
+    "scatter_object_list",
 ]

@@ -224,6 +224,7 @@ class PrimitiveBackward(Node):
         "in_dtypes",
         "saved",
         "saved_out",
+        "saved_tangents",  # forward AD: the output's tangents, given it by its op
         "freed",
     )
 
@@ -272,6 +273,7 @@ class PrimitiveBackward(Node):
             if plan.saves_output
             else None
         )
+        self.saved_tangents = None
         self.freed = False
 
     @property
@@ -291,7 +293,7 @@ class PrimitiveBackward(Node):
 
     def release(self) -> None:
         if self.saved is not None or self.saved_out is not None:
-            self.saved = self.saved_out = None
+            self.saved = self.saved_out = self.saved_tangents = None
             self.freed = True
 
     def apply(self, grads):
@@ -661,10 +663,14 @@ def _walk(roots, targets):
                 stack.append(next_node)
     if targets is None:
         return dependencies, None
-    needed = {edge[0] for edge in targets}
+    # A target's own node runs only if it leads to another target: the
+    # gradient is taken where it arrives (PyTorch leaves that node's saved
+    # values alone, so a later backward through it still works).
+    target_nodes = {edge[0] for edge in targets}
+    needed = set()
     # reverse topological order: a node's inputs are decided before the node
     for node in sorted(order, key=lambda n: n.sequence_nr):
-        if any(n in needed for n, _ in node.edges):
+        if any(n in needed or n in target_nodes for n, _ in node.edges):
             needed.add(node)
     return dependencies, needed
 

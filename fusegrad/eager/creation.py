@@ -35,7 +35,7 @@ def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
 def _flatten_data(data):
     """Nested lists that may hold tensors or numpy values, as plain Python numbers."""
     if isinstance(data, Tensor):
-        return data._data.tolist()
+        return data.tolist() if data.is_complex() else data._data.tolist()
     if isinstance(data, (list, tuple)):
         return [_flatten_data(d) for d in data]
     if isinstance(data, np.ndarray):
@@ -89,7 +89,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         inferred = dtypes.from_numpy_dtype(data.dtype)
         array = data
     elif isinstance(data, Tensor):
-        inferred, array = data._dtype, data._data
+        inferred, array = data._dtype, data.numpy(force=True) if data.is_complex() else data._data
     else:
         values = _flatten_data(data)
         _check_rectangular(values, 0)
@@ -173,6 +173,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def _filled(value, size, dtype, requires_grad, default=None):
     shape = sizes_from_args(size)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else default or dtypes.default_float()
+    if isinstance(value, (complex, np.complexfloating)) and not dtype.is_complex:
+        name = {"float32": "float", "float64": "double"}.get(dtype.name, dtype.name)
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
     if is_symbolic(shape) and not requires_grad:
         # a traced size that varies between calls: the fill is computed at
         # its run-time size, and writable, as a fresh tensor is

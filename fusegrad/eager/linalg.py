@@ -192,7 +192,7 @@ def _torch_qr(input, some=True):
             "parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with\nQ, R = "
             "torch.linalg.qr(A, 'reduced' if some else 'complete')",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,  # the caller's line, past autocast's wrapper
         )
     return TorchQrResult(*qr(input, "reduced" if some else "complete"))
 

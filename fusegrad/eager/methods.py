@@ -8,7 +8,18 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from . import complex_tensor, creation, einsum, indexing, linalg, ops, sparse, storage, tensor_types  # noqa: F401  (registering)
+from . import (  # noqa: F401  (registering)
+    complex_functions,
+    complex_tensor,
+    creation,
+    einsum,
+    indexing,
+    linalg,
+    ops,
+    sparse,
+    storage,
+    tensor_types,
+)
 from .tensor import Tensor
 
 for _name, _op in ops.METHODS.items():
@@ -134,13 +145,13 @@ Tensor.cpu = lambda self: self
 Tensor.layout = sparse.strided
 Tensor.to_sparse = Tensor.to_sparse_coo = sparse.to_sparse
 Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: ops.to(self, dtype)
-Tensor.to = complex_tensor.converting_to_complex(ops.METHODS["to"])
+Tensor.to = complex_functions.converting_to_complex(ops.METHODS["to"])
 Tensor.type_as = lambda self, other: self.to(other.dtype)
 Tensor.cfloat = lambda self: self.to(dtypes.complex64)
 Tensor.cdouble = lambda self: self.to(dtypes.complex128)
 # complex numbers' attributes, of real tensors (complex ones: complex_tensor.py)
 Tensor.real = property(lambda self: self)
-Tensor.imag = property(complex_tensor.imag)
+Tensor.imag = property(complex_functions.imag)
 Tensor.conj = Tensor.conj_physical = lambda self: self
 Tensor.is_conj = lambda self: False
 Tensor.adjoint = lambda self: self.mH

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir import primitives as P
 from ..ir.graph import Operators
-from . import autograd
+from . import autograd, tensor
 from .tensor import computed, constant, recording
 
 
@@ -37,8 +37,9 @@ class PlainValue(Operators):
 
     @staticmethod
     def usable() -> bool:
-        """Whether rules may run on plain values now: not while a trace records."""
-        return recording.trace is None
+        """Whether rules may run on plain values now: not while a trace
+        records, nor while forward AD may give the gradients tangents."""
+        return recording.trace is None and tensor.dual_hook is None
 
 
 def plain_bind(prim, args, params):

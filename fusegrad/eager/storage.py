@@ -223,6 +223,26 @@ def pin_memory(self, device=None) -> Tensor:
     raise RuntimeError("Cannot access accelerator device when none is available.")
 
 
+def record_stream(self, stream) -> None:
+    """Fails as on a CPU-only PyTorch, where no argument can be a CUDA stream."""
+    raise RuntimeError("unknown parameter type")
+
+
+def int_repr(self) -> Tensor:
+    """A quantized tensor's stored integers; fusegrad has no quantized tensors."""
+    raise NotImplementedError(
+        "Could not run 'aten::int_repr' with arguments from the 'CPU' backend: int_repr is "
+        "defined for quantized tensors only, and fusegrad has none"
+    )
+
+
+def _make_wrapper_subclass(cls, size, *args, **kwargs):
+    raise RuntimeError(
+        f"{cls.__name__}._make_wrapper_subclass: fusegrad has no __torch_dispatch__, so "
+        "tensor subclasses that wrap other tensors through it cannot be made"
+    )
+
+
 # ------------------------------------------------- resize_, set_, is_set_to
 
 
@@ -359,6 +379,9 @@ Tensor.untyped_storage = untyped_storage
 Tensor.share_memory_ = share_memory_
 Tensor.is_shared = is_shared
 Tensor.pin_memory = pin_memory
+Tensor.record_stream = record_stream
+Tensor.int_repr = int_repr
+Tensor._make_wrapper_subclass = staticmethod(_make_wrapper_subclass)
 Tensor.is_pinned = lambda self, device=None: False
 Tensor.resize_ = resize_
 Tensor.resize_as_ = resize_as_

@@ -34,6 +34,10 @@ class _Recording(threading.local):
 
 recording = _Recording()
 
+# While a forward-AD dual level is active, ``hook(prim, args, params, out)``,
+# which gives an op's output its tangents (autograd/forward_ad.py sets it)
+dual_hook = None
+
 
 class Size(tuple):
     """A tensor's shape: a tuple that prints as ``fusegrad.Size([2, 3])``.
@@ -98,6 +102,7 @@ class Tensor:
     # the version at which a base's shape last changed in place (t_(),
     # resize_(), ...): views taken before it hold steps from the old shape
     _layout_version = 0
+    _tangents = None  # forward AD: the tangent at each dual level's key, when it has one
     __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * t
 
     def __new__(cls, *args, **kwargs):
@@ -133,6 +138,7 @@ class Tensor:
         t.grad_fn = node
         t._output_nr = output_nr
         t._requires_grad = True
+        t._tangents = node.saved_tangents  # forward over reverse differentiates what reads it
         return t
 
     # ------------------------------------------------------------ attributes
@@ -599,10 +605,12 @@ class Tensor:
                 f"to the desired output type {self._dtype.scalar_name}"
             )
         base = self._base
-        if (
-            base is not None
-            and grad_mode.is_grad_enabled()
-            and (self._requires_grad or base._requires_grad or result._requires_grad)
+        if base is not None and (
+            (
+                grad_mode.is_grad_enabled()
+                and (self._requires_grad or base._requires_grad or result._requires_grad)
+            )
+            or (dual_hook is not None and (result._tangents or base._tangents))
         ):
             return self._commit_through_base(result)
         if not self._data.flags.writeable:
@@ -618,6 +626,8 @@ class Tensor:
             recording.trace.rebind(self, result)
         np.copyto(self._data, result._data)
         self._version_counter[0] += 1
+        if dual_hook is not None:
+            self._tangents = result._tangents
         if result.grad_fn is not None:
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
@@ -633,6 +643,8 @@ class Tensor:
         if recording.trace is not None:
             recording.trace.relayout(self, view)
         self._data = view._data
+        if dual_hook is not None:
+            self._tangents = view._tangents
         if view.grad_fn is not None:
             self.grad_fn, self._output_nr = view.grad_fn, view._output_nr
             self._requires_grad = True
@@ -671,6 +683,7 @@ class Tensor:
             recording.trace.rebind_view(self, view)
         self.grad_fn, self._output_nr = view.grad_fn, view._output_nr
         self._requires_grad = view._requires_grad
+        self._tangents = view._tangents
         self._view_version = self._version_counter[0]
         return self
 
@@ -806,6 +819,8 @@ def eager_bind(prim, args, params):
         _mark_inference(out)
     if trace is not None:
         trace.record(prim, args, recorded, out)
+    if dual_hook is not None:
+        dual_hook(prim, args, recorded, out)
     return out
 
 

@@ -1,10 +1,12 @@
 """``fusegrad.func`` (``torch.func``): composable function transforms of
-the gradient (``grad``, ``grad_and_value``, ``vjp``, ``jacrev``,
-``hessian``) and functional calls of modules (``functional_call``,
+the gradient, reverse mode (``grad``, ``grad_and_value``, ``vjp``,
+``jacrev``) and forward mode (``jvp``, ``linearize``, ``jacfwd``), the
+``hessian``, and functional calls of modules (``functional_call``,
 ``stack_module_state``)."""
 
+from .forward_transforms import hessian, jacfwd, jvp, linearize
 from .module_state import functional_call, stack_module_state
-from .transforms import grad, grad_and_value, hessian, jacrev, vjp
+from .transforms import grad, grad_and_value, jacrev, vjp
 
 __all__ = [
     "grad",
@@ -12,6 +14,9 @@ __all__ = [
     "vjp",
     "jacrev",
     "hessian",
+    "jvp",
+    "linearize",
+    "jacfwd",
     "functional_call",
     "stack_module_state",
 ]

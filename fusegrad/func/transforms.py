@@ -1,5 +1,5 @@
-"""torch.func's reverse-mode transforms: ``grad``, ``grad_and_value``, ``vjp``,
-``jacrev`` and ``hessian``, on the variables and gradients of
+"""torch.func's reverse-mode transforms: ``grad``, ``grad_and_value``, ``vjp``
+and ``jacrev``, on the variables and gradients of
 ``autograd/transforms.py`` (which also makes ``fusegrad.grad``).
 
 Arguments and outputs are pytrees of tensors (tuples, lists, dicts); a
@@ -191,17 +191,3 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None):
         return jacobian
 
     return wrapper
-
-
-def hessian(func, argnums=0):
-    """The Hessian of ``func`` with respect to the arguments at ``argnums``:
-    the Jacobian of its Jacobian. PyTorch takes the outer Jacobian in
-    forward mode; reverse over reverse gives the same numbers.
-
-    >>> import fusegrad
-    >>> from fusegrad.func import hessian
-    >>> hessian(lambda x: (x ** 3).sum())(fusegrad.tensor([1.0, 2.0]))
-    tensor([[ 6.,  0.],
-            [ 0., 12.]])
-    """
-    return jacrev(jacrev(func, argnums), argnums)

@@ -11,6 +11,7 @@ import numpy as np
 BOOL, INTEGER, FLOATING = 0, 1, 2  # promotion categories, lowest first
 # complex tensors' (eager/complex_tensor.py, a pair of real parts each): no IR value has it
 COMPLEX = 3
+QUANTIZED = 4  # names only: no tensor has such a dtype
 
 
 class DType:
@@ -148,13 +149,18 @@ int8 = _narrow_integer("int8", "i8", "Char", np.int8)
 int16 = _narrow_integer("int16", "i16", "Short", np.int16)
 complex64 = DType("complex64", "c64", "ComplexFloat", np.complex64, COMPLEX)
 complex128 = DType("complex128", "c128", "ComplexDouble", np.complex128, COMPLEX)
+# PyTorch's quantized dtypes, which scripts name (quantize_dynamic's dtype=)
+qint8 = DType("qint8", "qi8", "QInt8", np.int8, QUANTIZED)
+quint8 = DType("quint8", "qu8", "QUInt8", np.uint8, QUANTIZED)
+qint32 = DType("qint32", "qi32", "QInt32", np.int32, QUANTIZED)
+QUANTIZED_DTYPES = (qint8, quint8, qint32)
 _PARTS_OF = {complex64: float32, complex128: float64}
 _COMPLEX_OF = {float32: complex64, float64: complex128}
 
 ALL_DTYPES = (float32, float64, int64, int32, bool_)  # one per storage type
 REDUCED_DTYPES = (float16, bfloat16, uint8, int8, int16)
 COMPLEX_DTYPES = (complex64, complex128)
-_BY_NAME = {d.name: d for d in ALL_DTYPES + REDUCED_DTYPES + COMPLEX_DTYPES}
+_BY_NAME = {d.name: d for d in ALL_DTYPES + REDUCED_DTYPES + COMPLEX_DTYPES + QUANTIZED_DTYPES}
 _BY_NUMPY = {d.np: d for d in ALL_DTYPES}
 # numpy types we accept on input: the reduced types' own, others mapped to
 # the nearest fusegrad dtype
@@ -287,6 +293,11 @@ def from_numpy_dtype(np_dtype) -> DType:
 def as_dtype(dtype) -> DType:
     """Accepts a fusegrad dtype, a numpy dtype, or the Python types float/int/bool."""
     if isinstance(dtype, DType):
+        if dtype.category == QUANTIZED:
+            raise RuntimeError(
+                f"fusegrad has no quantized tensors, so none can have dtype {dtype}: "
+                "quantized tensors need PyTorch's quantized backends (FBGEMM, QNNPACK)"
+            )
         return dtype
     if dtype is float:
         return float32

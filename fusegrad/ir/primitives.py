@@ -40,7 +40,10 @@ class Primitive:
     its operands promoted to one dtype (``"same"``) or to a floating one
     (``"float"``); ``collective``, it communicates with the other processes
     of a group, which must all run it, in the same order: passes never fold,
-    merge or drop it, and programs run collectives in the order traced."""
+    merge or drop it, and programs run collectives in the order traced;
+    ``linear``, it is linear in its differentiable inputs jointly (the others,
+    such as indices, only choose places), so its JVP is itself applied to the
+    tangents (``defjvp``)."""
 
     def __init__(
         self,
@@ -53,6 +56,7 @@ class Primitive:
         elementwise=False,
         public=None,
         collective=False,
+        linear=False,
     ):
         self.name = name
         self.impl = impl
@@ -64,7 +68,9 @@ class Primitive:
         self.elementwise = elementwise
         self.public = public
         self.collective = collective
+        self.linear = linear
         self.vjp_rules: dict = {}
+        self.jvp_rules: dict = {}  # input name -> (rule, its tangent's parameter name)
         self.rule_args: dict = {}
         self._rule_specs: dict = {}  # (position, count) -> ((name, kind, payload), ...)
 
@@ -96,7 +102,28 @@ class Primitive:
                 raise ValueError(f"{self.name} has no input {input_name!r}")
             self.vjp_rules[input_name] = rule
             self.rule_args[input_name] = tuple(inspect.signature(rule).parameters)
+            if self.elementwise:
+                # a diagonal Jacobian: the VJP rule, given the tangent in the
+                # output's shape as its cotangent, is the JVP rule
+                self.jvp_rules.setdefault(input_name, (rule, "g"))
         return self
+
+    def defjvp(self, **rules):
+        """Declares the JVP rule of each differentiable input, by input name:
+        its contribution to the output's tangent, in the output's shape, given
+        ``t``, the input's tangent, and what a VJP rule may read. Elementwise
+        primitives derive theirs from their VJP rules; linear ones apply
+        themselves to the tangents; the others without one get the transpose
+        of their VJP rule (eager/forward_ad.py)."""
+        for input_name, rule in rules.items():
+            if input_name not in {n.lstrip("*") for n in self.inputs}:
+                raise ValueError(f"{self.name} has no input {input_name!r}")
+            self.jvp_rules[input_name] = (rule, "t")
+        return self
+
+    def jvp_rule_for(self, position: int):
+        """(rule, tangent parameter) of input ``position``, or None."""
+        return self.jvp_rules.get(self.input_name(position))
 
     def input_name(self, position: int) -> str:
         if position < len(self.inputs) - 1 or not self.variadic:
@@ -141,27 +168,47 @@ class Primitive:
             names = self.rule_args[self.input_name(position)]
             spec = tuple((n, *self.rule_argument(n, count), None)[:3] for n in names)
             self._rule_specs[(position, count)] = spec
-        kwargs = {}
-        for name, kind, payload in spec:
-            if kind == "g":
-                kwargs[name] = g
-            elif kind == "out":
-                kwargs[name] = out()
-            elif kind == "value":
-                kwargs[name] = value(payload)
-            elif kind == "values":
-                kwargs[name] = tuple(value(p) for p in payload)
-            elif kind == "shape":
-                kwargs[name] = shapes[payload]
-            elif kind == "dtype":
-                kwargs[name] = dtypes[payload]
-            elif kind == "shapes":
-                kwargs[name] = shapes
-            elif kind == "i":
-                kwargs[name] = position
-            else:
-                kwargs[name] = params[name]
-        return kwargs
+        return _rule_kwargs(spec, position, g, out, value, shapes, dtypes, params)
+
+    def jvp_arguments(self, position: int, count: int, t, out, value, shapes, dtypes, params):
+        """The keyword arguments of the JVP rule of input ``position``, as
+        ``vjp_arguments`` fetches them, with the tangent ``t`` in the place of
+        the cotangent."""
+        spec = self._rule_specs.get(("jvp", position, count))
+        if spec is None:
+            rule, tangent = self.jvp_rule_for(position)
+            names = tuple(inspect.signature(rule).parameters)
+            spec = tuple(
+                (n, "g", None) if n == tangent else (n, *self.rule_argument(n, count), None)[:3]
+                for n in names
+            )
+            self._rule_specs[("jvp", position, count)] = spec
+        return _rule_kwargs(spec, position, t, out, value, shapes, dtypes, params)
+
+
+def _rule_kwargs(spec, position: int, g, out, value, shapes, dtypes, params) -> dict:
+    """A rule's keyword arguments by its ``spec``: (name, kind, payload) per parameter."""
+    kwargs = {}
+    for name, kind, payload in spec:
+        if kind == "g":
+            kwargs[name] = g
+        elif kind == "out":
+            kwargs[name] = out()
+        elif kind == "value":
+            kwargs[name] = value(payload)
+        elif kind == "values":
+            kwargs[name] = tuple(value(p) for p in payload)
+        elif kind == "shape":
+            kwargs[name] = shapes[payload]
+        elif kind == "dtype":
+            kwargs[name] = dtypes[payload]
+        elif kind == "shapes":
+            kwargs[name] = shapes
+        elif kind == "i":
+            kwargs[name] = position
+        else:
+            kwargs[name] = params[name]
+    return kwargs
 
 
 _handlers: dict = {}  # value type -> handler(prim, args, params)
@@ -492,6 +539,7 @@ def _erfinv_impl(y):
 
 erfinv = Primitive("erfinv", _erfinv_impl, _float_unary_rule("erfinv"), public="float")
 erfinv.defvjp(x=lambda g, out: g * (exp(out * out) * (math.sqrt(math.pi) / 2.0)))
+erfinv.defjvp(x=lambda t, out: t * (exp(out * out) * (math.sqrt(math.pi) / 2.0)))
 
 # ------------------------------------------------------- gamma function family
 # log|Gamma(x)| and its derivatives psi^(n) (digamma n = 0, then polygamma):
@@ -574,6 +622,10 @@ polygamma = Primitive(
 lgamma.defvjp(x=lambda g, x: g * digamma(x))
 digamma.defvjp(x=lambda g, x: g * polygamma(x, n=1))
 polygamma.defvjp(x=lambda g, x, n: g * polygamma(x, n=n + 1))
+# elementwise, though not fused: the same local derivatives
+lgamma.defjvp(x=lambda t, x: t * digamma(x))
+digamma.defjvp(x=lambda t, x: t * polygamma(x, n=1))
+polygamma.defjvp(x=lambda t, x, n: t * polygamma(x, n=n + 1))
 
 # GELU, x * Phi(x) for the normal distribution's Phi: a primitive, so that its
 # gradient is the cotangent times one local derivative, Phi(x) + x * phi(x),
@@ -883,38 +935,56 @@ lcm = Primitive("lcm", np.lcm, _binary_rule("lcm", require=(dtypes.INTEGER,)), i
 # ------------------------------------------------------------------ reductions
 
 
-def _reduction(name, ufunc, backward_name):
+def _reduction(name, ufunc, backward_name, linear=False):
     return Primitive(
         name,
         lambda x, axes: ufunc.reduce(x, axis=axes),
         lambda x, axes: (reduced_shape(x.shape, axes), x.dtype),
         backward_name=backward_name,
+        linear=linear,
     )
 
 
-reduce_sum = _reduction("reduce_sum", np.add, "SumBackward1")
+reduce_sum = _reduction("reduce_sum", np.add, "SumBackward1", linear=True)
 reduce_sum.defvjp(x=lambda g, x_shape, axes: expand_reduced(g, x_shape, axes))
+
+
+def _extremum_jvp(t, x, out, axes):
+    """The mean of the tangents of the elements that tie for the extremum."""
+    hit = x == expand_reduced(out, x.shape, axes)
+    count = reduce_sum(convert(hit, dtype=x.dtype), axes=axes)
+    return reduce_sum(where(hit, t, 0.0), axes=axes) / count
+
 
 reduce_max = _reduction("reduce_max", np.maximum, "AmaxBackward0")
 reduce_max.defvjp(x=_share_extremum)
+reduce_max.defjvp(x=_extremum_jvp)
 
 reduce_min = _reduction("reduce_min", np.minimum, "AminBackward0")
 reduce_min.defvjp(x=_share_extremum)
+reduce_min.defjvp(x=_extremum_jvp)
 
 
-def _prod_vjp(g, x, out, axes):
+def _prod_derivative(x, out, axes):
     # d prod / d x_i is the product of the other elements: out / x_i where
     # x_i != 0 (differentiable through out, so second order is right too),
     # and at a zero the products of the elements before and after it, as
     # PyTorch computes it (no division; exact to second order however many
     # zeros a slice holds).
     is_zero = x == 0.0
-    others = where(
+    return where(
         is_zero,
         _products_of_the_others(x, axes),
         expand_reduced(out, x.shape, axes) / where(is_zero, 1.0, x),
     )
-    return expand_reduced(g, x.shape, axes) * others
+
+
+def _prod_vjp(g, x, out, axes):
+    return expand_reduced(g, x.shape, axes) * _prod_derivative(x, out, axes)
+
+
+def _prod_jvp(t, x, out, axes):
+    return reduce_sum(t * _prod_derivative(x, out, axes), axes=axes)
 
 
 def _products_of_the_others(x, axes):
@@ -941,6 +1011,7 @@ def _products_of_the_others(x, axes):
 
 reduce_prod = _reduction("reduce_prod", np.multiply, "ProdBackward1")
 reduce_prod.defvjp(x=_prod_vjp)
+reduce_prod.defjvp(x=_prod_jvp)
 
 argmax = Primitive(
     "argmax",
@@ -971,7 +1042,7 @@ def _scan_rule(x, axis, reverse):
     return x.shape, x.dtype
 
 
-cumsum = Primitive("cumsum", _scan(np.add), _scan_rule)
+cumsum = Primitive("cumsum", _scan(np.add), _scan_rule, linear=True)
 cumsum.defvjp(x=lambda g, axis, reverse: cumsum(g, axis=axis, reverse=not reverse))
 
 
@@ -1084,6 +1155,7 @@ reshape = Primitive(
     lambda x, shape: (shape, x.dtype),
     backward_name="ViewBackward0",
     view=True,
+    linear=True,
 )
 reshape.defvjp(x=lambda g, x_shape: reshape(g, shape=x_shape))
 
@@ -1093,6 +1165,7 @@ transpose = Primitive(
     lambda x, perm: (tuple(x.shape[p] for p in perm), x.dtype),
     backward_name="PermuteBackward0",
     view=True,
+    linear=True,
 )
 transpose.defvjp(x=lambda g, perm: transpose(g, perm=tuple(np.argsort(perm).tolist())))
 
@@ -1158,7 +1231,7 @@ def embed_diagonal(g, shape, offset, dim1, dim2):
     return transpose(plane, perm=tuple(order.index(d) for d in range(len(shape))))
 
 
-diagonal = Primitive("diagonal", _diagonal_impl, _diagonal_rule, view=True)
+diagonal = Primitive("diagonal", _diagonal_impl, _diagonal_rule, view=True, linear=True)
 diagonal.defvjp(
     x=lambda g, x_shape, offset, dim1, dim2: embed_diagonal(g, x_shape, offset, dim1, dim2)
 )
@@ -1249,6 +1322,7 @@ index = Primitive(
     inputs=("x", "*indices"),
     backward_name="IndexBackward0",
     view=True,
+    linear=True,
 )
 index.defvjp(x=lambda g, indices, x_shape, spec: scatter_add(g, *indices, spec=spec, shape=x_shape))
 
@@ -1269,6 +1343,7 @@ scatter_add = Primitive(
     _scatter_add_rule,
     inputs=("v", "*indices"),
     backward_name="IndexAddBackward0",
+    linear=True,
 )
 scatter_add.defvjp(v=lambda g, indices, spec: index(g, *indices, spec=spec))
 
@@ -1296,6 +1371,7 @@ index_put = Primitive(
     _index_put_rule,
     inputs=("x", "v", "*indices"),
     backward_name="CopySlices",
+    linear=True,
 )
 index_put.defvjp(
     x=lambda g, indices, spec: index_put(g, 0.0, *indices, spec=spec),
@@ -1344,6 +1420,7 @@ concatenate = Primitive(
     _concatenate_rule,
     inputs=("*xs",),
     backward_name="CatBackward0",
+    linear=True,
 )
 concatenate.defvjp(xs=_concatenate_vjp)
 
@@ -1385,6 +1462,7 @@ matmul = Primitive(
     "matmul", _matmul_impl, _matmul_rule, inputs=("x", "y"), backward_name="MmBackward0"
 )
 matmul.defvjp(x=lambda g, y: matmul(g, swap_last(y)), y=_matmul_vjp_y)
+matmul.defjvp(x=lambda t, y: matmul(t, y), y=lambda t, x: matmul(x, t))
 
 # ---------------------------------------------------------------- linear algebra
 # LAPACK through numpy, on stacks of square matrices (..., n, n). Each
@@ -1441,6 +1519,7 @@ inverse = Primitive(
     backward_name="LinalgInvExBackward0",
 )
 inverse.defvjp(x=lambda g, out: -matmul(swap_last(out), matmul(g, swap_last(out))))
+inverse.defjvp(x=lambda t, out: -matmul(out, matmul(t, out)))
 
 
 def _solve_rule(a, b):
@@ -1466,6 +1545,13 @@ solve.defvjp(
     a=lambda g, a, out: -matmul(solve(swap_last(a), g), swap_last(out)),
     b=lambda g, a: solve(swap_last(a), g),
 )
+solve.defjvp(a=lambda t, a, out: -solve(a, matmul(t, out)), b=lambda t, a: solve(a, t))
+
+
+def _trace_of_product(a, b):
+    """trace(a @ b) per matrix, without the product."""
+    return reduce_sum(swap_last(a) * b, axes=(a.ndim - 2, a.ndim - 1))
+
 
 det = Primitive(
     "det",
@@ -1474,6 +1560,7 @@ det = Primitive(
     backward_name="LinalgDetBackward0",
 )
 det.defvjp(x=lambda g, x, out: _as_matrices(g * out) * swap_last(inverse(x)))
+det.defjvp(x=lambda t, x, out: out * _trace_of_product(inverse(x), t))
 
 logabsdet = Primitive(
     "logabsdet",
@@ -1482,6 +1569,7 @@ logabsdet = Primitive(
     backward_name="LinalgSlogdetBackward0",
 )
 logabsdet.defvjp(x=lambda g, x: _as_matrices(g) * swap_last(inverse(x)))
+logabsdet.defjvp(x=lambda t, x: _trace_of_product(inverse(x), t))
 
 # the sign of the determinant: piecewise constant, so no rule
 det_sign = Primitive(
@@ -1530,6 +1618,24 @@ eigh = Primitive(
     backward_name="LinalgEighBackward0",
 )
 eigh.defvjp(x=_eigh_vjp)
+
+
+def _eigh_jvp(t, out):
+    """With M = V^T sym(T) V: the values move by M's diagonal, the vectors by
+    V (F * M), F as in the VJP."""
+    values, vectors = _eigh_parts(out)
+    n, rows = values.shape[-1], values.ndim - 1  # rows: the axis of the stacked rows
+    gaps = reshape(values, shape=values.shape[:-1] + (1, n)) - reshape(
+        values, shape=values.shape + (1,)
+    )
+    same = gaps == 0.0
+    moved = matmul(swap_last(vectors), matmul((t + swap_last(t)) * 0.5, vectors))
+    d_values = diagonal(moved, offset=0, dim1=rows, dim2=rows + 1)
+    d_vectors = matmul(vectors, where(same, 0.0, moved / where(same, 1.0, gaps)))
+    return concatenate(reshape(d_values, shape=values.shape[:-1] + (1, n)), d_vectors, axis=rows)
+
+
+eigh.defjvp(x=_eigh_jvp)
 
 
 def _svd_impl(x):
@@ -1603,7 +1709,9 @@ def _lower_part_impl(x, diagonal_scale):
 
 
 # The lower triangle with the diagonal scaled: linear, and its own adjoint.
-lower_part = Primitive("lower_part", _lower_part_impl, lambda x, diagonal_scale: (x.shape, x.dtype))
+lower_part = Primitive(
+    "lower_part", _lower_part_impl, lambda x, diagonal_scale: (x.shape, x.dtype), linear=True
+)
 lower_part.defvjp(x=lambda g, diagonal_scale: lower_part(g, diagonal_scale=diagonal_scale))
 
 
@@ -1627,6 +1735,16 @@ cholesky = Primitive(
     backward_name="LinalgCholeskyExBackward0",
 )
 cholesky.defvjp(x=_cholesky_vjp)
+# L' = L P, P the lower part (diagonal halved) of L^-1 sym(T) L^-T
+cholesky.defjvp(
+    x=lambda t, out: matmul(
+        out,
+        lower_part(
+            matmul(inverse(out), matmul((t + swap_last(t)) * 0.5, swap_last(inverse(out)))),
+            diagonal_scale=0.5,
+        ),
+    )
+)
 
 
 def _qr_impl(x, mode):
@@ -1832,7 +1950,9 @@ def _fold_rule(cols, size, kernel, stride, dilation):
     return cols.shape[: cols.ndim - 2 * k] + tuple(size), cols.dtype
 
 
-windows = Primitive("windows", _windows_impl, _windows_rule, backward_name="Im2ColBackward0")
+windows = Primitive(
+    "windows", _windows_impl, _windows_rule, backward_name="Im2ColBackward0", linear=True
+)
 windows.defvjp(
     x=lambda g, x_shape, kernel, stride, dilation: fold(
         g,
@@ -1843,7 +1963,14 @@ windows.defvjp(
     )
 )
 
-fold = Primitive("fold", _fold_impl, _fold_rule, inputs=("cols",), backward_name="Col2ImBackward0")
+fold = Primitive(
+    "fold",
+    _fold_impl,
+    _fold_rule,
+    inputs=("cols",),
+    backward_name="Col2ImBackward0",
+    linear=True,
+)
 fold.defvjp(
     cols=lambda g, kernel, stride, dilation: windows(
         g, kernel=kernel, stride=stride, dilation=dilation
@@ -1975,6 +2102,19 @@ fold_matmul.defvjp(
     w=lambda g, dy, kernel: windows_dots(dy, g, kernel=kernel),
     dy=lambda g, w, kernel: windows_matmul(w, g, kernel=kernel),
 )
+# bilinear: each operand's tangent in its place
+windows_matmul.defjvp(
+    w=lambda t, x, kernel: windows_matmul(t, x, kernel=kernel),
+    x=lambda t, w, kernel: windows_matmul(w, t, kernel=kernel),
+)
+windows_dots.defjvp(
+    dy=lambda t, x, kernel: windows_dots(t, x, kernel=kernel),
+    x=lambda t, dy, kernel: windows_dots(dy, t, kernel=kernel),
+)
+fold_matmul.defjvp(
+    w=lambda t, dy, size, kernel: fold_matmul(t, dy, size=size, kernel=kernel),
+    dy=lambda t, w, size, kernel: fold_matmul(w, t, size=size, kernel=kernel),
+)
 
 
 # Max pooling whose windows tile the input (stride = kernel, no padding):
@@ -2061,6 +2201,7 @@ take_at_tile_max = Primitive(
     _take_at_tile_max_rule,
     inputs=("x", "source"),
     backward_name="MaxPool2DWithIndicesBackward0",
+    linear=True,
 )
 put_at_tile_max = Primitive(
     "put_at_tile_max",
@@ -2068,6 +2209,7 @@ put_at_tile_max = Primitive(
     _put_at_tile_max_rule,
     inputs=("x", "values"),
     backward_name="MaxPool2DWithIndicesBackwardBackward0",
+    linear=True,
 )
 take_at_tile_max.defvjp(source=lambda g, x, kernel: put_at_tile_max(x, g, kernel=kernel))
 put_at_tile_max.defvjp(values=lambda g, x, kernel: take_at_tile_max(x, g, kernel=kernel))
@@ -2103,6 +2245,7 @@ def _pad_rule(x, widths, value):
 # ``widths`` holds a (before, after) pair for every axis; negative widths crop.
 pad = Primitive("pad", _pad_impl, _pad_rule, backward_name="ConstantPadNdBackward0")
 pad.defvjp(x=lambda g, widths: pad(g, widths=tuple((-lo, -hi) for lo, hi in widths), value=0))
+pad.defjvp(x=lambda t, widths: pad(t, widths=widths, value=0))  # the fill is constant
 
 
 def _bce_impl(x, t):
@@ -2226,6 +2369,7 @@ broadcast = Primitive(
     lambda x, src, group: group.broadcast(x, src),
     _broadcast_rule,
     collective=True,
+    linear=True,
 )
 broadcast.defvjp(x=_broadcast_vjp)
 
@@ -2235,6 +2379,7 @@ all_gather = Primitive(
     lambda x, group: group.all_gather(x),
     lambda x, group: ((group.size(), *x.shape), x.dtype),
     collective=True,
+    linear=True,
 )
 all_gather.defvjp(
     x=lambda g, group: index(all_reduce(g, op="sum", group=group), spec=(("int", group.rank()),))

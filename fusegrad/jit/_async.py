@@ -4,29 +4,16 @@ future; so does fusegrad's (which never runs TorchScript)."""
 
 from __future__ import annotations
 
+from ..futures import Future
 from . import _deprecation
-
-
-class Future:
-    """A call's result, complete (``fork`` ran the call)."""
-
-    def __init__(self, value):
-        self._value = value
-
-    def done(self) -> bool:
-        return True
-
-    def wait(self):
-        return self._value
-
-    def value(self):
-        return self._value
 
 
 def fork(func, *args, **kwargs) -> Future:
     """``func(*args, **kwargs)``, run now; its exceptions are raised here."""
     _deprecation.warn("fork")
-    return Future(func(*args, **kwargs))
+    future = Future()
+    future.set_result(func(*args, **kwargs))
+    return future
 
 
 def wait(future: Future):

@@ -12,7 +12,6 @@ import multiprocessing
 import sys
 from multiprocessing import *  # noqa: F403
 
-from . import as_torch_children
 from .spawn import (
     ProcessContext,
     ProcessException,
@@ -29,8 +28,6 @@ __all__ = [
     "set_sharing_strategy",
     *multiprocessing.__all__,
 ]
-
-as_torch_children.install()
 
 _all_sharing_strategies = (
     {"file_system"} if sys.platform in ("darwin", "win32") else {"file_descriptor", "file_system"}

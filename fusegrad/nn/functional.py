@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from ..backends import cuda as backends_cuda
 from ..eager import creation, ops
 from ..eager.autocast_policy import autocasts
 from ..eager.grad_mode import no_grad
@@ -1056,6 +1057,7 @@ def scaled_dot_product_attention(
     says which positions take part, a float one is added; ``is_causal`` masks
     the future. A row with every position masked gives zeros (PyTorch's
     ``_safe_softmax``), with a zero gradient."""
+    backends_cuda.check_sdp_kernel_allowed()
     if is_causal and attn_mask is not None:
         raise RuntimeError(
             "_scaled_dot_product_attention: Explicit attn_mask should not be set when "

@@ -155,6 +155,10 @@ def _describe(part) -> str:
         return f"{dtype}[{sizes}]" + (" requiring grad" if requires_grad else "")
     if kind == "number":
         return f"a {part[1]}"
+    if kind == "complex":  # as its pair's key: the pair's parts dimension last
+        _, shape, parts, requires_grad = part[1]
+        complex_dtype = {"float32": "complex64", "float64": "complex128"}[parts]
+        return _describe(("tensor", shape[:-1], complex_dtype, requires_grad))
     if kind in ("value", "static"):
         return repr(part[-1])
     if kind == "dict":

@@ -113,14 +113,12 @@ class Program:
         # outputs' graph: as in eager mode, a second backward is an error, so
         # there is nothing to keep for one.
         self.graph_freed = any(_graph_freed(t.grad_fn) for t in output_tensors)
-        # the error eager's backward from each output raises, the function
-        # having changed in place a tensor saved for it (None: no error)
+        # the error eager's backward from each output raises (None: none)
         self.stale_saved = [
             stale_saved(t.grad_fn, trace.first_node) if requires else None
             for t, requires in zip(output_tensors, self.output_requires_grad)
         ]
-        self.aliased_residuals = None  # positions of residuals a write-back changes: found once
-        self.read_inputs = None  # positions of inputs whose memory a residual is: found once
+        self.aliased_residuals = self.read_inputs = None  # found by the first call's node
 
     def _take_views(self, trace, output_tensors: list, inputs: list) -> list:
         """The outputs a call returns as views (see ``_views``); returns the
@@ -270,7 +268,7 @@ class Program:
             updates = extras[len(self.guards) :]
             targets = [ref.resolve(args, located) for ref in self.mutated]
             if self.makes_node and targets:
-                residuals, node_inputs = self._as_before_writes(targets, residuals, node_inputs)
+                residuals, node_inputs = _as_before_writes(self, targets, residuals, node_inputs)
             _write_back(self, targets, updates, arrays)
             _write_grads(self, args, located, updates[len(self.mutated) :])
         outputs = [Tensor._make(v, dtype) for v, dtype in zip(values, self.output_dtypes)]
@@ -295,31 +293,6 @@ class Program:
             for k in self.retained:
                 outputs[k].retain_grad()
         return outputs
-
-    def _as_before_writes(self, targets: list, residuals: list, inputs: list) -> tuple:
-        """The residuals and the backward's inputs as they are before the
-        call's in-place writes: a residual that is a written tensor's memory
-        (an input the backward reads rather than a value the forward saved)
-        is copied first; so is a written input the create_graph backward
-        reads, unless it requires grad (its graph must stay)."""
-        if self.aliased_residuals is None:
-            self.aliased_residuals = [
-                k
-                for k, r in enumerate(residuals)
-                if any(np.may_share_memory(r, t._data) for t in targets)
-            ]
-        if self.aliased_residuals:
-            residuals = list(residuals)
-            for k in self.aliased_residuals:
-                residuals[k] = np.array(residuals[k])
-        written = {id(t._data) for t in targets}
-        inputs = [
-            Tensor._make(np.array(t._data), t._dtype)
-            if isinstance(t, Tensor) and id(t._data) in written and not t.requires_grad
-            else t
-            for t in inputs
-        ]
-        return residuals, inputs
 
     def _arrays(self, inputs: list) -> list:
         """The inputs' arrays: a tensor's own, a number as a 0-d array."""
@@ -529,6 +502,32 @@ def _inner_dependents(graph, outputs: list, requires_grad: list, stopped, custom
             if others:
                 found[k] = others
     return found
+
+
+def _as_before_writes(program, targets: list, residuals: list, inputs: list) -> tuple:
+    """The residuals and the backward's inputs as they are before the
+    call's in-place writes: a residual that is a written tensor's memory
+    (an input the backward reads rather than a value the forward saved)
+    is copied first; so is a written input the create_graph backward
+    reads, unless it requires grad (its graph must stay)."""
+    if program.aliased_residuals is None:
+        program.aliased_residuals = [
+            k
+            for k, r in enumerate(residuals)
+            if any(np.may_share_memory(r, t._data) for t in targets)
+        ]
+    if program.aliased_residuals:
+        residuals = list(residuals)
+        for k in program.aliased_residuals:
+            residuals[k] = np.array(residuals[k])
+    written = {id(t._data) for t in targets}
+    inputs = [
+        Tensor._make(np.array(t._data), t._dtype)
+        if isinstance(t, Tensor) and id(t._data) in written and not t.requires_grad
+        else t
+        for t in inputs
+    ]
+    return residuals, inputs
 
 
 def _read_by_residuals(inputs: list, residuals: list) -> frozenset:

@@ -17,9 +17,11 @@ import itertools
 import os
 import threading
 import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 
 from ..eager import autocast_state, grad_mode
+from ..eager import tensor as eager_tensor
 from ..eager.tensor import Tensor, recording
 from ..ir import dtypes
 from ..ir.graph import format_graph
@@ -42,6 +44,7 @@ CACHE_SIZE = 64  # programs a function keeps; the least recently used go first
 # so such code is slowed down, never deadlocked.
 TRACE_PATIENCE = 10.0  # seconds
 _EAGERLY = object()  # _turn_to_trace: run the Python function
+_EVERY_FUNCTION: weakref.WeakSet = weakref.WeakSet()  # the live jit functions, for reset()
 
 
 def jit(
@@ -159,6 +162,7 @@ class JitFunction:
         self._direct: _Direct | None = None
         self._last_hit = None  # the program the last call traced or hit
         self._direct_hits = itertools.count()  # counted without the lock: next() is atomic
+        _EVERY_FUNCTION.add(self)
 
     def __repr__(self) -> str:
         return f"<fusegrad.jit of {getattr(self.fn, '__qualname__', self.fn)!r}>"
@@ -180,7 +184,7 @@ class JitFunction:
         if (
             direct is not None
             and not kwargs
-            and recording.trace is None
+            and not _runs_inline()
             and grad_mode.is_grad_enabled() is direct.grad_enabled
             and dtypes.default_float() is direct.default_dtype
             and not autocast_state.state.enabled  # autocast regions take the checked path
@@ -194,7 +198,7 @@ class JitFunction:
             if outputs is not None:
                 next(self._direct_hits)
                 return direct.unflatten(outputs)
-        if self.eager or recording.trace is not None:  # inside another trace: traced inline
+        if self.eager or _runs_inline():
             return self.fn(*args, **kwargs)
         tensors, key = self._signature(args, kwargs)
         draws = Draws() if self._draws else None  # this call's, once a trace saw some
@@ -212,23 +216,7 @@ class JitFunction:
                 if outputs is not None:
                     if state is not None and state.writes:
                         state.write(objects, outputs)
-                    with self._lock:
-                        self._hits += 1
-                        if key in self._cache:
-                            self._cache.move_to_end(key)
-                        # Tried first from now on: a loop's first call often
-                        # differs (an optimizer's first step makes its state),
-                        # and every later call would test that path's guards.
-                        if index and index < len(variants) and variants[index] is program:
-                            variants.insert(0, variants.pop(index))
-                        # Only for the program the previous call ran too (its
-                        # trace or a hit): calls alternating between programs
-                        # would make one on every hit.
-                        repeated = program is self._last_hit
-                        self._last_hit = program
-                        self._direct = (
-                            self._direct_for(program, args, kwargs, key) if repeated else None
-                        )
+                    self._count_hit(key, variants, index, program, (args, kwargs))
                     return program.unflatten(outputs)
             tried = len(variants)
             turn = self._turn_to_trace(key, tried)
@@ -236,6 +224,23 @@ class JitFunction:
                 return self.fn(*args, **kwargs)
             if turn is not None:
                 return self._trace_and_cache(key, args, kwargs, draws, *turn)
+
+    def _count_hit(self, key, variants: list, index: int, program, call: tuple) -> None:
+        with self._lock:
+            self._hits += 1
+            if key in self._cache:
+                self._cache.move_to_end(key)
+            # Tried first from now on: a loop's first call often differs (an
+            # optimizer's first step makes its state), and every later call
+            # would test that path's guards.
+            if index and index < len(variants) and variants[index] is program:
+                variants.insert(0, variants.pop(index))
+            # Only for the program the previous call ran too (its trace or a
+            # hit): calls alternating between programs would make one on
+            # every hit.
+            repeated = program is self._last_hit
+            self._last_hit = program
+            self._direct = self._direct_for(program, *call, key) if repeated else None
 
     def _trace_and_cache(self, key, args: tuple, kwargs: dict, draws, variants: list, done):
         """Traces the call (its key's turn, from ``_turn_to_trace``) and keeps
@@ -349,6 +354,13 @@ class JitFunction:
             self._misses += 1
             return self._start_trace(key, self._cache.setdefault(key, []))
 
+    def clear_cache(self) -> None:
+        """Forgets every program, and which keys ran eagerly: calls trace afresh."""
+        with self._lock:
+            self._cache.clear()
+            self._eager_keys.clear()
+            self._direct = self._last_hit = None
+
     def forked_in_child(self) -> None:
         self._lock = threading.Lock()
         self._tracing.clear()  # those threads' traces: the child traces the keys itself
@@ -384,6 +396,20 @@ class JitFunction:
         if program.draw_specs:
             self._draws = True
         return Lowered(program)
+
+
+def reset() -> None:
+    """Every jit function forgets its programs, as in a fresh process
+    (machine code cached on disk stays)."""
+    for function in list(_EVERY_FUNCTION):
+        function.clear_cache()
+
+
+def _runs_inline() -> bool:
+    """Whether a call runs the Python function: inside another trace (which
+    records it inline), or while a forward-AD dual level is active (a
+    program would drop the tangents of its arguments and captured tensors)."""
+    return recording.trace is not None or eager_tensor.dual_hook is not None
 
 
 def _count(counter: itertools.count) -> int:

@@ -23,7 +23,7 @@ from .python_state import walk_enters
 
 # numpy's scalars too: the traced function gets them as they are (a numpy
 # scalar is an operand as a Python number is)
-_SCALARS = (bool, int, float, str, type(None), np.bool_, np.integer, np.floating)
+_SCALARS = (bool, int, float, complex, str, type(None), np.bool_, np.number)
 _NUMBERS = (int, float, np.integer, np.floating)  # program inputs, unless decided on by value
 _NOT_NUMBERS = (bool, np.bool_)  # bools decide control flow: keyed by value
 # arguments the key holds as they are (a loss function, a class, a module)

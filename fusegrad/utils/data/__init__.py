@@ -1,6 +1,7 @@
 """``fusegrad.utils.data``: datasets, samplers and the DataLoader, as in
 ``torch.utils.data``."""
 
+from . import _utils
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader, get_worker_info
 from .dataset import (
