@@ -51,7 +51,7 @@ def test_make_dual_and_unpack_dual():
         np.testing.assert_allclose(out.tangent.numpy(), 2 * np.cos(X.numpy()) * V.numpy())
         assert fwAD.unpack_dual(X).tangent is None
     assert fwAD.unpack_dual(dual) == (dual, None)  # the level's tangents are gone
-    assert eager_tensor.dual_hook is None  # no level: eager ops check one flag
+    assert eager_tensor.dual_levels is None  # no level: eager ops check one flag
 
 
 def test_enter_and_exit_dual_level():
@@ -78,7 +78,7 @@ def test_forward_ad_errors_are_pytorchs():
         with pytest.raises(RuntimeError, match="not the last one that was created"):
             with fwAD.dual_level():
                 fwAD.exit_dual_level(level=0)
-    assert eager_tensor.dual_hook is None
+    assert eager_tensor.dual_levels is None
 
 
 def test_a_tangent_of_another_float_dtype_takes_the_primals():
@@ -124,6 +124,60 @@ def test_detach_drops_the_tangent_and_clone_keeps_it():
         x = fwAD.make_dual(X, V)
         assert fwAD.unpack_dual(x.detach()).tangent is None
         assert fwAD.unpack_dual(x.clone()).tangent is not None
+
+
+class _Cube(fg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x**2
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return t * 3 * x**2 + 100.0  # not the forward's derivative: shows which ran
+
+
+class _Double(fg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_a_custom_function_gives_tangents_by_its_jvp():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(X, V)
+        tangent = fwAD.unpack_dual(_Cube.apply(x)).tangent
+        np.testing.assert_allclose(tangent.numpy(), V.numpy() * 3 * X.numpy() ** 2 + 100)
+        with pytest.raises(NotImplementedError, match="You must implement the jvp function"):
+            _Double.apply(x)
+        assert fwAD.unpack_dual(_Double.apply(X)).tangent is None
+
+
+def test_gradcheck_checks_forward_mode_too():
+    def pair(x):
+        return x.cumprod(0), x.sin().sum()
+
+    x = X.clone().requires_grad_()
+    assert fg.autograd.gradcheck(pair, (x,), check_forward_ad=True)
+
+    class WrongJvp(_Double):
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 3
+
+    assert fg.autograd.gradcheck(WrongJvp.apply, (x,))
+    with pytest.raises(fg.autograd.GradcheckError, match="computed with forward mode mismatch"):
+        fg.autograd.gradcheck(WrongJvp.apply, (x,), check_forward_ad=True)
 
 
 # ------------------------------------------------------------- func transforms
@@ -244,14 +298,11 @@ def test_a_tangent_is_differentiable_in_reverse_mode():
 
 
 def test_a_primitive_without_a_rule_uses_the_transpose_of_its_vjp():
-    a = _t([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 3.0]])
-    u = _t([[0.1, 0.2, 0.0], [0.2, -0.3, 0.5], [0.0, 0.5, 0.4]])
-
-    def spectrum(m):
-        return fg.linalg.eigh(m)[0]
-
-    _, tangent = jvp(spectrum, (a,), (u,))
-    np.testing.assert_allclose(tangent.numpy(), _finite_difference(spectrum, a, u), rtol=1e-6)
+    x = _t([[2.0, 0.0, -1.0], [0.5, 1.0, 3.0]])
+    u = _t([[0.1, 0.2, 0.3], [0.2, -0.3, 0.5]])
+    for fn in (lambda m: m.cumprod(1), lambda m: m.logcumsumexp(1), lambda m: fg.linalg.svdvals(m)):
+        _, tangent = jvp(fn, (x,), (u,))
+        np.testing.assert_allclose(tangent.numpy(), _finite_difference(fn, x, u), rtol=1e-6)
 
 
 # ------------------------------------------------------------ autograd.functional
@@ -305,3 +356,15 @@ def test_a_compiled_function_of_duals_runs_eagerly_and_keeps_the_tangents():
         scale = dual_scale
         out = captured(X)
         np.testing.assert_array_equal(fwAD.unpack_dual(out).tangent.numpy(), X.numpy())
+
+
+def test_an_in_place_change_writes_into_the_tangent_as_pytorch_does():
+    with fwAD.dual_level():
+        v = _t([1.0, 1.0, 1.0])
+        x = fwAD.make_dual(_t([1.0, 2.0, 3.0]), v)
+        view = x[:2]
+        x.mul_(2)
+        np.testing.assert_array_equal(fwAD.unpack_dual(view).tangent.numpy(), [2.0, 2.0])
+        np.testing.assert_array_equal(v.numpy(), [2.0, 2.0, 2.0])  # the given tangent, too
+        x.copy_(_t([0.0, 0.0, 0.0]))
+        np.testing.assert_array_equal(fwAD.unpack_dual(x).tangent.numpy(), [0.0, 0.0, 0.0])

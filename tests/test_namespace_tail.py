@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import math
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -86,6 +88,8 @@ def test_a_name_gives_pytorchs_answer_on_a_cpu_build(path, answer):
         "distributed.nn.all_reduce",
         "Tensor._make_wrapper_subclass",
         "OutOfMemoryError",
+        "jit.TracerWarning",
+        "_dynamo.backends.debugging.ExplainOutput",
     ],
 )
 def test_the_names_exist(path):
@@ -96,6 +100,13 @@ def test_the_private_collate_paths_are_the_public_function():
     assert _attribute("utils.data._utils.collate.default_collate") is fg.utils.data.default_collate
     batch = fg.utils.data._utils.collate.default_collate([fg.ones(2), fg.zeros(2)])
     assert batch.tolist() == [[1.0, 1.0], [0.0, 0.0]]
+
+
+def test_take_tensors_buckets_by_type_and_bytes():
+    tensors = [fg.ones(4), fg.ones(2, dtype=fg.float64), fg.ones(4), fg.ones(1)]
+    tensors.append(fg.ones(3, dtype=fg.float64))
+    buckets = fg._utils._take_tensors(tensors, 20)
+    assert [[t.numel() for t in bucket] for bucket in buckets] == [[4], [2], [4, 1], [3]]
 
 
 def test_config_describes_the_build():
@@ -280,6 +291,7 @@ def _branches(x):
 
 def test_explain_reports_the_one_graph_and_its_guards():
     report = fg._dynamo.explain(_branches)(fg.ones(3))
+    assert isinstance(report, fg._dynamo.backends.debugging.ExplainOutput)
     assert (report.graph_count, report.graph_break_count, report.break_reasons) == (1, 0, [])
     assert report.ops_per_graph == [["sin", "reduce_sum", "gt", "cos"]]
     assert report.op_count == 4 and len(report.out_guards) == 1
@@ -594,3 +606,38 @@ def test_proxies_append_to_a_graph_made_by_hand():
     module = fg.fx.GraphModule(fg.nn.Module(), graph)
     assert module(fg.tensor([-1.0, 2.0])).tolist() == [0.0, 4.0]
     assert [n.name for n in graph.nodes] == ["x", "relu", "mul", "output"]
+
+
+# ------------------------------------------------------------------ as torch
+
+
+def test_scripts_import_the_tail_as_torch(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import torch\n"
+        "import torch._dynamo.config\n"
+        "import torch._inductor.config as inductor_config\n"
+        "import torch.distributed.checkpoint.state_dict\n"
+        "from torch.distributed.fsdp.fully_sharded_data_parallel import StateDictType\n"
+        "from torch.nn.attention import SDPBackend, sdpa_kernel\n"
+        "from torch.utils.cpp_extension import load\n"
+        "from torch.utils.data._utils.collate import default_collate\n"
+        "torch._dynamo.config.suppress_errors = True\n"
+        "inductor_config.coordinate_descent_tuning = True\n"
+        "traced = torch.fx.symbolic_trace(torch.nn.Linear(2, 3))\n"
+        "print(torch.version.cuda, traced(torch.ones(1, 2)).shape)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "fusegrad", str(script)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "None fusegrad.Size([1, 3])"
+
+
+def test_math_on_a_proxys_sizes_is_recorded():
+    class Scaled(fg.nn.Module):
+        def forward(self, x):
+            return x / math.sqrt(x.shape[-1])
+
+    traced = fg.fx.symbolic_trace(Scaled())
+    assert "call_function[target=math.sqrt]" in str(traced.graph)
+    assert traced(fg.ones(4)).tolist() == [0.5] * 4 and math.sqrt(4) == 2.0

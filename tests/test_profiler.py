@@ -153,6 +153,23 @@ def test_memory_counts_what_an_operation_allocates():
         x.relu()
     (relu,) = [e for e in prof.events() if e.name == "aten::relu"]
     assert relu.self_cpu_memory_usage == 100 * 10 * 4
+    double = fg.jit(lambda t: t * 2 + 1)
+    double(x)
+    with profile(profile_memory=True) as prof:
+        double(x)
+    (call,) = [e for e in prof.events() if e.name.startswith("fusegrad::compiled")]
+    assert call.cpu_memory_usage == 100 * 10 * 4 and call.self_cpu_memory_usage == 0
+
+
+def test_flops_and_source_locations_as_pytorch_shows_them():
+    a, b = fg.ones(64, 32), fg.ones(32, 16)
+    with profile(with_flops=True, with_stack=True) as prof:
+        a @ b
+    (mm,) = [e for e in prof.events() if e.name == "aten::mm"]
+    assert mm.flops == 2 * 64 * 32 * 16
+    assert mm.stack[0].startswith(f"{__file__}(")
+    assert "Total FLOPs" in prof.key_averages().table().splitlines()[1]
+    assert "Source Location" in prof.events().table().splitlines()[1]
 
 
 def test_the_chrome_trace_loads_and_its_events_nest(tmp_path):
@@ -310,3 +327,30 @@ def test_nothing_is_recorded_or_wrapped_while_no_profiler_is_active():
     fg.jit(train_step)(model, optimizer, x, y)
     assert len(prof.events()) == recorded and len(prof._spans) == recorded
     assert profiler_spans.collections == []
+
+
+def test_a_compiled_call_takes_its_direct_path_again_after_profiling():
+    double = fg.jit(lambda t: t * 2 + 1)
+    x = fg.ones(3)
+    for _ in range(3):
+        double(x)
+    assert double._direct is not None
+    with profile() as prof:
+        double(x)
+    kernels = [e for e in prof.events() if e.name.startswith("fusegrad::kernel ")]
+    assert kernels  # each a span: the call ran its steps one by one
+    double(x)
+    double(x)
+    assert double._direct is not None
+
+
+def test_acc_events_keeps_every_cycles_events():
+    x = fg.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = schedule(wait=0, warmup=0, active=1, repeat=3)
+    with profile(schedule=plan, acc_events=True) as prof:
+        for _ in range(3):
+            x.exp()
+            prof.step()
+    assert [e.name for e in prof.events()].count("aten::exp") == 3

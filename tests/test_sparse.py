@@ -393,6 +393,18 @@ ERRORS = [
         "coalesce expected sparse coordinate tensor layout but got Strided",
     ),
     (
+        "indices of dense",
+        lambda s: fg.ones(2).indices(),
+        RuntimeError,
+        "indices expected sparse coordinate tensor layout but got Strided",
+    ),
+    (
+        "values of dense",
+        lambda s: fg.ones(2).values(),
+        RuntimeError,
+        "values expected sparse tensor layout but got Strided",
+    ),
+    (
         "grad of ints",
         lambda s: fg.sparse_coo_tensor(INDICES, [1, 2, 3, 4], requires_grad=True),
         RuntimeError,

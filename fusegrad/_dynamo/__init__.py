@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from ..compiler import disable, is_compiling
 from ..tracer.jit import reset
-from . import config
+from . import backends, config
 from .explain import ExplainOutput, explain
 
 __all__ = [
     "ExplainOutput",
+    "backends",
     "config",
     "disable",
     "explain",

@@ -3,7 +3,7 @@
 A dual tensor is a tensor with a tangent at a dual level: ``make_dual``
 gives one, ``unpack_dual`` reads it. While a level is active every eager
 primitive gives its output a tangent, at each level where an input has one
-(``eager_bind`` calls ``_propagate``), by the primitive's JVP rules
+(``eager_bind`` calls ``propagate``), by the primitive's JVP rules
 (``Primitive.defjvp``): an explicit rule, the VJP rule of an elementwise
 primitive, the primitive itself for a linear one, else the transpose of
 its VJP rule. Tangents are computed with ordinary operations, so reverse
@@ -20,6 +20,7 @@ entered, so a level exited never lends its tangents to a later one.
 from __future__ import annotations
 
 import itertools
+import sys
 import weakref
 from collections import namedtuple
 
@@ -53,7 +54,7 @@ def enter_dual_level() -> int:
     """Enters a new dual level (inside the active ones) and returns it."""
     _levels.append(_Level(next(_keys)))
     _visible[0] = len(_levels)
-    eager_tensor.dual_hook = _propagate
+    eager_tensor.dual_levels = sys.modules[__name__]
     return len(_levels) - 1
 
 
@@ -66,19 +67,26 @@ def exit_dual_level(*, level=None) -> None:
             "Trying to exit a forward AD level that was not the last one that was created. "
             "This is not supported."
         )
-    for ref in _levels.pop().duals:
+    level = _levels.pop()
+    for ref in level.duals:
         tensor = ref()
         if tensor is not None and tensor._tangents:
-            tensor._tangents = {
-                k: t for k, t in tensor._tangents.items() if any(k == lv.key for lv in _levels)
-            }
+            tensor._tangents = {k: t for k, t in tensor._tangents.items() if k != level.key}
     _visible[0] = len(_levels)
     if not _levels:
-        eager_tensor.dual_hook = None
+        eager_tensor.dual_levels = None
 
 
 class dual_level:
-    """A context manager entering a dual level: ``with dual_level(): ...``."""
+    """A context manager entering a dual level.
+
+    >>> import fusegrad
+    >>> import fusegrad.autograd.forward_ad as fwAD
+    >>> with fwAD.dual_level():
+    ...     x = fwAD.make_dual(fusegrad.tensor([1.0, 2.0]), fusegrad.ones(2))
+    ...     fwAD.unpack_dual(x * x).tangent
+    tensor([2., 4.])
+    """
 
     def __enter__(self) -> int:
         return enter_dual_level()
@@ -88,12 +96,10 @@ class dual_level:
 
 
 def _level_at(level, api: str) -> _Level:
-    if not _levels:
+    if not _levels:  # unpack_dual answers (tensor, None) without asking
         raise RuntimeError(
             "Trying to create a dual Tensor for forward AD but no level exists, make sure to "
             "enter_dual_level() first."
-            if api == "make_dual"
-            else "Trying to unpack a dual Tensor but no level exists."
         )
     if level is None:
         return _levels[-1]
@@ -155,7 +161,7 @@ def _set_tangent(tensor: Tensor, level: _Level, tangent: Tensor) -> None:
     tensor._tangents = tangents
 
 
-def _propagate(prim, args: tuple, params: dict, out: Tensor) -> None:
+def propagate(prim, args: tuple, params: dict, out: Tensor) -> None:
     """Gives ``out`` (``prim`` applied to ``args``) its tangent at each
     visible level where an input has one, outermost first."""
     if not _visible[0] or not out._dtype.is_floating_point:
@@ -182,6 +188,58 @@ def _propagate(prim, args: tuple, params: dict, out: Tensor) -> None:
         node.saved_tangents = out._tangents
 
 
+def commit_inplace(tensor: Tensor, result: Tensor) -> None:
+    """``tensor`` took ``result``'s value in place: at each visible level its
+    tangent takes ``result``'s (zeros without one), written into the tangent
+    it had, as PyTorch does, so views of that tangent see the change."""
+    for depth in range(_visible[0]):
+        level = _levels[depth]
+        new = result._tangents.get(level.key) if result._tangents else None
+        old = tensor._tangents.get(level.key) if tensor._tangents else None
+        if old is None or not _writable(old):
+            if new is not None:
+                _set_tangent(tensor, level, new)
+            continue
+        visible, _visible[0] = _visible[0], depth
+        try:
+            old._commit_inplace(zeros_like(old) if new is None else new)
+        finally:
+            _visible[0] = visible
+
+
+def _writable(tangent: Tensor) -> bool:
+    """Whether a tangent can change in place: its own memory, not a leaf
+    reverse mode differentiates."""
+    return tangent._data.flags.writeable and not (tangent.is_leaf and tangent.requires_grad)
+
+
+def give_custom_tangents(jvp, ctx, args: tuple, outputs: list) -> None:
+    """Gives a custom Function's outputs their tangents by its ``jvp``
+    (``ctx`` and a tangent per input, zeros for a tensor without one: a
+    tangent per output), at each visible level where an input has one, in
+    place of what its forward's operations computed."""
+    for depth in range(_visible[0]):
+        level = _levels[depth]
+        tangents = [
+            a._tangents.get(level.key) if isinstance(a, Tensor) and a._tangents else None
+            for a in args
+        ]
+        if all(t is None for t in tangents):
+            continue
+        tangents = [
+            zeros_like(a) if t is None and isinstance(a, Tensor) else t
+            for a, t in zip(args, tangents)
+        ]
+        visible, _visible[0] = _visible[0], depth
+        try:
+            result = jvp(ctx, *tangents)
+        finally:
+            _visible[0] = visible
+        for out, tangent in zip(outputs, result if isinstance(result, tuple) else (result,)):
+            if isinstance(out, Tensor) and tangent is not None:
+                _set_tangent(out, level, tangent)
+
+
 def _tangent_of(prim, args: tuple, params: dict, out: Tensor, tangents: list):
     """The output's tangent from the inputs' (None where an input has none),
     or None when no input with a tangent is differentiable."""
@@ -201,12 +259,15 @@ def _tangent_of(prim, args: tuple, params: dict, out: Tensor, tangents: list):
         if part is not None:
             part = _in_output_form(part, out)
             total = part if total is None else total + part
+    if total is not None and any(total is t for t in tangents):
+        # x + c: a tangent of its own, which an in-place change of it may write
+        total = P.convert(total, dtype=total._dtype)
     return total
 
 
 def _contribution(prim, i: int, args: tuple, params: dict, out: Tensor, t: Tensor):
     """Input ``i``'s tangent ``t`` carried to the output by its JVP rule."""
-    shapes = tuple([a.shape for a in args])
+    shapes = tuple([_shape(a) for a in args])
     dtypes = tuple([a._dtype for a in args])
     found = prim.jvp_rule_for(i)
     if found is None:
@@ -250,9 +311,14 @@ def _in_output_form(t: Tensor, out: Tensor) -> Tensor:
     """``t`` broadcast to ``out``'s shape and cast to its dtype."""
     if t._dtype is not out._dtype:
         t = P.convert(t, dtype=out._dtype)
-    if t.shape != out.shape:
+    if _shape(t) != _shape(out):
         t = P.broadcast_to(t, shape=tuple(out.shape))
     return t
+
+
+def _shape(t: Tensor) -> tuple:
+    """``t``'s shape: its array's, or, in a trace, the trace's (whose sizes may vary)."""
+    return t._data.shape if eager_tensor.recording.trace is None else tuple(t.shape)
 
 
 __all__ = [

@@ -13,6 +13,7 @@ from ..eager import grad_mode
 from ..eager.creation import zeros
 from ..eager.tensor import Tensor, recording
 from ..ir.primitives import unbroadcast
+from . import forward_ad
 
 
 class FunctionCtx(engine.Node):
@@ -157,6 +158,13 @@ class Function:
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD."
+        )
+
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = _node_class(cls)(cls, args)
@@ -204,6 +212,7 @@ class Function:
             ]
             if trace is not None:  # compiled: its backward is the VJP
                 trace.custom_vjp(ctx, input_vars, wrapped)
+        forward_ad.give_custom_tangents(cls.jvp, ctx, args, wrapped)
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod

@@ -12,6 +12,7 @@ from ..eager import grad_mode
 from ..eager.autograd import grad
 from ..eager.creation import randn
 from ..eager.tensor import Tensor
+from . import forward_ad
 
 
 class GradcheckError(RuntimeError):
@@ -69,6 +70,25 @@ def _analytical_jacobian(func, inputs, i_list):
     return jacobians
 
 
+def _forward_jacobian(func, inputs, i):
+    """Input i's Jacobian by forward mode: the outputs' tangents along each
+    element of the input, column by column."""
+    x = inputs[i]
+    columns = [np.zeros((o.numel(), x.numel())) for o in _float_outputs(func, inputs)]
+    for j in range(x.numel()):
+        direction = np.zeros(x.numel(), x.dtype.np)
+        direction[j] = 1
+        with forward_ad.dual_level():
+            tangent = Tensor._make(direction.reshape(x._data.shape), x.dtype)
+            dual = forward_ad.make_dual(x, tangent)
+            outputs = _float_outputs(func, inputs[:i] + (dual,) + inputs[i + 1 :])
+            for column, out in zip(columns, outputs):
+                found = forward_ad.unpack_dual(out).tangent
+                if found is not None:
+                    column[:, j] = found._data.astype(np.float64).ravel()
+    return columns
+
+
 def gradcheck(
     func,
     inputs,
@@ -77,10 +97,12 @@ def gradcheck(
     atol: float = 1e-5,
     rtol: float = 1e-3,
     raise_exception: bool = True,
+    check_forward_ad: bool = False,
     **ignored,
 ) -> bool:
     """True when ``func``'s analytical Jacobian matches central differences
-    for every input that requires grad (use float64 inputs)."""
+    for every input that requires grad (use float64 inputs); with
+    ``check_forward_ad``, so does the Jacobian forward mode computes."""
     inputs = _as_tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not diff:
@@ -99,14 +121,19 @@ def gradcheck(
     analytical = _analytical_jacobian(func, inputs, diff)
     for col, i in enumerate(diff):
         numerical = _numerical_jacobian(func, inputs, i, eps)
-        for k, (num, ana) in enumerate(zip(numerical, (a[col] for a in analytical))):
-            if not np.allclose(ana, num, rtol=rtol, atol=atol, equal_nan=True):
-                if not raise_exception:
-                    return False
-                raise GradcheckError(
-                    f"Jacobian mismatch for output {k} with respect to input "
-                    f"{i},\nnumerical:{num}\nanalytical:{ana}\n"
-                )
+        checked = [("Jacobian", [a[col] for a in analytical])]
+        if check_forward_ad:
+            forward = _forward_jacobian(func, inputs, i)
+            checked.append(("Jacobian computed with forward mode", forward))
+        for what, computed in checked:
+            for k, (num, ana) in enumerate(zip(numerical, computed)):
+                if not np.allclose(ana, num, rtol=rtol, atol=atol, equal_nan=True):
+                    if not raise_exception:
+                        return False
+                    raise GradcheckError(
+                        f"{what} mismatch for output {k} with respect to input "
+                        f"{i},\nnumerical:{num}\nanalytical:{ana}\n"
+                    )
     return True
 
 

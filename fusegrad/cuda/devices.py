@@ -157,5 +157,5 @@ def stream(stream) -> StreamContext:
 
 
 class OutOfMemoryError(RuntimeError):
-    """PyTorch's error when a device runs out of memory; fusegrad raises it
-    never, but scripts catch it by name."""
+    """PyTorch's error when a device runs out of memory; fusegrad never
+    raises it, but scripts catch it by name."""

@@ -25,7 +25,7 @@ import weakref
 import numpy as np
 
 from ..ir.primitives import unbroadcast
-from . import grad_mode
+from . import grad_mode, saved_attributes
 
 _sequence = itertools.count()
 _tensor = None  # the eager Tensor class
@@ -164,7 +164,15 @@ class Node:
     """Base of all backward nodes. Subclasses implement ``apply`` (a list of
     cotangents per output -> a list of cotangents per input) and ``release``."""
 
-    __slots__ = ("edges", "shown_edges", "sequence_nr", "tensor_hooks", "retained", "__weakref__")
+    __slots__ = (
+        "edges",
+        "shown_edges",
+        "sequence_nr",
+        "tensor_hooks",
+        "retained",
+        "user_metadata",  # made on first read of ``metadata``
+        "__weakref__",
+    )
     num_outputs = 1
     # output_nr -> outputs computed from it inside the node, whose gradients
     # never arrive at it (a compiled call's): see CompiledFunctionBackward
@@ -183,6 +191,15 @@ class Node:
         the last node of a composite op (``mse_loss``), the nodes of the op's
         own inputs, not of its inner steps, which the engine follows."""
         return self.edges if self.shown_edges is None else self.shown_edges
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for the user's notes on the node, as PyTorch's ``grad_fn.metadata``."""
+        try:
+            return self.user_metadata
+        except AttributeError:
+            self.user_metadata = {}
+            return self.user_metadata
 
     def name(self) -> str:
         return type(self).__name__
@@ -226,6 +243,7 @@ class PrimitiveBackward(Node):
         "saved_out",
         "saved_tangents",  # forward AD: the output's tangents, given it by its op
         "freed",
+        "op_call",  # a composite op's call, for its _saved_ attributes (saved_attributes.py)
     )
 
     def __init__(self, prim, params, inputs, output, plan):
@@ -293,7 +311,7 @@ class PrimitiveBackward(Node):
 
     def release(self) -> None:
         if self.saved is not None or self.saved_out is not None:
-            self.saved = self.saved_out = self.saved_tangents = None
+            self.saved = self.saved_out = self.saved_tangents = self.op_call = None
             self.freed = True
 
     def apply(self, grads):
@@ -305,7 +323,7 @@ class PrimitiveBackward(Node):
             g = _plain(g._data, g._dtype)
             out, value = self._plain_output, self._plain_saved_value
         else:
-            out, value = self.unpack_output, self._saved_value
+            out, value = self.unpack_output, self.unpack_input
         result = []
         count = len(self.in_shapes)
         for i, (need, rule) in enumerate(zip(self.plan.needs_grad, self.plan.rules)):
@@ -323,7 +341,8 @@ class PrimitiveBackward(Node):
             result.append(grad)
         return result
 
-    def _saved_value(self, position: int):
+    # not _saved_<name>: that prefix is PyTorch's saved attributes' (saved_attributes.py)
+    def unpack_input(self, position: int):
         return unpack_saved(*self.saved[position])
 
     def _plain_saved_value(self, position: int):
@@ -357,7 +376,8 @@ def backward_class(name: str) -> type:
     """The subclass of PrimitiveBackward called ``name``, made once."""
     cls = _backward_classes.get(name)
     if cls is None:
-        cls = type(name, (PrimitiveBackward,), {"__slots__": (), "__module__": __name__})
+        namespace = {"__slots__": (), "__module__": __name__}
+        cls = type(name, (PrimitiveBackward,), {**namespace, **saved_attributes.properties(name)})
         _backward_classes[name] = cls
     return cls
 

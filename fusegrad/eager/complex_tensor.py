@@ -1069,7 +1069,11 @@ def refuse_what_complex_tensors_lack() -> None:
 
 
 def _refuse_primitive(prim, args, params):
-    raise refusal(f"{prim.name} (a primitive of real tensors)")
+    """A primitive given a complex tensor: an op with no complex implementation."""
+    raise NotImplementedError(
+        "fusegrad: this operation is not implemented for complex tensors (it applies "
+        f"{prim.name}, a primitive of real numbers)"
+    )
 
 
 P.register_value_type(ComplexTensor, _refuse_primitive)

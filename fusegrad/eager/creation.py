@@ -504,25 +504,34 @@ def legacy_tensor(cls, args, kwargs):
     return t
 
 
-def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tensor:
-    """The pre-0.4 wrapper: returns a tensor sharing ``data``'s storage.
+class _VariableMeta(type):
+    # PyTorch's Variable is a class every tensor is an instance of
+    # (``isinstance(p, Variable)``, as torchviz asserts of its params)
+    def __instancecheck__(cls, other) -> bool:
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The pre-0.4 wrapper: ``Variable(t)`` returns a tensor sharing ``t``'s storage.
 
     ``volatile=True`` is the old inference mode: the tensor and everything
     computed from it record no graph."""
-    if not isinstance(data, Tensor):
-        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
-    t = data.detach()
-    if volatile:
-        warnings.warn(
-            "volatile is deprecated: use `with fusegrad.no_grad():` instead. This "
-            "Variable, and what is computed from it, records no graph.",
-            UserWarning,
-            stacklevel=2,
-        )
-        t._volatile = True
-    elif requires_grad:
-        t.requires_grad = True
-    return t
+
+    def __new__(cls, data, requires_grad: bool = False, volatile: bool = False) -> Tensor:
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        t = data.detach()
+        if volatile:
+            warnings.warn(
+                "volatile is deprecated: use `with fusegrad.no_grad():` instead. This "
+                "Variable, and what is computed from it, records no graph.",
+                UserWarning,
+                stacklevel=2,
+            )
+            t._volatile = True
+        elif requires_grad:
+            t.requires_grad = True
+        return t
 
 
 Tensor._legacy_constructor = staticmethod(legacy_tensor)

@@ -145,6 +145,21 @@ Tensor.cpu = lambda self: self
 Tensor.layout = sparse.strided
 Tensor.to_sparse = Tensor.to_sparse_coo = sparse.to_sparse
 Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: ops.to(self, dtype)
+
+
+def _sparse_only(name: str, layout: str):
+    """A sparse tensor's method on a dense one: PyTorch's error."""
+
+    def method(self, *args, **kwargs):
+        raise RuntimeError(f"{name} expected {layout} layout but got Strided")
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("indices", "coalesce", "is_coalesced"):
+    setattr(Tensor, _name, _sparse_only(_name, "sparse coordinate tensor"))
+Tensor.values = _sparse_only("values", "sparse tensor")
 Tensor.to = complex_functions.converting_to_complex(ops.METHODS["to"])
 Tensor.type_as = lambda self, other: self.to(other.dtype)
 Tensor.cfloat = lambda self: self.to(dtypes.complex64)

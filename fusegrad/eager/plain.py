@@ -39,7 +39,7 @@ class PlainValue(Operators):
     def usable() -> bool:
         """Whether rules may run on plain values now: not while a trace
         records, nor while forward AD may give the gradients tangents."""
-        return recording.trace is None and tensor.dual_hook is None
+        return recording.trace is None and tensor.dual_levels is None
 
 
 def plain_bind(prim, args, params):

@@ -34,9 +34,10 @@ class _Recording(threading.local):
 
 recording = _Recording()
 
-# While a forward-AD dual level is active, ``hook(prim, args, params, out)``,
-# which gives an op's output its tangents (autograd/forward_ad.py sets it)
-dual_hook = None
+# While a forward-AD dual level is active, the module autograd/forward_ad.py:
+# its ``propagate`` gives each op's output its tangents, ``commit_inplace``
+# moves them with an in-place change
+dual_levels = None
 
 
 class Size(tuple):
@@ -230,6 +231,10 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of ``_base`` (PyTorch's name, read by torchviz)."""
+        return self._base is not None
 
     @property
     def retains_grad(self) -> bool:
@@ -610,7 +615,7 @@ class Tensor:
                 grad_mode.is_grad_enabled()
                 and (self._requires_grad or base._requires_grad or result._requires_grad)
             )
-            or (dual_hook is not None and (result._tangents or base._tangents))
+            or (dual_levels is not None and (result._tangents or base._tangents))
         ):
             return self._commit_through_base(result)
         if not self._data.flags.writeable:
@@ -626,8 +631,8 @@ class Tensor:
             recording.trace.rebind(self, result)
         np.copyto(self._data, result._data)
         self._version_counter[0] += 1
-        if dual_hook is not None:
-            self._tangents = result._tangents
+        if dual_levels is not None:
+            dual_levels.commit_inplace(self, result)
         if result.grad_fn is not None:
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
@@ -643,7 +648,7 @@ class Tensor:
         if recording.trace is not None:
             recording.trace.relayout(self, view)
         self._data = view._data
-        if dual_hook is not None:
+        if dual_levels is not None:
             self._tangents = view._tangents
         if view.grad_fn is not None:
             self.grad_fn, self._output_nr = view.grad_fn, view._output_nr
@@ -683,7 +688,8 @@ class Tensor:
             recording.trace.rebind_view(self, view)
         self.grad_fn, self._output_nr = view.grad_fn, view._output_nr
         self._requires_grad = view._requires_grad
-        self._tangents = view._tangents
+        if dual_levels is not None:
+            dual_levels.commit_inplace(self, view)
         self._view_version = self._version_counter[0]
         return self
 
@@ -819,8 +825,8 @@ def eager_bind(prim, args, params):
         _mark_inference(out)
     if trace is not None:
         trace.record(prim, args, recorded, out)
-    if dual_hook is not None:
-        dual_hook(prim, args, recorded, out)
+    if dual_levels is not None:
+        dual_levels.propagate(prim, args, recorded, out)
     return out
 
 

@@ -2,11 +2,11 @@
 as a graph. Submodules of ``torch.nn`` are leaves (one ``call_module`` node
 each); other modules are traced through. PyTorch sees functions called on
 proxies through ``__torch_function__``, which fusegrad's tensors lack, so
-while tracing the public functions of ``torch`` and
-``torch.nn.functional``, and those marked with ``wrap``, are swapped for
-versions that record a ``call_function`` node when an argument is a proxy
-(code that bound such a function to another name before tracing calls it
-unrecorded)."""
+while tracing, the public functions of ``torch``, ``torch.nn.functional``,
+``math`` (the tracer's ``autowrap_modules``) and those marked with ``wrap``
+are swapped for versions that record a ``call_function`` node when an
+argument is a proxy (code that bound such a function to another name before
+tracing calls it unrecorded)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import contextlib
 import functools
 import inspect
 import itertools
+import math
 import sys
 
 from ..eager.tensor import Tensor
@@ -47,7 +48,9 @@ def _is_function(value) -> bool:
 
 
 class Tracer(TracerBase):
-    def __init__(self, autowrap_modules=(), autowrap_functions=(), param_shapes_constant=False):
+    def __init__(
+        self, autowrap_modules=(math,), autowrap_functions=(), param_shapes_constant=False
+    ):
         self.autowrap_modules = tuple(autowrap_modules)
         self.autowrap_functions = tuple(autowrap_functions)
 

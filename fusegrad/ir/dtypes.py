@@ -202,6 +202,8 @@ class _Ranks(dict):
     their operands first: a complex one stops them there."""
 
     def __missing__(self, dtype):
+        if not dtype.is_complex:
+            raise KeyError(dtype)
         raise NotImplementedError(
             f"fusegrad: this operation is not implemented for complex tensors ({dtype.scalar_name})"
         )

@@ -12,7 +12,9 @@ manner of PyTorch's derivatives.yaml: ``g`` (the output cotangent), ``out``
 primitive's parameters. A backward node saves exactly the values its rules
 name. Rules return the cotangent in the output's shape and dtype: reducing a
 broadcast cotangent to the input's shape and casting it to the input's dtype
-is done once, by the caller (see ``unbroadcast``).
+is done once, by the caller (see ``unbroadcast``). A JVP rule (``defjvp``)
+reads the same, with ``t``, the input's tangent, in the place of ``g``; most
+primitives need none (see ``Primitive.defjvp``).
 
 ``bind`` is interpreter-agnostic: the value types that take part (the eager
 Tensor, the IR's values) register a handler, and the handler of the
@@ -110,11 +112,12 @@ class Primitive:
 
     def defjvp(self, **rules):
         """Declares the JVP rule of each differentiable input, by input name:
-        its contribution to the output's tangent, in the output's shape, given
-        ``t``, the input's tangent, and what a VJP rule may read. Elementwise
+        its contribution to the output's tangent (broadcast to the output's
+        shape and cast to its dtype once, by the caller), given ``t``, the
+        input's tangent, and what a VJP rule may read. Elementwise
         primitives derive theirs from their VJP rules; linear ones apply
         themselves to the tangents; the others without one get the transpose
-        of their VJP rule (eager/forward_ad.py)."""
+        of their VJP rule (autograd/forward_ad.py)."""
         for input_name, rule in rules.items():
             if input_name not in {n.lstrip("*") for n in self.inputs}:
                 raise ValueError(f"{self.name} has no input {input_name!r}")

@@ -37,7 +37,7 @@ from ._script import (
     script_method,
 )
 from ._serialization import load
-from ._trace import is_tracing, trace, trace_module
+from ._trace import TracerWarning, is_tracing, trace, trace_module
 
 __all__ = [
     "Attribute",
@@ -46,6 +46,7 @@ __all__ = [
     "RecursiveScriptModule",
     "ScriptFunction",
     "ScriptModule",
+    "TracerWarning",
     "annotate",
     "export",
     "fork",

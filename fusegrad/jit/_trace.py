@@ -19,6 +19,12 @@ def is_tracing() -> bool:
     return False
 
 
+class TracerWarning(Warning):
+    """PyTorch's warning of a trace that may not generalize (a Python value
+    read from a tensor, say). fusegrad's trace guards such reads instead of
+    warning, so it never issues one; scripts filter it by name."""
+
+
 def trace(
     func,
     example_inputs=None,

@@ -21,6 +21,8 @@ class FunctionEvent:
     """One recorded span: ``cpu_children`` ran inside it, on its thread."""
 
     count = 1
+    # the CPU's work only: sorting a table by device time (a CUDA tutorial's) keeps its order
+    device_time_total = self_device_time_total = cuda_time_total = self_cuda_time_total = 0.0
 
     def __init__(self, id: int, span, origin_ns: int):
         self.id = id
@@ -67,6 +69,8 @@ class FunctionEvent:
 class FunctionEventAvg:
     """The events of one key (and input shapes or stack, when grouped by
     them) added up."""
+
+    device_time_total = self_device_time_total = cuda_time_total = self_cuda_time_total = 0.0
 
     def __init__(self, key: str, input_shapes=None, stack=None):
         self.key = key

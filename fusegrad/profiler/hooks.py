@@ -15,6 +15,7 @@ compilation.
 from __future__ import annotations
 
 import functools
+import weakref
 from contextlib import contextmanager
 
 from .. import timing
@@ -77,8 +78,8 @@ def _recording_primitive(bind):
             out = bind(prim, args, params)
         finally:
             end(span)
-        if options["memory"] and not prim.view:
-            span.memory = out._data.nbytes
+        if options["memory"]:
+            span.memory = _allocated(out._data)
         if options["flops"]:
             span.flops = _flops(prim, args, out)
         return out
@@ -173,15 +174,25 @@ def _step_by_step(run):
     return steps
 
 
+# launcher -> its span's name: a kernel's name is made from its equations each time it is asked
+_kernel_names: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _recording_kernel(call):
     @functools.wraps(call)
     def recorded(launcher, arrays):
+        name = _kernel_names.get(launcher)
+        if name is None:
+            name = _kernel_names[launcher] = f"fusegrad::kernel {launcher.name}"
         shapes = [shape_of(a) for a in arrays] if options["shapes"] else None
-        span = begin(f"fusegrad::kernel {launcher.name}", "fusegrad", shapes)
+        span = begin(name, "fusegrad", shapes)
         try:
-            return call(launcher, arrays)
+            results = call(launcher, arrays)
         finally:
             end(span)
+        if options["memory"]:
+            span.memory = sum(_allocated(r) for r in results)
+        return results
 
     return recorded
 
@@ -198,11 +209,19 @@ def _recording_equation(run_equation):
         shapes = [shape_of(v) for v in values] if options["shapes"] else None
         span = begin(f"fusegrad::{how} {eqn.prim.name}", "fusegrad", shapes)
         try:
-            return run_equation(eqn, values)
+            result = run_equation(eqn, values)
         finally:
             end(span)
+        if options["memory"]:
+            span.memory = _allocated(result)
+        return result
 
     return recorded
+
+
+def _allocated(array) -> int:
+    """The bytes of an array a step made: none for a view of another's."""
+    return array.nbytes if array.base is None else 0
 
 
 def _recording_phase(phase):

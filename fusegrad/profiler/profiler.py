@@ -92,7 +92,12 @@ class profile:
     compiled call (its kernels, routines and BLAS products, its tracing and
     compilation) and ``record_function`` block while active: as a context
     manager, or between ``start()`` and ``stop()``; ``step()`` moves
-    through ``schedule``'s actions. Only the CPU is profiled."""
+    through ``schedule``'s actions. A compiled call runs its program step by
+    step while profiled, so that each kernel is a span of its own (a plan
+    runs consecutive kernels as one native call): a tiny program's call
+    takes some 100 us rather than 7. Only the CPU is profiled; ``with_modules``
+    adds nothing, as in PyTorch's eager mode (it names TorchScript modules).
+    ``acc_events`` keeps the events of every cycle rather than the last's."""
 
     def __init__(
         self,
@@ -148,6 +153,7 @@ class profile:
 
     def stop(self) -> None:
         self._change(self.current_action, None)
+        self.current_action = ProfilerAction.NONE  # stopping again does nothing
 
     def step(self) -> None:
         before = self.current_action
@@ -167,7 +173,7 @@ class profile:
             self._step_span = spans.begin(f"ProfilerStep#{self.step_num}", "user_annotation")
 
     def _begin_recording(self) -> None:
-        if not self.acc_events or self._events is None:
+        if not (self.acc_events and self._spans):
             self._spans = []
             self._origin_ns = time.perf_counter_ns()
             self._base_time_ns = time.time_ns()
@@ -181,15 +187,14 @@ class profile:
             self._step_span = spans.begin(f"ProfilerStep#{self.step_num}", "user_annotation")
 
     def _end_recording(self) -> None:
-        if self in _recording:
-            if self._step_span is not None:
-                spans.end(self._step_span)
-                self._step_span = None
-            spans.collections.remove(self._spans)
-            _recording.remove(self)
-            _set_options()
-            if not _recording:
-                hooks.uninstall()
+        if self._step_span is not None:
+            spans.end(self._step_span)
+            self._step_span = None
+        spans.collections.remove(self._spans)
+        _recording.remove(self)
+        _set_options()
+        if not _recording:
+            hooks.uninstall()
         self._events = None
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)

@@ -94,21 +94,26 @@ def shape_of(value) -> list:
 
 class record_function(ContextDecorator):
     """Labels a block (``with``) or a function (as a decorator) in the
-    profile: a span named ``name`` around it, when a profiler records."""
+    profile: a span named ``name`` around it, when a profiler records.
+    ``args``, PyTorch's string of extra inputs, is kept as given."""
 
     def __init__(self, name: str, args: str | None = None):
         self.name = name
         self.args = args
-        self._spans: list = []  # one per entry that recorded: a decorated function may recurse
+        self._span = None
+
+    def _recreate_cm(self):
+        # each call of a decorated function enters its own: calls may nest or run in threads
+        return record_function(self.name, self.args)
 
     def __enter__(self):
-        self._spans.append(begin(self.name, "user_annotation") if collections else None)
+        self._span = begin(self.name, "user_annotation") if collections else None
         return self
 
     def __exit__(self, *exc):
-        span = self._spans.pop()
-        if span is not None:
-            end(span)
+        if self._span is not None:
+            end(self._span)
+            self._span = None
         return False
 
 

@@ -409,7 +409,7 @@ def _runs_inline() -> bool:
     """Whether a call runs the Python function: inside another trace (which
     records it inline), or while a forward-AD dual level is active (a
     program would drop the tangents of its arguments and captured tensors)."""
-    return recording.trace is not None or eager_tensor.dual_hook is not None
+    return recording.trace is not None or eager_tensor.dual_levels is not None
 
 
 def _count(counter: itertools.count) -> int:

@@ -13,7 +13,7 @@ import math
 
 from ...ir import dtypes
 from ...ir import primitives as P
-from .. import autograd
+from .. import autograd, saved_attributes
 from ..tensor import Tensor
 
 
@@ -33,6 +33,8 @@ def _named(backward_name):
                 node.label = (
                     backward_name(*args, **kwargs) if callable(backward_name) else backward_name
                 )
+                if node.label in saved_attributes.READS_CALL:
+                    saved_attributes.record_call(node, fn, args, kwargs, out, Tensor)
                 for inner, _ in node.edges:  # a loop, not any(): this runs on every call
                     # (a leaf's accumulator, numbered infinity, is no inner step)
                     if inner is not None and mark < inner.sequence_nr < math.inf:
