@@ -196,6 +196,10 @@ from .serialization import load, save
 from .sparse import sparse_coo_tensor, spmm
 from .tracer.trace import TracingError
 
+# torch.utils.checkpoint, there after `import torch` as in PyTorch; utils' __init__ cannot
+# import it: it needs autograd, which needs utils._pytree
+from .utils import checkpoint as _utils_checkpoint
+
 globals().update(_eager.ops.FUNCTIONS)  # every public op, as listed where it is defined
 # those with a complex implementation, taking complex tensors there
 globals().update(_eager.complex_functions.functions_taking_complex(_eager.ops.FUNCTIONS))

@@ -128,6 +128,8 @@ LOWER_PRECISION = [
     ("prelu", lambda a: F.prelu(a, fg.tensor([0.25]))),
     ("attention", lambda a: F.scaled_dot_product_attention(a[None], a[None], a[None])),
     ("vecdot", lambda a: fg.linalg.vecdot(a, a)),
+    ("einsum summing", lambda a: fg.einsum("ij,jk->ik", a, a)),
+    ("einsum row dots", lambda a: fg.einsum("ij,ij->i", a, a)),
 ]
 FLOAT32 = [
     ("mse_loss", lambda a: F.mse_loss(a, a.flip(0))),
@@ -147,6 +149,8 @@ IN_INPUT_DTYPE = [
     ("add", lambda a: a + 1),
     ("circular pad", lambda a: F.pad(a[None], (1, 1), mode="circular")),
     ("adaptive pool", lambda a: F.adaptive_avg_pool1d(a[None], 2)),
+    ("einsum of products only", lambda a: fg.einsum("ij,ij->ij", a, a)),
+    ("einsum outer", lambda a: fg.einsum("i,j->ij", a[0], a[1])),
 ]
 POLICY_CASES = [
     pytest.param(op, result, id=name)

@@ -3,6 +3,8 @@ the un-checkpointed ones exactly, random draws included, eagerly; under jit
 the same numbers, with less saved for the backward."""
 
 import contextlib
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -272,3 +274,10 @@ def test_pytorchs_warnings_and_errors():
         out = checkpoint(lambda y: y * W.sum(), fg.ones(1), use_reentrant=True)
     assert "None of the inputs have requires_grad=True" in str(caught[0].message)
     assert not out.requires_grad
+
+
+def test_torch_utils_checkpoint_is_there_after_import_fusegrad():
+    # as torch.utils.checkpoint is after `import torch`: programs call it without importing it
+    code = "import fusegrad; print(fusegrad.utils.checkpoint.checkpoint_sequential.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "checkpoint_sequential", done.stderr

@@ -5,6 +5,8 @@ PyTorch 2.13 (the same code, ``import torch``)."""
 
 import importlib.util
 import math
+import re
+import shutil
 import warnings
 from collections import Counter
 
@@ -237,3 +239,48 @@ def test_torchviz_draws_fusegrad_graphs():
     for text in ("NllLossBackward0", "AddmmBackward0", "0.weight", "mat1_sym_sizes", "result"):
         assert text in source
     assert source.count("AccumulateGrad") == 4
+
+
+# ------------------------------------------------- a compiled program's picture
+
+
+def mlp_step_lowered():
+    fg.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    step = fg.jit(lambda x, t: F.cross_entropy(mlp(x), t))
+    return step.lower(fg.randn(5, 4), fg.tensor([0, 1, 2, 0, 1]))
+
+
+def test_program_picture_is_well_formed_dot():
+    lowered = mlp_step_lowered()
+    text = lowered.graph()
+    assert text.startswith("digraph program {") and text.rstrip().endswith("}")
+    assert text.count("{") == text.count("}")
+    declared = set(re.findall(r"^\s*(\w+) \[label=", text, re.M))
+    edges = re.findall(r"^\s*(\w+) -> (\w+)", text, re.M)
+    assert edges and all(a in declared and b in declared for a, b in edges)
+    clusters = re.findall(r"subgraph cluster_\w+_kernel\d+ \{", text)
+    assert len(clusters) == len(lowered.kernels)
+    for kernel in lowered.kernels:
+        assert f"kernel {kernel.name}" in text
+    for mark in ("argument 0\\nf32[5,4]", "captured 0\\nf32[8,4]", "output 0\\nf32[]"):
+        assert mark in text
+    assert "saved 0" in text and "gradient 0" in text
+    assert 'fillcolor="#ffd59e"' in text  # the matrix products, apart from the kernels
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_program_picture_renders(tmp_path):
+    mlp_step_lowered().graph(tmp_path / "step")
+    assert (tmp_path / "step.dot").read_text().startswith("digraph")
+    assert "<svg" in (tmp_path / "step.svg").read_text()
+
+
+def test_dump_writes_the_picture(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSEGRAD_DUMP", str(tmp_path))
+
+    def double(x):
+        return x * 2
+
+    fg.jit(double)(fg.randn(3))
+    assert (tmp_path / "double.1.dot").read_text().startswith("digraph program {")

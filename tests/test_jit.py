@@ -381,8 +381,9 @@ def test_dump_writes_the_ir_of_every_compilation(tmp_path, monkeypatch):
     f = fg.jit(lambda x: fg.exp(x * 3).sum())
     f(fg.ones(20000, requires_grad=True))
     f(fg.ones(50000, requires_grad=True))
-    texts = sorted(p.read_text() for p in tmp_path.iterdir())
+    texts = sorted(p.read_text() for p in tmp_path.glob("*.txt"))
     assert len(texts) == 2 and all("forward(" in t and "backward(" in t for t in texts)
+    assert len(list(tmp_path.glob("*.dot"))) == 2  # the pictures beside them
     assert all(
         "kernels:" in t and "; LLVM IR of fused_" in t and "# assembly of" in t for t in texts
     )

@@ -45,7 +45,13 @@ GOLDEN = HERE / "golden" / "programs"
 
 RTOL = 1e-4
 FLOAT64_RTOL = 1e-9
-FLOAT64_PROGRAMS = {"gaussian_process", "lstm_sine", "lstm_sine_lbfgs", "micrograd_check"}
+FLOAT64_PROGRAMS = {
+    "gaussian_process",
+    "jacobians_hessians",
+    "lstm_sine",
+    "lstm_sine_lbfgs",
+    "micrograd_check",
+}
 BFLOAT16_RTOL = 1e-2
 BFLOAT16_PROGRAMS = {"mixed_precision_loop"}
 TIMEOUT_SECONDS = 600

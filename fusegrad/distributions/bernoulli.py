@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..eager import ops, random
 from ..eager.grad_mode import no_grad
 from ..nn import functional as F
+from . import constraints
 from .distribution import Distribution, _as_parameter, _logits_and_probs
 
 
 class Bernoulli(Distribution):
+    arg_constraints: ClassVar[dict] = {
+        "probs": constraints.unit_interval,
+        "logits": constraints.real,
+    }
+    support = constraints.boolean
+    has_enumerate_support = True
+
     def __init__(self, probs=None, logits=None, validate_args=None):
         self._given_probs = probs is not None
         self.logits, self.probs = _logits_and_probs(probs, logits, binary=True)
         super().__init__(self.probs.shape, validate_args=validate_args)
-
-    def _validate(self):
-        if self._given_probs:
-            inside = (self.probs >= 0) & (self.probs <= 1)
-            self._require(inside, "probs", self.probs, "Interval(lower_bound=0.0, upper_bound=1.0)")
 
     def _shown_parameters(self):
         return [
@@ -37,7 +42,7 @@ class Bernoulli(Distribution):
 
     def log_prob(self, value):
         value = _as_parameter(value, self.logits).to(self.logits.dtype)
-        self._require_support(value, (value == 0) | (value == 1), "Boolean()")
+        self._validate_sample(value)
         logits, value = ops.broadcast_tensors(self.logits, value)
         return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
 

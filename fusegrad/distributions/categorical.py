@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -10,10 +11,17 @@ from ..eager import creation, ops, random
 from ..eager.grad_mode import no_grad
 from ..eager.tensor import Size
 from ..ir import dtypes
+from . import constraints
 from .distribution import Distribution, _logits_and_probs
 
 
 class Categorical(Distribution):
+    arg_constraints: ClassVar[dict] = {
+        "probs": constraints.simplex,
+        "logits": constraints.independent(constraints.real, 1),
+    }
+    has_enumerate_support = True
+
     def __init__(self, probs=None, logits=None, validate_args=None):
         self._given_probs = probs is not None
         self.logits, self.probs = _logits_and_probs(probs, logits, binary=False)
@@ -34,6 +42,10 @@ class Categorical(Distribution):
             )
         ]
 
+    @constraints.dependent_property(is_discrete=True)
+    def support(self):
+        return constraints.integer_interval(0, self._num_events - 1)
+
     param_shape = property(lambda self: self.probs.shape)
     mean = property(lambda self: creation.full_like(self.probs[..., 0], math.nan))
     mode = property(lambda self: self.probs.argmax(-1))
@@ -48,10 +60,7 @@ class Categorical(Distribution):
         return drawn.reshape(self._extended_shape(sample_shape))
 
     def log_prob(self, value):
-        inside = (value >= 0) & (value < self._num_events) & (value == value.round())
-        self._require_support(
-            value, inside, f"IntegerInterval(lower_bound=0, upper_bound={self._num_events - 1})"
-        )
+        self._validate_sample(value)
         value = value.long().unsqueeze(-1)
         value, logits = ops.broadcast_tensors(value, self.logits)
         return logits.gather(-1, value[..., :1]).squeeze(-1)

@@ -3,10 +3,13 @@ become tensors."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..eager import creation, ops
 from ..eager.grad_mode import no_grad
 from ..eager.tensor import Size, Tensor, recording
 from ..ir import dtypes
+from . import constraints
 
 
 def _as_parameter(value, like=None):
@@ -27,6 +30,9 @@ class Distribution:
     requested shape, and the checks of its parameters."""
 
     has_rsample = False
+    has_enumerate_support = False
+    arg_constraints: ClassVar[dict] = {}
+    support = None
 
     def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
         self._batch_shape, self._event_shape = Size(batch_shape), Size(event_shape)
@@ -64,7 +70,30 @@ class Distribution:
         return self._event_shape
 
     def _validate(self):
-        pass
+        """Checks the parameters as given (those ``_shown_parameters`` names)
+        against ``arg_constraints``."""
+        for name, value in self._shown_parameters():
+            constraint = self.arg_constraints.get(name)
+            if constraint is not None and not constraints.is_dependent(constraint):
+                self._require(constraint.check(value), name, value, repr(constraint))
+
+    def _validate_sample(self, value):
+        if self._checks():
+            self._require_support(value, self.support.check(value), repr(self.support))
+
+    def expand(self, batch_shape, _instance=None):
+        """This distribution over a larger batch: its parameters (the public
+        tensor attributes, each batch-shaped then its own dimensions)
+        expanded as views, checks not redone."""
+        batch_shape = Size(batch_shape)
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        kept = len(self._batch_shape)
+        for name, value in self.__dict__.items():
+            if isinstance(value, Tensor) and not name.startswith("_"):
+                setattr(new, name, value.expand(tuple(batch_shape) + tuple(value.shape[kept:])))
+        new._batch_shape = batch_shape
+        return new
 
     def _extended_shape(self, sample_shape=()):
         return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
@@ -76,8 +105,35 @@ class Distribution:
     def rsample(self, sample_shape=()):
         raise NotImplementedError(f"{type(self).__name__} has no reparameterized samples")
 
+    def cdf(self, value):
+        raise NotImplementedError
+
+    def icdf(self, value):
+        raise NotImplementedError
+
+    def enumerate_support(self, expand=True):
+        raise NotImplementedError
+
     def sample_n(self, n):
         return self.sample((n,))
+
+    @property
+    def mean(self):
+        raise NotImplementedError(f"{type(self)} does not implement mean")
+
+    @property
+    def mode(self):
+        raise NotImplementedError(f"{type(self)} does not implement mode")
+
+    @property
+    def variance(self):
+        raise NotImplementedError(f"{type(self)} does not implement variance")
+
+    def log_prob(self, value):
+        raise NotImplementedError
+
+    def entropy(self):
+        raise NotImplementedError
 
     @property
     def stddev(self):

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..eager import creation, ops
+from . import constraints
 from .distribution import Distribution, _broadcast
 
 
 class Exponential(Distribution):
     has_rsample = True
+    arg_constraints: ClassVar[dict] = {"rate": constraints.positive}
+    support = constraints.nonnegative
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = _broadcast(rate)
         super().__init__(self.rate.shape, validate_args=validate_args)
-
-    def _validate(self):
-        self._require(self.rate > 0, "rate", self.rate, "GreaterThan(lower_bound=0.0)")
 
     def _shown_parameters(self):
         return [("rate", self.rate)]
@@ -28,7 +30,7 @@ class Exponential(Distribution):
         return -ops.log1p(-unit) / self.rate  # 1 - unit is never 0
 
     def log_prob(self, value):
-        self._require_support(value, value >= 0, "GreaterThanEq(lower_bound=0.0)")
+        self._validate_sample(value)
         return self.rate.log() - self.rate * value
 
     def cdf(self, value):

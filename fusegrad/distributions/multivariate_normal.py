@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 from .. import linalg
 from ..eager import creation, ops
+from . import constraints
 from .distribution import Distribution
 
 
@@ -14,6 +16,13 @@ class MultivariateNormal(Distribution):
     its precision matrix or the lower Cholesky factor of the covariance."""
 
     has_rsample = True
+    arg_constraints: ClassVar[dict] = {
+        "loc": constraints.real_vector,
+        "covariance_matrix": constraints.positive_definite,
+        "precision_matrix": constraints.positive_definite,
+        "scale_tril": constraints.lower_cholesky,
+    }
+    support = constraints.real_vector
 
     def __init__(
         self,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 from ..eager import creation, ops
+from . import constraints
 from .distribution import Distribution, _broadcast
 
 _HALF_LOG_TWO_PI = 0.5 * math.log(2 * math.pi)
@@ -12,13 +14,12 @@ _HALF_LOG_TWO_PI = 0.5 * math.log(2 * math.pi)
 
 class Normal(Distribution):
     has_rsample = True
+    arg_constraints: ClassVar[dict] = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = _broadcast(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
-
-    def _validate(self):
-        self._require(self.scale > 0, "scale", self.scale, "GreaterThan(lower_bound=0.0)")
 
     def _shown_parameters(self):
         return [("loc", self.loc), ("scale", self.scale)]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 from ..eager import creation, ops
+from . import constraints
 from .distribution import Distribution, _broadcast
 
 
 class Uniform(Distribution):
     has_rsample = True
+    arg_constraints: ClassVar[dict] = {"low": constraints.dependent, "high": constraints.dependent}
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = _broadcast(low, high)
@@ -20,6 +23,10 @@ class Uniform(Distribution):
 
     def _shown_parameters(self):
         return [("low", self.low), ("high", self.high)]
+
+    @constraints.dependent_property
+    def support(self):
+        return constraints.interval(self.low, self.high)
 
     mean = property(lambda self: (self.high + self.low) / 2)
     variance = property(lambda self: (self.high - self.low) ** 2 / 12)

@@ -14,6 +14,7 @@ import math
 
 from ..ir import primitives as P
 from ..ir.shapes import broadcast_shapes
+from .autocast_policy import autocasts
 from .ops import _check_same_dtype, _rounded_once, as_tensor_arg, public
 from .tensor import Tensor
 
@@ -202,6 +203,11 @@ def _contract(terms: list, output: list, *operands: Tensor) -> Tensor:
     return _arranged(result, labels, output, sizes)
 
 
+@autocasts("bmm")
+def _summed_product(a: Tensor, b: Tensor) -> Tensor:
+    return P.matmul(a, b)
+
+
 def _product(a, a_labels, b, b_labels, later, sizes) -> tuple:
     """The pair's product summed over the labels both have and nothing later
     needs: one batched matrix product, (batch, a's, summed) @ (batch, summed, b's)."""
@@ -219,6 +225,8 @@ def _product(a, a_labels, b, b_labels, later, sizes) -> tuple:
     count = extent(batch)
     a = P.reshape(a, shape=(count, extent(a_only), extent(summed)))
     b = P.reshape(b, shape=(count, extent(summed), extent(b_only)))
-    out = P.matmul(a, b)
+    # PyTorch sums over shared labels with bmm, which autocast lowers, and
+    # multiplies where none is summed, which it does not
+    out = _summed_product(a, b) if summed else P.matmul(a, b)
     labels = batch + a_only + b_only
     return P.reshape(out, shape=tuple(sizes[label] for label in labels)), labels

@@ -111,10 +111,17 @@ def _constant(value):
     return lambda node: value
 
 
+def _call_arguments(node) -> dict | None:
+    """The arguments of the composite op ``node`` ends, None for another node."""
+    _checked(node)
+    call = getattr(node, "op_call", None)
+    return call.arguments() if call is not None else None
+
+
 def _argument(name: str, convert=lambda value: value):
     def read(node):
-        call = getattr(node, "op_call", None)
-        return convert(call.arguments()[name]) if call is not None else None
+        arguments = _call_arguments(node)
+        return convert(arguments[name]) if arguments is not None else None
 
     return read
 
@@ -145,13 +152,11 @@ def _approximate(node):
 
 def _layer_norm_statistics(node):
     """PyTorch's result1 and result2: the mean and 1/std of each normalized row."""
-    arguments = node.op_call.arguments() if getattr(node, "op_call", None) else None
-    x = arguments and arguments["input"]
-    if x is None:
+    arguments = _call_arguments(node)
+    if arguments is None:
         return None, None
-    shape = arguments["normalized_shape"]
+    x, shape = arguments["input"].detach(), arguments["normalized_shape"]
     dims = tuple(range(x.ndim - (1 if isinstance(shape, int) else len(shape)), x.ndim))
-    x = x.detach()
     mean = x.mean(dims, keepdim=True)
     variance = ((x - mean) ** 2).mean(dims, keepdim=True)
     return mean, (variance + arguments["eps"]) ** -0.5
@@ -159,8 +164,8 @@ def _layer_norm_statistics(node):
 
 def _total_weight(node):
     """nll_loss's divisor for reduction='mean': the weight of the targets counted."""
-    arguments = node.op_call.arguments() if getattr(node, "op_call", None) else None
-    if arguments is None or arguments["input"] is None or arguments["target"] is None:
+    arguments = _call_arguments(node)
+    if arguments is None:
         return None
     input, target, weight = arguments["input"], arguments["target"], arguments["weight"]
     counted = target != arguments["ignore_index"]

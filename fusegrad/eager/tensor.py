@@ -139,7 +139,8 @@ class Tensor:
         t.grad_fn = node
         t._output_nr = output_nr
         t._requires_grad = True
-        t._tangents = node.saved_tangents  # forward over reverse differentiates what reads it
+        if node.saved_tangents is not None:  # forward over reverse: rules reading it
+            t._tangents = node.saved_tangents
         return t
 
     # ------------------------------------------------------------ attributes

@@ -13,6 +13,8 @@ import weakref
 from collections import Counter
 from pathlib import Path
 
+from . import picture, report
+
 
 def _logs(topic: str) -> bool:
     return topic in os.environ.get("FUSEGRAD_LOG", "").split(",")
@@ -33,6 +35,7 @@ class CompileLog:
         self._function = weakref.ref(function)
         self._names = names
         self._recompiles: Counter = Counter()  # argument label -> compilations it caused
+        self._reason = None  # why the compilation under way started, for FUSEGRAD_REPORT
 
     @property
     def name(self) -> str:
@@ -45,7 +48,7 @@ class CompileLog:
     def compiling(self, key, variants, cache) -> None:
         """FUSEGRAD_LOG=recompiles: why this call compiles (the guard that
         failed, or what changed in the arguments since the last call)."""
-        if not _logs("recompiles"):
+        if not _logs("recompiles") and not report.enabled():
             return
         if variants:
             failures = dict.fromkeys(getattr(p, "failure", "?") for p in variants)
@@ -53,7 +56,9 @@ class CompileLog:
         else:
             others = [k for k in cache if k != key and cache[k]]
             reason = self._difference(others[-1], key) if others else "first call"
-        sys.stderr.write(f"fusegrad.jit: compiling {self.name}: {reason}\n")
+        self._reason = reason
+        if _logs("recompiles"):
+            sys.stderr.write(f"fusegrad.jit: compiling {self.name}: {reason}\n")
 
     def count_recompiles(self, key, variants, cache, signatures, limit: int) -> None:
         """Warns, once per argument, when changes of that argument have made
@@ -118,12 +123,19 @@ class CompileLog:
             f"{counts['modules from the disk cache']} from the disk cache (kernels and drivers)\n"
         )
 
-    def dump(self, program, number: int) -> None:
+    def dump(self, program, number: int, trace) -> None:
+        """FUSEGRAD_DUMP and FUSEGRAD_REPORT: compilation ``number`` made
+        ``program`` of ``trace``."""
+        if report.enabled():
+            reason, self._reason = self._reason, None
+            reason = reason or "lower()"
+            report.compiled(self._function, self.name, program, number, reason, trace)
         directory = os.environ.get("FUSEGRAD_DUMP")
         if directory:
             path = Path(directory)
             path.mkdir(parents=True, exist_ok=True)
             (path / f"{self.name}.{number}.txt").write_text(program.describe(verbose=True) + "\n")
+            (path / f"{self.name}.{number}.dot").write_text(picture.program_dot(program))
 
 
 def _changes(old, new, label: str) -> list:

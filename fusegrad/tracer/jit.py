@@ -26,6 +26,7 @@ from ..eager.tensor import Tensor, recording
 from ..ir import dtypes
 from ..ir.graph import format_graph
 from ..runtime import threads
+from . import picture
 from .compile_log import CompileLog
 from .compiled import Program
 from .dynamic import DynamicProgram
@@ -118,6 +119,15 @@ class Lowered:
     def describe(self, verbose: bool = False) -> str:
         """``str()``, and with ``verbose`` the kernels' LLVM IR and assembly."""
         return self.program.describe(verbose)
+
+    def graph(self, path=None) -> str:
+        """The forward and backward programs as Graphviz DOT text
+        (``picture.py``); with ``path``, also written to ``<path>.dot`` and,
+        when Graphviz's ``dot`` is installed, drawn into ``<path>.svg``."""
+        text = picture.program_dot(self.program)
+        if path is not None:
+            picture.write(text, path)
+        return text
 
 
 class JitFunction:

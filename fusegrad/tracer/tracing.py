@@ -197,7 +197,7 @@ class Tracer:
         self._log.compiled(
             time.perf_counter() - start, timing.seconds - seconds, timing.counts - counts
         )
-        self._log.dump(program, number)
+        self._log.dump(program, number, trace)
 
     def _eager_instead(self, reason: str, given: tuple, lower: bool, stacklevel: int) -> tuple:
         """(None, the call's eager result): the function cannot be compiled for

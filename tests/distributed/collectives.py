@@ -332,3 +332,34 @@ def test_rank_and_world_size_must_agree_with_mpi(monkeypatch):
     monkeypatch.setenv("RANK", str(me))
     dist.init_process_group("mpi", rank=me, world_size=2)
     assert dist.is_initialized()
+
+
+def test_object_collectives_between_the_processes():
+    gathered = [None] * world()
+    dist.all_gather_object(gathered, {"rank": rank(), "tag": "x" * rank()})
+    assert gathered == [{"rank": r, "tag": "x" * r} for r in range(world())]
+    objects = [f"from {rank()}", rank()] if rank() == 0 else [None, None]
+    dist.broadcast_object_list(objects, src=0)
+    assert objects == ["from 0", 0]
+    received = [None]
+    dist.scatter_object_list(
+        received, [("item", r) for r in range(world())] if rank() == 0 else None, src=0
+    )
+    assert received == [("item", rank())]
+
+
+def test_sync_batch_norm_normalizes_with_every_processs_batch():
+    """Statistics and gradients are those of BatchNorm over all the
+    processes' batches together."""
+    batches = [np.random.default_rng(r).normal(size=(3, 4, 2)) for r in range(world())]
+    norm = fg.nn.SyncBatchNorm(4).double()
+    x = fg.tensor(batches[rank()], requires_grad=True)
+    norm(x).pow(2).mul(fg.arange(24.0).reshape(3, 4, 2)).sum().backward()
+    whole = fg.nn.BatchNorm1d(4).double()
+    everything = fg.tensor(np.concatenate(batches), requires_grad=True)
+    weights = fg.arange(24.0).reshape(3, 4, 2).repeat(world(), 1, 1)
+    whole(everything).pow(2).mul(weights).sum().backward()
+    mine = slice(3 * rank(), 3 * rank() + 3)
+    np.testing.assert_allclose(x.grad.numpy(), everything.grad.numpy()[mine], rtol=1e-10)
+    np.testing.assert_allclose(norm.running_var.numpy(), whole.running_var.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(norm.running_mean.numpy(), whole.running_mean.numpy(), rtol=1e-10)
