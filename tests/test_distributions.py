@@ -1,7 +1,9 @@
 """fusegrad.distributions: densities, entropies and divergences against
-numpy's closed forms, their gradients against finite differences, the same
-numbers compiled (calls 1 to 3), samples of the right shapes and moments, and
-PyTorch's parameter and support checks."""
+numpy's closed forms, their gradients (and second derivatives) against finite
+differences, the same numbers compiled (calls 1 to 3), samples of the right
+shapes and moments, reparameterized gradients against the moments they move,
+transforms against their numerical Jacobians, and PyTorch's parameter and
+support checks."""
 
 from __future__ import annotations
 
@@ -98,6 +100,19 @@ def _binomial_log_prob(k, n, p):
 def _pair(m, s):
     """A (3, 2) stack of the two parameter vectors, for distributions over pairs."""
     return fg.stack([m, s], -1) if isinstance(m, fg.Tensor) else np.stack([m, s], -1)
+
+
+SIMPLEX4 = np.concatenate([ONE_HOTS * 0.5 + 0.1, np.full((4, 1), 0.2)], -1)
+
+
+def _logistic_normal_log_prob(y, loc, scale):
+    """By stick breaking: the k-th of K - 1 breaks takes z_k of what is left,
+    x_k = logit(z_k) + log(K - k), and dy_k/dx_k = y_k (1 - z_k)."""
+    left = 1 - np.concatenate([np.zeros((len(y), 1)), np.cumsum(y, -1)[:, :-2]], -1)
+    z = y[:, :-1] / left
+    x = np.log(z / (1 - z)) + np.log([3.0, 2.0, 1.0])
+    log_det = (np.log(y[:, :-1]) + np.log1p(-z)).sum(-1)
+    return _normal_log_prob(x, loc, scale).sum(-1) - log_det
 
 
 def _dirichlet_log_prob(x, a):
@@ -458,6 +473,52 @@ CASES = {
             )
         ),
     ),
+    "negative binomial log_prob": (
+        lambda m, s: D.NegativeBinomial(s.exp(), logits=m).log_prob(fg.tensor(COUNTS)),
+        lambda m, s: (
+            _lgamma(COUNTS + np.exp(s))
+            - _lgamma(COUNTS + 1)
+            - _lgamma(np.exp(s))
+            + np.exp(s) * np.log(1 - _sigmoid(m))
+            + COUNTS * np.log(_sigmoid(m))
+        ),
+    ),
+    "pareto log_prob": (
+        lambda m, s: D.Pareto(s.exp(), m.exp()).log_prob(
+            fg.tensor(np.exp(LOG_SCALE) + POSITIVE_VALUES)
+        ),
+        lambda m, s: (
+            m + np.exp(m) * s - (np.exp(m) + 1) * np.log(np.exp(LOG_SCALE) + POSITIVE_VALUES)
+        ),
+    ),
+    "pareto kl": (
+        lambda m, s: D.kl_divergence(D.Pareto(s.exp() + 1, m.exp()), D.Pareto(s.exp(), 2.0)),
+        lambda m, s: (
+            2.0 * np.log((np.exp(s) + 1) / np.exp(s))
+            - np.log(2.0 / np.exp(m))
+            + 2.0 / np.exp(m)
+            - 1
+        ),
+    ),
+    "weibull log_prob": (
+        lambda m, s: D.Weibull(s.exp(), m.exp()).log_prob(fg.tensor(POSITIVE_VALUES)),
+        lambda m, s: (
+            m
+            - s
+            + (np.exp(m) - 1) * (np.log(POSITIVE_VALUES) - s)
+            - (POSITIVE_VALUES / np.exp(s)) ** np.exp(m)
+        ),
+    ),
+    "inverse gamma log_prob": (
+        lambda m, s: D.InverseGamma(m.exp(), s.exp()).log_prob(fg.tensor(POSITIVE_VALUES)),
+        lambda m, s: (
+            _gamma_log_prob(1 / POSITIVE_VALUES, np.exp(m), np.exp(s)) - 2 * np.log(POSITIVE_VALUES)
+        ),
+    ),
+    "logistic normal log_prob": (
+        lambda m, s: D.LogisticNormal(m, s.exp()).log_prob(fg.tensor(SIMPLEX4)),
+        lambda m, s: _logistic_normal_log_prob(SIMPLEX4, m, np.exp(s)),
+    ),
     "gamma normal kl": (
         lambda m, s: D.kl_divergence(D.Gamma(m.exp(), s.exp()), D.Normal(m, s.exp())),
         lambda m, s: (
@@ -581,6 +642,19 @@ SAMPLED = {
     "low rank normal": lambda: D.LowRankMultivariateNormal(
         *_f64([[0.0, 1.0, 2.0], [1.0, 0.0, -1.0]], [[[1.0], [0.5], [0.0]]] * 2, [0.5, 1.0, 2.0])
     ),
+    "negative binomial": lambda: D.NegativeBinomial(
+        *_f64([2.0, 7.5]), logits=fg.tensor([0.3, -1.0])
+    ),
+    "pareto": lambda: D.Pareto(*_f64([1.0, 2.0], [5.0, 9.0])),
+    "weibull": lambda: D.Weibull(*_f64([1.0, 2.0], [0.8, 3.0])),
+    "inverse gamma": lambda: D.InverseGamma(*_f64([6.0, 9.0], [2.0, 3.0])),
+    "logistic normal": lambda: D.LogisticNormal(*_f64([[0.0, 1.0], [1.0, -1.0]], [0.5, 1.0])),
+    "exponential": lambda: D.Exponential(*_f64([0.5, 3.0])),
+    "uniform": lambda: D.Uniform(*_f64([0.0, -2.0], [1.0, 3.0])),
+    "bernoulli": lambda: D.Bernoulli(*_f64([0.2, 0.7])),
+    "independent normal": lambda: D.Independent(
+        D.Normal(*_f64([[0.0, 1.0, 2.0], [1.0, 0.0, -1.0]], [0.5, 1.0, 2.0])), 1
+    ),
     "tanh normal": lambda: D.TransformedDistribution(
         D.Normal(*_f64([0.0, 1.0], [1.0, 0.5])), D.transforms.TanhTransform()
     ),
@@ -588,7 +662,15 @@ SAMPLED = {
 }
 
 # As in PyTorch: no closed form, or (binomial) counts that differ across the batch.
-WITHOUT_ENTROPY = {"poisson", "mixture", "tanh normal", "relaxed bernoulli", "binomial"}
+WITHOUT_ENTROPY = {
+    "poisson",
+    "mixture",
+    "tanh normal",
+    "relaxed bernoulli",
+    "binomial",
+    "negative binomial",
+    "logistic normal",
+}
 
 
 @pytest.mark.parametrize("name", list(SAMPLED))
@@ -606,7 +688,7 @@ def test_samples_have_the_shapes_and_moments_the_distribution_states(name):
     assert bool(distribution.support.check(draws).all())
     count = draws.shape[0]
     log_probs = distribution.log_prob(draws)
-    if not isinstance(distribution, D.TransformedDistribution):  # none of these say theirs
+    if name not in ("tanh normal", "relaxed bernoulli", "logistic normal"):  # no moments
         mean, variance = distribution.mean.numpy(), distribution.variance.numpy()
         spread = np.sqrt(variance / count)
         np.testing.assert_allclose(draws.mean(0).numpy(), mean, atol=6 * spread.max())
@@ -722,6 +804,11 @@ INVALID = [
     (lambda: D.Multinomial(3, fg.ones(2)).log_prob(fg.tensor([2.0, 2.0])), ValueError, "Multi"),
     (lambda: D.Multinomial(fg.tensor(3), fg.ones(2)), NotImplementedError, "inhomogeneous"),
     (lambda: D.RelaxedBernoulli(0.5, probs=fg.tensor(1.5)), ValueError, "parameter probs"),
+    (lambda: D.NegativeBinomial(3.0, probs=fg.tensor(1.0)), ValueError, "HalfOpenInterval"),
+    (lambda: D.Pareto(1.0, 2.0).log_prob(fg.tensor(0.5)), ValueError, "GreaterThanEq"),
+    (lambda: D.Weibull(1.0, -2.0), ValueError, "parameter concentration"),
+    (lambda: D.InverseGamma(-1.0, 2.0), ValueError, "parameter concentration"),
+    (lambda: D.LogisticNormal(0.0, 1.0).log_prob(fg.tensor([0.2, 0.2])), ValueError, "Simplex"),
     (
         lambda: D.TransformedDistribution(D.Normal(0.0, 1.0), 3),
         ValueError,
@@ -767,3 +854,118 @@ def test_support_mismatches_give_infinite_divergences():
     assert D.kl_divergence(D.Uniform(0.2, 0.5), D.Beta(1.0, 1.0)).item() == pytest.approx(
         -math.log(0.3)
     )
+
+
+def _finite_difference_log_det(transform, x, step=1e-6):
+    """log |det dy/dx| of one event by central differences: the diagonal of
+    an elementwise transform, the (K-1) x (K-1) leading block of one onto
+    the simplex."""
+
+    def forward(values):
+        return transform(fg.tensor(values)).numpy()
+
+    if transform.domain.event_dim == 0:
+        slope = (forward(x + step) - forward(x - step)) / (2 * step)
+        return np.log(np.abs(slope))
+    columns = []
+    for i in range(x.shape[-1]):
+        shift = np.eye(x.shape[-1])[i] * step
+        columns.append((forward(x + shift) - forward(x - shift))[: x.shape[-1]] / (2 * step))
+    return np.linalg.slogdet(np.stack(columns, -1))[1]
+
+
+T = D.transforms
+# name: (transform, a point of its domain)
+TRANSFORMS = {
+    "exp": (T.ExpTransform(), VALUES[0]),
+    "affine": (T.AffineTransform(0.5, -2.0), VALUES[0]),
+    "sigmoid": (T.SigmoidTransform(), VALUES[0]),
+    "tanh": (T.TanhTransform(), VALUES[0]),
+    "power": (T.PowerTransform(2.5), POSITIVE_VALUES[0]),
+    "softplus": (T.SoftplusTransform(), VALUES[0]),
+    "stick breaking": (T.StickBreakingTransform(), VALUES[0]),
+    "compose": (T.ComposeTransform([T.AffineTransform(1.0, 3.0), T.SigmoidTransform()]), VALUES[0]),
+    "inverse": (T.ExpTransform().inv, POSITIVE_VALUES[0]),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+def test_transforms_invert_and_state_their_jacobians(name):
+    transform, x = TRANSFORMS[name]
+    y = transform(fg.tensor(x))
+    assert bool(transform.codomain.check(y).all())
+    np.testing.assert_allclose(transform.inv(y).numpy(), x, rtol=1e-9, atol=1e-12)
+    log_det = transform.log_abs_det_jacobian(fg.tensor(x), y).numpy()
+    if transform.domain.event_dim == 1:
+        log_det = log_det.sum()
+    np.testing.assert_allclose(log_det, _finite_difference_log_det(transform, x), rtol=1e-6)
+
+
+def test_transformed_distributions_match_their_closed_forms():
+    logistic_normal = D.TransformedDistribution(
+        D.Normal(fg.tensor(LOC), 1.0), T.StickBreakingTransform()
+    )
+    assert (logistic_normal.batch_shape, logistic_normal.event_shape) == ((), (4,))
+    assert logistic_normal.sample((5,)).shape == (5, 4)
+    log_normal = D.LogNormal(fg.tensor(LOC), 2.0)
+    as_transformed = D.TransformedDistribution(D.Normal(fg.tensor(LOC), 2.0), T.ExpTransform())
+    np.testing.assert_allclose(
+        log_normal.cdf(fg.tensor(POSITIVE_VALUES)).numpy(),
+        as_transformed.cdf(fg.tensor(POSITIVE_VALUES)).numpy(),
+    )
+    assert D.kl_divergence(log_normal, D.LogNormal(fg.tensor(LOC), 2.0)).abs().max().item() < 1e-12
+    decreasing = D.TransformedDistribution(D.Exponential(1.0), T.AffineTransform(0.0, -1.0))
+    assert decreasing.cdf(fg.tensor(-0.5)).item() == pytest.approx(math.exp(-0.5))
+    assert decreasing.icdf(fg.tensor(math.exp(-0.5))).item() == pytest.approx(-0.5)
+
+
+@pytest.mark.parametrize(
+    "constraint",
+    [
+        D.constraints.real,
+        D.constraints.positive,
+        D.constraints.unit_interval,
+        D.constraints.simplex,
+        D.constraints.greater_than(1.5),
+        D.constraints.less_than(-1.0),
+        D.constraints.interval(-1.0, 2.0),
+        D.constraints.independent(D.constraints.positive, 1),
+    ],
+)
+def test_biject_to_maps_real_numbers_onto_the_constraint_and_back(constraint):
+    x = fg.tensor(VALUES)
+    transform = D.biject_to(constraint)
+    y = transform(x)
+    assert bool(constraint.check(y).all())
+    unconstrained = VALUES[:, :-1] if constraint is D.constraints.simplex else VALUES
+    np.testing.assert_allclose(
+        transform.inv(transform(fg.tensor(unconstrained))).numpy(), unconstrained, rtol=1e-9
+    )
+    assert bool(constraint.check(D.transform_to(constraint)(x)).all())
+    with pytest.raises(NotImplementedError, match="Cannot transform _Boolean constraints"):
+        D.biject_to(D.constraints.boolean)
+
+
+def _sac_actor_loss(mu, log_std):
+    policy = D.TransformedDistribution(
+        D.Normal(mu, log_std.exp()), [D.transforms.TanhTransform(cache_size=1)]
+    )
+    action = policy.rsample()
+    return (policy.log_prob(action).sum(-1) - action.sum(-1)).mean()
+
+
+def test_a_sac_actor_loss_compiles_to_the_eager_values_and_gradients():
+    compiled = fg.jit(_sac_actor_loss)
+    for call in range(3):
+        results = []
+        for fn in (_sac_actor_loss, compiled):
+            mu = fg.tensor(np.full((4, 2), 0.1 * call), requires_grad=True)
+            log_std = fg.tensor(np.zeros((4, 2)), requires_grad=True)
+            fg.manual_seed(call)
+            loss = fn(mu, log_std)
+            loss.backward()
+            results.append((loss.item(), mu.grad.numpy(), log_std.grad.numpy()))
+        (eager_loss, *eager_grads), (compiled_loss, *compiled_grads) = results
+        assert compiled_loss == pytest.approx(eager_loss, rel=1e-10)
+        for eager, jitted in zip(eager_grads, compiled_grads):
+            np.testing.assert_allclose(jitted, eager, rtol=1e-8, atol=1e-12)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..eager import ops, random
+from ..eager import creation, ops, random
 from ..eager.grad_mode import no_grad
 from ..nn import functional as F
 from . import constraints
@@ -48,3 +48,8 @@ class Bernoulli(Distribution):
 
     def entropy(self):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    def enumerate_support(self, expand=True):
+        values = creation.arange(2, dtype=self.probs.dtype)
+        values = values.reshape((-1,) + (1,) * len(self._batch_shape))
+        return values.expand((-1,) + tuple(self._batch_shape)) if expand else values

@@ -6,6 +6,8 @@ PyTorch's does, since parameter and support errors name it."""
 from __future__ import annotations
 
 from .. import linalg
+from ..eager import creation
+from ..ir import dtypes
 
 __all__ = [
     "Constraint",
@@ -21,16 +23,20 @@ __all__ = [
     "is_dependent",
     "less_than",
     "lower_cholesky",
+    "lower_triangular",
     "multinomial",
     "nonnegative",
     "nonnegative_integer",
     "one_hot",
     "positive",
     "positive_definite",
+    "positive_semidefinite",
     "positive_integer",
     "real",
     "real_vector",
     "simplex",
+    "square",
+    "symmetric",
     "unit_interval",
 ]
 
@@ -196,12 +202,36 @@ class _LowerCholesky(Constraint):
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
 
 
-class _PositiveDefinite(Constraint):
+class _LowerTriangular(Constraint):
     event_dim = 2
 
     def check(self, value):
-        symmetric = (value - value.mT).abs().le(1e-6).all(-1).all(-1)
-        return symmetric & (linalg.eigvalsh(value) > 0).all(-1)
+        return (value.tril() == value).all(-1).all(-1)
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        rows, columns = value.shape[-2:]
+        return creation.full(tuple(value.shape[:-2]), rows == columns, dtype=dtypes.bool_)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        if value.shape[-2] != value.shape[-1]:
+            return super().check(value)
+        return (value - value.mT).abs().le(1e-6).all(-1).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        return super().check(value) & (linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        return super().check(value) & (linalg.eigvalsh(value) > 0).all(-1)
 
 
 dependent = _Dependent()
@@ -225,4 +255,8 @@ integer_interval = _IntegerInterval
 simplex = _Simplex()
 multinomial = _Multinomial
 lower_cholesky = _LowerCholesky()
+lower_triangular = _LowerTriangular()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()

@@ -33,12 +33,22 @@ class Distribution:
     has_enumerate_support = False
     arg_constraints: ClassVar[dict] = {}
     support = None
+    _validate_args_default = True
 
     def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
         self._batch_shape, self._event_shape = Size(batch_shape), Size(event_shape)
-        self._validate_args = validate_args is not False
+        self._validate_args = (
+            Distribution._validate_args_default if validate_args is None else validate_args
+        )
         if self._checks():
             self._validate()
+
+    @staticmethod
+    def set_default_validate_args(value):
+        """Whether distributions made without ``validate_args`` check (on by default)."""
+        if value not in (True, False):
+            raise ValueError
+        Distribution._validate_args_default = value
 
     def _checks(self) -> bool:
         """Whether to check values now: eagerly, unless told not to (a

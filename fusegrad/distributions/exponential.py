@@ -36,5 +36,8 @@ class Exponential(Distribution):
     def cdf(self, value):
         return 1 - ops.exp(-self.rate * value)
 
+    def icdf(self, value):
+        return -ops.log1p(-value) / self.rate
+
     def entropy(self):
         return 1.0 - self.rate.log()

@@ -8,6 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..eager import creation, ops
+from ..eager.grad_mode import is_grad_enabled
 from . import constraints
 from .distribution import Distribution, _broadcast
 
@@ -75,7 +76,7 @@ def _standard_gamma(concentration):
     # PyTorch clamps draws to the smallest normal number too.
     draws = np.maximum(draws, np.finfo(alpha.numpy().dtype).tiny)
     sample = creation.tensor(draws, dtype=concentration.dtype)
-    if not concentration.requires_grad:
+    if not (concentration.requires_grad and is_grad_enabled()):
         return sample
     slope = creation.tensor(_draw_derivative(draws, values), dtype=concentration.dtype)
     return sample + slope * (concentration - alpha)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from ..eager.tensor import Size
+from . import constraints
 from .distribution import Distribution
 
 
@@ -24,7 +28,20 @@ class Independent(Distribution):
         event = batch[split:] + tuple(base_distribution.event_shape)
         super().__init__(batch[:split], event, validate_args=False)
 
+    arg_constraints: ClassVar[dict] = {}
+
     has_rsample = property(lambda self: self.base_dist.has_rsample)
+
+    @constraints.dependent_property
+    def support(self):
+        n = self.reinterpreted_batch_ndims
+        return constraints.independent(self.base_dist.support, n) if n else self.base_dist.support
+
+    def expand(self, batch_shape, _instance=None):
+        reinterpreted = tuple(self.event_shape)[: self.reinterpreted_batch_ndims]
+        base = self.base_dist.expand(tuple(Size(batch_shape)) + reinterpreted)
+        return Independent(base, self.reinterpreted_batch_ndims)
+
     mean = property(lambda self: self.base_dist.mean)
     mode = property(lambda self: self.base_dist.mode)
     variance = property(lambda self: self.base_dist.variance)

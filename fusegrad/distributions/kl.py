@@ -25,6 +25,7 @@ from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .transforms import _sum_rightmost
@@ -404,35 +405,89 @@ def _infinite(parameter):
     return creation.full_like(parameter, math.inf)
 
 
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
+    return ops.where(p.scale < q.scale, math.inf, result)
+
+
+def _pareto_mean_log(p):
+    return p.scale.log() + p.alpha.reciprocal()
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    result = -p.entropy() - q.rate.log() + q.rate * p.mean
+    return ops.where(p.alpha <= 1, math.inf, result)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    result = -p.entropy() + _gamma_cross_entropy(q, p.mean, _pareto_mean_log(p))
+    return ops.where(p.alpha <= 1, math.inf, result)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    result = -p.entropy() + _normal_cross_entropy(q, p.mean, p.variance + p.mean.pow(2))
+    return ops.where(p.alpha <= 2, math.inf, result)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    log_density_mean = (
+        q.alpha.log() + q.alpha * q.scale.log() - (q.alpha + 1) * _uniform_mean_log(p.low, p.high)
+    )
+    result = -p.entropy() - log_density_mean
+    return ops.where(p.low < q.scale, math.inf, result)
+
+
 # Pairs whose q gives no density to part of p's support.
 
 
 @register_kl(Normal, Beta)
 @register_kl(Normal, Exponential)
 @register_kl(Normal, Gamma)
+@register_kl(Normal, Pareto)
 @register_kl(Normal, Uniform)
 @register_kl(Laplace, Beta)
 @register_kl(Laplace, Exponential)
 @register_kl(Laplace, Gamma)
+@register_kl(Laplace, Pareto)
 @register_kl(Laplace, Uniform)
 @register_kl(Gumbel, Beta)
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Pareto)
 @register_kl(Gumbel, Uniform)
 def _kl_real_line_infinity(p, q):
     return _infinite(p.loc)
 
 
 @register_kl(Exponential, Beta)
+@register_kl(Exponential, Pareto)
 @register_kl(Exponential, Uniform)
 def _kl_exponential_infinity(p, q):
     return _infinite(p.rate)
 
 
 @register_kl(Gamma, Beta)
+@register_kl(Gamma, Pareto)
 @register_kl(Gamma, Uniform)
 def _kl_gamma_infinity(p, q):
     return _infinite(p.concentration)
+
+
+@register_kl(Beta, Pareto)
+def _kl_beta_infinity(p, q):
+    return _infinite(p.concentration1)
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p, q):
+    return _infinite(p.scale)
 
 
 @register_kl(Poisson, Bernoulli)

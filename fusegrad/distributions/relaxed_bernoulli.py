@@ -38,7 +38,7 @@ class LogitRelaxedBernoulli(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         new = super().expand(batch_shape)
-        new.temperature = self.temperature
+        new.temperature = self.temperature  # broadcasts as given: not batch-shaped
         return new
 
     def rsample(self, sample_shape=()):

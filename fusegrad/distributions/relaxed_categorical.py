@@ -37,7 +37,7 @@ class ExpRelaxedCategorical(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         new = super().expand(batch_shape)
-        new.temperature = self.temperature
+        new.temperature = self.temperature  # broadcasts as given: not batch-shaped
         new._categorical = self._categorical.expand(batch_shape)
         return new
 

@@ -16,12 +16,19 @@ from . import constraints
 from .distribution import _as_parameter
 
 __all__ = [
+    "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
+    "IndependentTransform",
+    "PowerTransform",
     "SigmoidTransform",
+    "SoftmaxTransform",
+    "SoftplusTransform",
+    "StickBreakingTransform",
     "TanhTransform",
     "Transform",
+    "identity_transform",
 ]
 
 
@@ -87,8 +94,12 @@ class _InverseTransform(Transform):
 
     domain = property(lambda self: self._inv.codomain)
     codomain = property(lambda self: self._inv.domain)
+    bijective = property(lambda self: self._inv.bijective)
     sign = property(lambda self: self._inv.sign)
     inv = property(lambda self: self._inv)
+
+    def with_cache(self, cache_size=1):
+        return self._inv.with_cache(cache_size).inv
 
     def __call__(self, x):
         return self._inv._inv_call(x)
@@ -97,6 +108,12 @@ class _InverseTransform(Transform):
         return isinstance(other, _InverseTransform) and self._inv == other._inv
 
     __hash__ = object.__hash__
+
+    def forward_shape(self, shape):
+        return self._inv.inverse_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self._inv.forward_shape(shape)
 
     def log_abs_det_jacobian(self, x, y):
         return -self._inv.log_abs_det_jacobian(y, x)
@@ -146,6 +163,16 @@ class ComposeTransform(Transform):
 
     def __eq__(self, other):
         return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    def forward_shape(self, shape):
+        for part in self.parts:
+            shape = part.forward_shape(shape)
+        return shape
+
+    def inverse_shape(self, shape):
+        for part in reversed(self.parts):
+            shape = part.inverse_shape(shape)
+        return shape
 
     __hash__ = object.__hash__
 
@@ -266,6 +293,180 @@ class AffineTransform(Transform):
 
     def __repr__(self):
         return "AffineTransform()"
+
+
+class AbsTransform(Transform):
+    """|x|: not invertible, its inverse the nonnegative root (as PyTorch's)."""
+
+    codomain = constraints.positive
+    bijective = False
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse(self, y):
+        return y
+
+
+class PowerTransform(Transform):
+    """x ** exponent on positive numbers."""
+
+    domain = constraints.positive
+    codomain = constraints.positive
+
+    def __init__(self, exponent, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.exponent = exponent
+
+    def with_cache(self, cache_size=1):
+        return self if self._cache_size == cache_size else PowerTransform(self.exponent, cache_size)
+
+    def __eq__(self, other):
+        return isinstance(other, PowerTransform) and _same(self.exponent, other.exponent)
+
+    __hash__ = object.__hash__
+
+    @property
+    def sign(self):
+        if isinstance(self.exponent, (int, float)):
+            return 1 if self.exponent > 0 else -1 if self.exponent < 0 else 0
+        return self.exponent.sign()
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        return (self.exponent * y / x).abs().log()
+
+
+class SoftplusTransform(Transform):
+    """log(1 + e^x)."""
+
+    codomain = constraints.positive
+
+    def _call(self, x):
+        return F.softplus(x)
+
+    def _inverse(self, y):
+        return y + ops.log(-ops.expm1(-y))  # log(e^y - 1), without overflow
+
+    def log_abs_det_jacobian(self, x, y):
+        return -F.softplus(-x)
+
+
+class SoftmaxTransform(Transform):
+    """Onto the simplex by softmax over the last dimension: not invertible
+    (shifting x leaves it), its inverse the logarithm."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = False
+
+    def _call(self, x):
+        return x.softmax(-1)
+
+    def _inverse(self, y):
+        return y.log()
+
+
+class StickBreakingTransform(Transform):
+    """R^(K-1) onto the K-simplex, one sigmoid per piece broken off what is
+    left of the stick; shifted by log(pieces left) so that x = 0 is the
+    simplex's center."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    @staticmethod
+    def _log_pieces_left(size, like):
+        # K-1, K-2, ..., 1 for K - 1 = size pieces
+        return creation.arange(size, 0, -1, dtype=like.dtype).log()
+
+    def _call(self, x):
+        broken = ops.sigmoid(x - self._log_pieces_left(x.shape[-1], x))
+        left = (1 - broken).cumprod(-1)
+        ones = creation.ones_like(x[..., :1])
+        return ops.cat([broken, ones], -1) * ops.cat([ones, left], -1)
+
+    def _inverse(self, y):
+        pieces = y[..., :-1]
+        left = (1 - pieces.cumsum(-1)).clamp(min=dtypes.finfo(y.dtype).tiny)
+        return pieces.log() - left.log() + self._log_pieces_left(pieces.shape[-1], y)
+
+    def log_abs_det_jacobian(self, x, y):
+        # Triangular: dy_k/dx_k = y_k (1 - z_k) for the k-th break z_k.
+        shifted = x - self._log_pieces_left(x.shape[-1], x)
+        return (F.logsigmoid(-shifted) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class IndependentTransform(Transform):
+    """``base_transform`` with its last ``reinterpreted_batch_ndims`` batch
+    dimensions read as one event: its Jacobian terms sum over them."""
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(
+            self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size
+        )
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, IndependentTransform)
+            and self.base_transform == other.base_transform
+            and self.reinterpreted_batch_ndims == other.reinterpreted_batch_ndims
+        )
+
+    __hash__ = object.__hash__
+
+    domain = property(
+        lambda self: constraints.independent(
+            self.base_transform.domain, self.reinterpreted_batch_ndims
+        )
+    )
+    codomain = property(
+        lambda self: constraints.independent(
+            self.base_transform.codomain, self.reinterpreted_batch_ndims
+        )
+    )
+    bijective = property(lambda self: self.base_transform.bijective)
+    sign = property(lambda self: self.base_transform.sign)
+
+    def _call(self, x):
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        jacobian = self.base_transform.log_abs_det_jacobian(x, y)
+        return _sum_rightmost(jacobian, self.reinterpreted_batch_ndims)
+
+    def forward_shape(self, shape):
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self.base_transform.inverse_shape(shape)
+
+    def __repr__(self):
+        return f"IndependentTransform({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+identity_transform = ComposeTransform([])
 
 
 def _same(a, b):

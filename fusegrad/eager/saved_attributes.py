@@ -46,18 +46,18 @@ class _Call:
         return bound.arguments
 
 
+def _sized(value, tensor_type):
+    return _Sizes(value.shape) if isinstance(value, tensor_type) else value
+
+
 def record_call(node, fn, args, kwargs, out, tensor_type) -> None:
-    """Keeps ``fn(*args, **kwargs) -> out`` on ``node``, the node it ends in."""
-
-    def kept(value):
-        if node.label in _READS_SIZES and isinstance(value, tensor_type):
-            return _Sizes(value.shape)
-        return value
-
+    """Keeps ``fn(*args, **kwargs) -> out`` on ``node``, the node it ends in.
+    Runs on every such op recorded, so it only keeps what it is given."""
+    if node.__class__.__name__ in _READS_SIZES:
+        args = tuple([_sized(a, tensor_type) for a in args])
+        kwargs = {k: _sized(v, tensor_type) for k, v in kwargs.items()}
     call = _Call()
-    call.fn = inspect.unwrap(fn)
-    call.args = tuple(kept(a) for a in args)
-    call.kwargs = {k: kept(v) for k, v in kwargs.items()}
+    call.fn, call.args, call.kwargs = fn, args, kwargs
     call.out = (out._data, out._dtype, out._version_counter)
     call.tensor_type = tensor_type
     node.op_call = call

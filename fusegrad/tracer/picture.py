@@ -32,7 +32,7 @@ def program_dot(program) -> str:
     residuals = len(program.forward.outputs) - program.num_outputs - program.num_extras
     lines = [
         "digraph program {",
-        "  compound=true; rankdir=TB;",
+        "  rankdir=TB;",
         '  node [shape=box, style="rounded,filled", fillcolor=white, fontname=monospace, '
         "fontsize=10];",
     ]

@@ -74,7 +74,10 @@ def write_page() -> None:
         body = [_function_section(entry) for entry in _functions.values()]
     path = Path(directory) / f"fusegrad-report-{os.getpid()}.html"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_PAGE.format(pid=os.getpid(), when=time.ctime(), body="\n".join(body)))
+    # whole or not at all, for a browser reloading it while it is rewritten
+    written = path.with_name(f"{path.name}.{threading.get_ident()}.partial")
+    written.write_text(_PAGE.format(pid=os.getpid(), when=time.ctime(), body="\n".join(body)))
+    os.replace(written, path)
 
 
 def _function_section(entry: _Function) -> str:
