@@ -40,7 +40,6 @@ from . import (
     nested,
     nn,
     onnx,
-    ops,
     optim,
     profiler,
     quantization,
@@ -52,6 +51,7 @@ from . import (
     xpu,
 )
 from . import eager as _eager
+from ._operator_registry import ops
 from ._settings import (
     are_deterministic_algorithms_enabled,
     get_default_dtype,

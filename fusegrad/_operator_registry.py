@@ -5,6 +5,9 @@ PyTorch, but every operator in it is missing, with the reason."""
 
 from __future__ import annotations
 
+import sys
+import types
+
 
 class OpNamespace:
     """``torch.ops.<namespace>``: it holds no operators."""
@@ -25,14 +28,24 @@ class OpNamespace:
         )
 
 
-def load_library(path) -> None:
-    raise RuntimeError(
-        f"torch.ops.load_library({path!r}): fusegrad cannot load PyTorch operator libraries "
-        "(they are compiled against libtorch, which fusegrad does not have)"
-    )
+class Ops(types.ModuleType):
+    """``torch.ops``, a module object as PyTorch's is, whose every attribute
+    is a namespace. It is an object rather than a module file because a
+    module-level ``__getattr__`` would answer the probes tools make of
+    modules (pytest's ``pytest_plugins``) with a namespace."""
+
+    def __getattr__(self, name: str) -> OpNamespace:
+        if name.startswith("__"):
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        return OpNamespace(name)
+
+    @staticmethod
+    def load_library(path) -> None:
+        raise RuntimeError(
+            f"torch.ops.load_library({path!r}): fusegrad cannot load PyTorch operator "
+            "libraries (they are compiled against libtorch, which fusegrad does not have)"
+        )
 
 
-def __getattr__(name: str) -> OpNamespace:
-    if name.startswith("__"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return OpNamespace(name)
+ops = Ops("fusegrad.ops", __doc__)
+sys.modules[ops.__name__] = ops  # so that `import torch.ops` finds it
