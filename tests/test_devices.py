@@ -73,8 +73,12 @@ def test_cuda_and_backends_report_nothing_available():
     fg.cuda.manual_seed(0)
     fg.cuda.manual_seed_all(0)
     assert not fg.backends.mps.is_available() and not fg.backends.cudnn.is_available()
-    fg.backends.cudnn.benchmark = True
-    fg.backends.cuda.matmul.allow_tf32 = True
+    try:  # scripts set these whatever the machine; they are global settings
+        fg.backends.cudnn.benchmark = True
+        fg.backends.cuda.matmul.allow_tf32 = True
+    finally:
+        fg.backends.cudnn.benchmark = False
+        fg.backends.cuda.matmul.allow_tf32 = False
     device = fg.device("cuda" if fg.cuda.is_available() else "cpu")
     assert fg.ones(1).to(device).device == device
 

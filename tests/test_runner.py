@@ -142,11 +142,12 @@ def test_sys_exit_gives_the_exit_status(tmp_path):
 
 
 def test_a_submodule_fusegrad_lacks_is_named(tmp_path):
-    _write(tmp_path, "script.py", "import torch.fx\n")
+    _write(tmp_path, "script.py", "import torch.export\n")
     result = _run(tmp_path, "script.py")
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == (
-        "ModuleNotFoundError: No module named 'torch.fx': fusegrad does not provide torch.fx"
+        "ModuleNotFoundError: No module named 'torch.export': fusegrad does not provide "
+        "torch.export"
     )
 
 
