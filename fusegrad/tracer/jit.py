@@ -194,9 +194,10 @@ class JitFunction:
         if (
             direct is not None
             and not kwargs
-            and not _runs_inline()
+            and recording.trace is None  # (_runs_inline, read here without a call)
+            and eager_tensor.dual_levels is None
             and grad_mode.is_grad_enabled() is direct.grad_enabled
-            and dtypes.default_float() is direct.default_dtype
+            and _DEFAULTS[dtypes.FLOATING] is direct.default_dtype
             and not autocast_state.state.enabled  # autocast regions take the checked path
         ):
             check = direct.check
@@ -413,6 +414,9 @@ def reset() -> None:
     (machine code cached on disk stays)."""
     for function in list(_EVERY_FUNCTION):
         function.clear_cache()
+
+
+_DEFAULTS = dtypes.DEFAULT_FOR_CATEGORY  # set_default_dtype writes into it in place
 
 
 def _runs_inline() -> bool:
