@@ -543,8 +543,6 @@ class Tensor:
         returned tensor replaces the gradient. Returns a handle with ``remove()``."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if recording.trace is not None:  # the derived backward applies it too
-            recording.trace.cotangent_hook(self, hook)
         if self.grad_fn is None:
             if self._hooks is None:
                 self._hooks = {}
@@ -553,6 +551,8 @@ class Tensor:
             hooks = self.grad_fn.hooks_dict(self._output_nr)
         handle = autograd.RemovableHandle(hooks)
         hooks[handle.id] = hook
+        if recording.trace is not None:  # the derived backward applies it too
+            recording.trace.cotangent_hook(self, hook, handle)
         return handle
 
     def register_post_accumulate_grad_hook(self, hook):

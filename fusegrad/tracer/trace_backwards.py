@@ -25,6 +25,7 @@ class UserBackwards:
         super().__init__()
         self.customs: list = []  # CustomVJP: calls of custom autograd.Functions
         self.hooks: list = []  # CotangentHook: register_hook on values the function made
+        self.hooks_kept: list = []  # where it registered hooks on tensors the caller holds
 
     def custom_vjp(self, node, input_vars, outputs) -> None:
         """A custom autograd.Function's call: its forward was recorded (passing
@@ -72,17 +73,18 @@ class UserBackwards:
             )
         return result, eqns
 
-    def cotangent_hook(self, tensor, hook) -> None:
-        """``tensor.register_hook(hook)`` on a value the function made: the
-        hook is traced now, on a cotangent standing for the value's, and
-        changes that cotangent in every backward derived from this trace."""
+    def cotangent_hook(self, tensor, hook, handle) -> None:
+        """``tensor.register_hook(hook)`` (``handle`` removes it): on a value
+        the function made, the hook is traced now, on a cotangent standing
+        for the value's, and changes that cotangent in every backward derived
+        from this trace. On a tensor the caller holds, the hook outlives the
+        call, which a program could not register again: the call runs eagerly
+        (``hooks_kept``), and a trace that is undone takes the hook back."""
         var = self.vars.get(id(tensor))
-        if var is None or var not in {e.out for e in self.eqns}:
-            raise TracingError(
-                f"register_hook at {user_line()} on a tensor the function did not make "
-                "cannot be compiled (its gradient is computed outside the program); "
-                "register it before calling the function"
-            )
+        if self._existed(tensor) or var is None or var not in {e.out for e in self.eqns}:
+            self.hooks_kept.append(f"register_hook at {user_line()}")
+            self.undo.append(handle.remove)
+            return
         placeholder = Tensor._make(np.zeros(tensor._data.shape, tensor._dtype.np), tensor._dtype)
         cotangent = self._new_var(placeholder)
         shape = self.sym_shapes.get(var)

@@ -255,6 +255,12 @@ def _python_state(before, trace, out_tensors: list) -> tuple:
             "it writes in place into a tensor it also reads through another that shares "
             "its memory (a view and its base, as arguments or as a global)"
         )
+    if trace.hooks_kept:
+        return None, (
+            "it registers a hook on a tensor it did not make ("
+            + "; ".join(dict.fromkeys(trace.hooks_kept))
+            + "), which stays on the caller's tensor after the call"
+        )
     if trace.value_reads:
         return None, (
             "Python reads the value of a floating-point tensor ("
