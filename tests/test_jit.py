@@ -1806,3 +1806,16 @@ def test_a_hook_on_an_argument_runs_once_when_a_new_shape_traces_again():
     compiled = fg.jit(step)
     for rows in (3, 4):
         assert compiled(*arguments(rows)) == pytest.approx(step(*arguments(rows)))
+
+
+def test_the_backward_of_an_earlier_compiled_call_is_recorded_by_a_trace():
+    # the compiled backward ran its own program, unseen by the trace, whose
+    # result then read as a captured constant: later calls got the first call's
+    square_sin = fg.jit(lambda x: (x * x).sin())
+    x = fg.randn(3, requires_grad=True)
+    y = square_sin(x)
+    vjp = fg.jit(lambda v: fg.autograd.grad(y, x, v, retain_graph=True)[0])
+    for seed in range(3):
+        v = fg.tensor(np.random.default_rng(seed).standard_normal(3), dtype=fg.float32)
+        want = fg.autograd.grad(y, x, v, retain_graph=True)[0]
+        np.testing.assert_allclose(vjp(v).numpy(), want.numpy(), rtol=1e-6)

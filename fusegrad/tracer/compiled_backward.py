@@ -182,15 +182,16 @@ class CompiledFunctionBackward(Node):
         for g, message in zip(grads, program.stale_saved):
             if g is not None and message is not None:
                 raise RuntimeError(message)
-        create_graph = grad_mode.is_grad_enabled()
-        # with create_graph the backward computes again from every input
-        inputs = self._checked_inputs(None if create_graph else program.read_inputs)
+        # with create_graph, or inside a trace (which must record what the
+        # backward computes), the backward computes again from every input
+        from_inputs = grad_mode.is_grad_enabled() or recording.trace is not None
         cotangents = [
             g if g is not None else Tensor._make(np.zeros(shape, dtype.np))
             for g, (shape, dtype) in zip(grads, program.output_types)
         ]
+        inputs = self._checked_inputs(None if from_inputs else program.read_inputs)
         seeded = tuple(g is not None for g in grads)
-        if create_graph:  # differentiable, via the jit backward
+        if from_inputs:  # differentiable, via the jit backward
             return list(program.derived.function(seeded)(*inputs, *cotangents))
         executor = program.derived.executor_for(seeded, tuple(program.output_requires_grad))
         values = executor.run(self.residuals + [c._data for c in cotangents])
