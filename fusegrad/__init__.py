@@ -172,6 +172,7 @@ from .eager.tensor_types import (
     ShortTensor,
 )
 from .fft import istft, stft
+from .func import vmap
 from .ir.dtypes import (
     bfloat16,
     complex64,

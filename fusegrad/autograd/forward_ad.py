@@ -243,7 +243,7 @@ def give_custom_tangents(jvp, ctx, args: tuple, outputs: list) -> None:
 def _tangent_of(prim, args: tuple, params: dict, out: Tensor, tangents: list):
     """The output's tangent from the inputs' (None where an input has none),
     or None when no input with a tangent is differentiable."""
-    if all(t is None or prim.rule_for(i) is None for i, t in enumerate(tangents)):
+    if all(t is None or not _carries_tangent(prim, i) for i, t in enumerate(tangents)):
         return None
     if prim.linear:  # inputs without a rule (indices, where a pooling looks) stay
         operands = [
@@ -253,7 +253,7 @@ def _tangent_of(prim, args: tuple, params: dict, out: Tensor, tangents: list):
         return _in_output_form(prim(*operands, **params), out)
     total = None
     for i, t in enumerate(tangents):
-        if t is None or prim.rule_for(i) is None:
+        if t is None or not _carries_tangent(prim, i):
             continue
         part = _contribution(prim, i, args, params, out, t)
         if part is not None:
@@ -263,6 +263,12 @@ def _tangent_of(prim, args: tuple, params: dict, out: Tensor, tangents: list):
         # x + c: a tangent of its own, which an in-place change of it may write
         total = P.convert(total, dtype=total._dtype)
     return total
+
+
+def _carries_tangent(prim, i: int) -> bool:
+    """Whether input ``i`` is differentiable in forward mode: it has a VJP
+    rule, or a JVP rule alone (``forward_only``, reverse mode's detach)."""
+    return prim.rule_for(i) is not None or prim.jvp_rule_for(i) is not None
 
 
 def _contribution(prim, i: int, args: tuple, params: dict, out: Tensor, t: Tensor):

@@ -38,14 +38,7 @@ def track(tensor: Tensor, connected: bool) -> Tensor:
     forward mode gave ``tensor``."""
     if connected and tensor.requires_grad:
         return ops.reshape(tensor, tensor.shape)
-    return _with_tangents_of(tensor, tensor.detach().requires_grad_())
-
-
-def _with_tangents_of(tensor: Tensor, copy: Tensor) -> Tensor:
-    """``copy``, a detached copy of ``tensor``, given its tangents: a
-    transform cuts reverse mode's graph, not forward mode's."""
-    copy._tangents = tensor._tangents
-    return copy
+    return tensor.detached_keeping_tangents().requires_grad_()
 
 
 def argument_positions(argnums, count: int) -> tuple:
@@ -147,7 +140,7 @@ def detached(tree, keep_graph: bool):
     """``tree`` with its tensors detached, unless the results keep a graph."""
     if keep_graph:
         return tree
-    return tree_map_only(Tensor, lambda t: _with_tangents_of(t, t.detach()), tree)
+    return tree_map_only(Tensor, Tensor.detached_keeping_tangents, tree)
 
 
 def grad_and_value_call(fn, argnums, has_aux: bool, args: tuple, kwargs: dict, split_output):
@@ -254,9 +247,15 @@ def _basis(out: Tensor, start: int, end: int) -> Tensor:
 
 def _stacked_vjps(vjp, basis: Tensor) -> list:
     """``vjp`` of each row of ``basis``, stacked per input (None for an input
-    no gradient reaches). One row at a time: a vmap of ``vjp`` over the
-    basis computes the same rows at once."""
-    rows = [vjp(basis[r]) for r in range(basis.shape[0])]
-    return [
-        None if any(g is None for g in column) else ops.stack(list(column)) for column in zip(*rows)
-    ]
+    no gradient reaches): one vmap of ``vjp`` over the basis."""
+    from ..func.vmap import vmap  # func builds on this module
+
+    unreached: list = []
+
+    def row(cotangent):
+        grads = vjp(cotangent)
+        unreached[:] = [g is None for g in grads]
+        return tuple(zeros((), dtype=cotangent.dtype) if g is None else g for g in grads)
+
+    stacked = vmap(row)(basis)
+    return [None if missing else rows for missing, rows in zip(unreached, stacked)]

@@ -99,7 +99,10 @@ def parse_index(index, shape: tuple):
             spec.append(("int", item))
             consumed += 1
         elif isinstance(item, (int, np.integer)) or (
-            isinstance(item, Tensor) and item.ndim == 0 and item._dtype.category == dtypes.INTEGER
+            isinstance(item, Tensor)
+            and item.ndim == 0
+            and item._dtype.category == dtypes.INTEGER
+            and not (recording.trace is not None and recording.trace.indexes_by_tensor(item))
         ):
             spec.append(("int", int(item)))
             consumed += 1

@@ -484,10 +484,20 @@ class Tensor:
             t._inference = True
         return t
 
-    def _traced_alias(self, share_version: bool) -> Tensor:
-        """detach() / .data while tracing: recorded as stop_gradient, and
-        known to the trace as sharing this tensor's storage."""
-        t = P.stop_gradient(self)
+    def detached_keeping_tangents(self) -> Tensor:
+        """detach() for reverse mode only: the copy keeps this tensor's
+        forward-mode tangents (how torch.func's transforms take their
+        inputs); a trace records it as forward_only, which passes them."""
+        if recording.trace is None:
+            t = self.detach()
+            t._tangents = self._tangents
+            return t
+        return self._traced_alias(share_version=True, prim=P.forward_only)
+
+    def _traced_alias(self, share_version: bool, prim=P.stop_gradient) -> Tensor:
+        """detach() / .data while tracing: recorded as stop_gradient (or
+        ``prim``), and known to the trace as sharing this tensor's storage."""
+        t = prim(self)
         t._base = None  # an alias, not a view in autograd's sense
         t._version_counter = self._version_counter if share_version else [0]
         recording.trace.alias(t, self)

@@ -21,6 +21,7 @@ from ..eager.creation import as_tensor, zeros, zeros_like
 from ..eager.tensor import Tensor
 from ..utils._pytree import tree_flatten, treespec_pprint
 from .transforms import _check_aux, _with_aux, jacrev
+from .vmap import vmap
 
 _RANDOMNESS = ("error", "different", "same")
 
@@ -192,18 +193,20 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
 def _jacobian_columns(jvp_of, variables: list, j: int, outputs: int) -> list:
     """For each of the ``outputs``, the jvps along each element of
     ``variables[j]``, stacked: (elements of the variable, *output shape);
-    None for a variable without elements. One jvp per element: a vmap of
-    ``jvp_of`` over the basis computes them at once."""
+    None for a variable without elements. One vmap of ``jvp_of`` over the
+    basis."""
     x = variables[j]
     count = x.numel()
     if count == 0:
         return [None] * outputs
     basis = ops.reshape(as_tensor(np.eye(count), dtype=x.dtype), (count, *x.shape))
-    rows = [
-        jvp_of([basis[e] if k == j else zeros_like(v) for k, v in enumerate(variables)])
-        for e in range(count)
-    ]
-    return [ops.stack(list(column)) for column in zip(*rows)]
+
+    def column(direction):
+        return tuple(
+            jvp_of([direction if k == j else zeros_like(v) for k, v in enumerate(variables)])
+        )
+
+    return list(vmap(column)(basis))
 
 
 def _block(out: Tensor, column, x: Tensor) -> Tensor:

@@ -73,6 +73,7 @@ class Primitive:
         self.linear = linear
         self.vjp_rules: dict = {}
         self.jvp_rules: dict = {}  # input name -> (rule, its tangent's parameter name)
+        self.batch_rule = batch_broadcasting if elementwise else None  # see defbatch
         self.rule_args: dict = {}
         self._rule_specs: dict = {}  # (position, count) -> ((name, kind, payload), ...)
 
@@ -122,6 +123,18 @@ class Primitive:
             if input_name not in {n.lstrip("*") for n in self.inputs}:
                 raise ValueError(f"{self.name} has no input {input_name!r}")
             self.jvp_rules[input_name] = (rule, "t")
+        return self
+
+    def defbatch(self, rule):
+        """Declares the batching rule (vmap): ``rule(prim, batch, args,
+        batched, params)`` computes the primitive on ``args``, those that
+        ``batched`` marks carrying a batch axis in front (``batch.size``
+        long), and returns the result with the batch axis in front. Written
+        with primitives, as VJP rules are; elementwise primitives have
+        theirs (``batch_broadcasting``), and the rules below serve most
+        others. Without one, vmap computes the primitive one batch element
+        at a time (``batch_by_loop``)."""
+        self.batch_rule = rule
         return self
 
     def jvp_rule_for(self, position: int):
@@ -327,6 +340,175 @@ def _share_extremum(g, x, out, axes):
     hit = x == expand_reduced(out, x.shape, axes)
     count = expand_reduced(reduce_sum(convert(hit, dtype=x.dtype), axes=axes), x.shape, axes)
     return where(hit, expand_reduced(g, x.shape, axes), 0.0) / count
+
+
+# ------------------------------------------------------------- batching rules
+#
+# vmap computes a primitive on values with a batch axis in front: a rule
+# (``Primitive.defbatch``) gets the primitive, the ``batch`` (its ``size``,
+# and ``constant(array, dtype)``, a value of the interpreter's type), the
+# arguments, which of them are ``batched`` and the parameters. An unbatched
+# argument is the same for every batch element. Most primitives take one of
+# the rules here; the rest have theirs in their block.
+
+
+def _batch_padded(value, ndim):
+    """A batched value with axes of 1 put after its batch axis, so that its
+    elements have ``ndim`` axes: it then broadcasts against unbatched values
+    as its elements would."""
+    missing = ndim - (value.ndim - 1)
+    if missing <= 0:
+        return value
+    return reshape(value, shape=(value.shape[0],) + (1,) * missing + tuple(value.shape[1:]))
+
+
+def _batch_materialized(batch, value, is_batched):
+    """The value with a batch axis, repeated for each element if it had none."""
+    if is_batched:
+        return value
+    return broadcast_to(value, shape=(batch.size,) + tuple(value.shape))
+
+
+def _element_ndim(args, batched) -> int:
+    return max(a.ndim - b for a, b in zip(args, batched))
+
+
+def batch_broadcasting(prim, batch, args, batched, params):
+    """For primitives that broadcast their operands' leading axes (elementwise
+    ones, matrix products, LAPACK's stacks of matrices): each batched operand
+    padded to the elements' rank, the unbatched ones broadcast as they are."""
+    ndim = _element_ndim(args, batched)
+    args = [_batch_padded(a, ndim) if b else a for a, b in zip(args, batched)]
+    return prim(*args, **params)
+
+
+def batch_stacked(prim, batch, args, batched, params):
+    """For primitives that take leading axes as a stack of independent
+    problems but want their operands' shapes to match: every operand given
+    the batch axis."""
+    ndim = _element_ndim(args, batched)
+    args = [_batch_padded(_batch_materialized(batch, a, b), ndim) for a, b in zip(args, batched)]
+    return prim(*args, **params)
+
+
+def _shifted(axis):
+    """An axis parameter counted past the batch axis (negative ones count from the end)."""
+    if isinstance(axis, tuple):
+        return tuple(_shifted(a) for a in axis)
+    return axis + 1 if axis >= 0 else axis
+
+
+def batch_axes(*names):
+    """The rule of a primitive whose parameters ``names`` are axes of its
+    operands: the batch axis goes in front of every operand, and the axes
+    are counted past it."""
+
+    def rule(prim, batch, args, batched, params):
+        args = [_batch_materialized(batch, a, b) for a, b in zip(args, batched)]
+        return prim(*args, **{k: _shifted(v) if k in names else v for k, v in params.items()})
+
+    return rule
+
+
+def batch_by_loop(prim, batch, args, batched, params):
+    """One batch element at a time, the results stacked: the rule of last
+    resort."""
+    results = []
+    for k in range(batch.size):
+        element = [index(a, spec=(("int", k),)) if b else a for a, b in zip(args, batched)]
+        out = prim(*element, **params)
+        results.append(reshape(out, shape=(1,) + tuple(out.shape)))
+    return concatenate(*results, axis=0)
+
+
+_FULL = ("slice", None, None, None)
+
+
+def _spec_in_full(spec, ndim: int) -> tuple:
+    """An index spec with its ellipsis (or the missing trailing axes) spelled
+    out as full slices, for an operand of ``ndim`` axes."""
+    taken = sum(1 for e in spec if e[0] in ("slice", "int", "array"))
+    if ("ellipsis",) not in spec:
+        return tuple(spec) + (_FULL,) * (ndim - taken)
+    k = spec.index(("ellipsis",))
+    return tuple(spec[:k]) + (_FULL,) * (ndim - taken) + tuple(spec[k + 1 :])
+
+
+def _batched_index(batch, spec, ndim, indices, batched, x_batched):
+    """How to index a batched operand of ``ndim`` element axes (or, with
+    ``x_batched`` False, an unbatched one by batched index arrays):
+    (spec, index operands, perm, result rank). ``perm`` puts the result's
+    axes in the elements' order, batch first (None if they are), for an
+    element result of ``result rank`` axes. Integers beside index arrays
+    are advanced indices, as numpy takes them: the broadcast arrays' axes
+    go where the first advanced index was when they are adjacent, in front
+    otherwise."""
+    spec = _spec_in_full(spec, ndim)
+    basic = sum(1 for e in spec if e[0] in ("slice", "none"))
+    if not any(e[0] == "array" for e in spec):
+        return (_FULL,) + spec, list(indices), None, basic
+    rank = max((i.ndim - b for i, b in zip(indices, batched)), default=0)
+    indices = [_batch_padded(i, rank) if b else i for i, b in zip(indices, batched)]
+    advanced = [k for k, e in enumerate(spec) if e[0] in ("array", "int")]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    before = sum(1 for e in spec[: advanced[0]] if e[0] in ("slice", "none")) if adjacent else 0
+    after = basic - before
+    if not x_batched:  # the arrays' broadcast axes (batch first) come after ``before``
+        perm = (before, *range(before), *range(before + 1, before + 1 + rank + after))
+        return spec, indices, (perm if before else None), rank + basic
+    positions = batch.constant(
+        np.arange(batch.size).reshape((batch.size,) + (1,) * rank), dtypes.int64
+    )
+    perm = None
+    if before:  # the batch index in front parts the arrays from their place
+        perm = (
+            0,
+            *range(1 + rank, 1 + rank + before),
+            *range(1, 1 + rank),
+            *range(1 + rank + before, 1 + rank + basic),
+        )
+    return (("array",),) + spec, [positions, *indices], perm, rank + basic
+
+
+def _batch_index(prim, batch, args, batched, params):
+    x, *indices = args
+    spec, indices, perm, _ = _batched_index(
+        batch, params["spec"], x.ndim - batched[0], indices, batched[1:], batched[0]
+    )
+    out = index(x, *indices, spec=spec)
+    return out if perm is None else transpose(out, perm=perm)
+
+
+def _placed_values(batch, v, is_batched, perm, rank):
+    """Values written at batched indexed places, in the layout indexing with
+    the batched spec reads them (the inverse of ``perm``)."""
+    v = _batch_padded(_batch_materialized(batch, v, is_batched), rank)
+    if perm is None:
+        return v
+    return transpose(v, perm=tuple(np.argsort(perm).tolist()))
+
+
+def _batch_scatter_add(prim, batch, args, batched, params):
+    v, *indices = args
+    shape = params["shape"]
+    spec, indices, perm, rank = _batched_index(
+        batch, params["spec"], len(shape), indices, batched[1:], True
+    )
+    v = _placed_values(batch, v, batched[0], perm, rank)
+    return scatter_add(v, *indices, spec=spec, shape=(batch.size, *shape))
+
+
+def _batch_written(prim, batch, args, batched, params):
+    """index_put and scatter_extreme: x given the batch axis, v written (or
+    folded in) at the batched places."""
+    x, v, *indices = args
+    ndim = x.ndim - batched[0]
+    spec, indices, perm, rank = _batched_index(
+        batch, params["spec"], ndim, indices, batched[2:], True
+    )
+    x = _batch_materialized(batch, x, batched[0])
+    v = _placed_values(batch, v, batched[1], perm, rank)
+    return prim(x, v, *indices, **{**params, "spec": spec})
 
 
 # ------------------------------------------------------------ elementwise unary
@@ -541,6 +723,7 @@ def _erfinv_impl(y):
 
 
 erfinv = Primitive("erfinv", _erfinv_impl, _float_unary_rule("erfinv"), public="float")
+erfinv.defbatch(batch_broadcasting)
 erfinv.defvjp(x=lambda g, out: g * (exp(out * out) * (math.sqrt(math.pi) / 2.0)))
 erfinv.defjvp(x=lambda t, out: t * (exp(out * out) * (math.sqrt(math.pi) / 2.0)))
 
@@ -611,17 +794,20 @@ def _polygamma_values(n, x):
 
 
 lgamma = Primitive("lgamma", _lgamma_impl, _float_unary_rule("lgamma"), public="float")
+lgamma.defbatch(batch_broadcasting)
 digamma = Primitive(
     "digamma",
     lambda x: _polygamma_values(0, x).astype(x.dtype),
     _float_unary_rule("digamma"),
     public="float",
 )
+digamma.defbatch(batch_broadcasting)
 polygamma = Primitive(
     "polygamma",
     lambda x, n: _polygamma_values(n, x).astype(x.dtype),
     lambda x, n: _float_unary_rule("polygamma")(x),
 )
+polygamma.defbatch(batch_broadcasting)
 lgamma.defvjp(x=lambda g, x: g * digamma(x))
 digamma.defvjp(x=lambda g, x: g * polygamma(x, n=1))
 polygamma.defvjp(x=lambda g, x, n: g * polygamma(x, n=n + 1))
@@ -692,6 +878,13 @@ convert.defvjp(x=lambda g: g)
 stop_gradient = Primitive(
     "stop_gradient", lambda x: x, lambda x: (x.shape, x.dtype), view=True, elementwise=True
 )
+# Identity with no derivative in reverse mode and the identity's in forward
+# mode: how a transform inside a trace detaches its inputs (torch.func cuts
+# reverse mode's graph, not forward mode's).
+forward_only = Primitive(
+    "forward_only", lambda x: x, lambda x: (x.shape, x.dtype), view=True, elementwise=True
+)
+forward_only.defjvp(x=lambda t: t)
 
 logical_not = Primitive(
     "logical_not", np.logical_not, lambda x: (x.shape, dtypes.bool_), elementwise=True
@@ -932,7 +1125,9 @@ right_shift = _bitwise("right_shift", np.right_shift, kinds=(dtypes.INTEGER,))
 
 # Euclid's algorithm per element is a loop: numpy's, in compiled programs too
 gcd = Primitive("gcd", np.gcd, _binary_rule("gcd", require=(dtypes.INTEGER,)), inputs=("x", "y"))
+gcd.defbatch(batch_broadcasting)
 lcm = Primitive("lcm", np.lcm, _binary_rule("lcm", require=(dtypes.INTEGER,)), inputs=("x", "y"))
+lcm.defbatch(batch_broadcasting)
 
 
 # ------------------------------------------------------------------ reductions
@@ -945,7 +1140,7 @@ def _reduction(name, ufunc, backward_name, linear=False):
         lambda x, axes: (reduced_shape(x.shape, axes), x.dtype),
         backward_name=backward_name,
         linear=linear,
-    )
+    ).defbatch(batch_axes("axes"))
 
 
 reduce_sum = _reduction("reduce_sum", np.add, "SumBackward1", linear=True)
@@ -1021,11 +1216,13 @@ argmax = Primitive(
     lambda x, axis: np.argmax(x, axis=axis),
     lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64),
 )
+argmax.defbatch(batch_axes("axis"))
 argmin = Primitive(
     "argmin",
     lambda x, axis: np.argmin(x, axis=axis),
     lambda x, axis: (reduced_shape(x.shape, (axis,)), dtypes.int64),
 )
+argmin.defbatch(batch_axes("axis"))
 
 # ------------------------------------------------------- scans and sorting
 
@@ -1046,6 +1243,7 @@ def _scan_rule(x, axis, reverse):
 
 
 cumsum = Primitive("cumsum", _scan(np.add), _scan_rule, linear=True)
+cumsum.defbatch(batch_axes("axis"))
 cumsum.defvjp(x=lambda g, axis, reverse: cumsum(g, axis=axis, reverse=not reverse))
 
 
@@ -1103,6 +1301,7 @@ def _logcumsumexp_rule(x, axis, reverse):
 
 
 logcumsumexp = Primitive("logcumsumexp", _scan(np.logaddexp), _logcumsumexp_rule)
+logcumsumexp.defbatch(batch_axes("axis"))
 logcumsumexp.defvjp(x=_logcumsumexp_vjp)
 
 
@@ -1127,9 +1326,11 @@ running_extreme = Primitive(
     _running_extreme_impl,
     lambda x, axis, minimum: (x.shape, dtypes.int64),
 )
+running_extreme.defbatch(batch_axes("axis"))
 
 
 cumprod = Primitive("cumprod", _scan(np.multiply), _scan_rule)
+cumprod.defbatch(batch_axes("axis"))
 cumprod.defvjp(x=_cumprod_vjp)
 
 
@@ -1149,6 +1350,7 @@ argsort = Primitive(
     _argsort_impl,
     lambda x, axis, descending: (x.shape, dtypes.int64),
 )
+argsort.defbatch(batch_axes("axis"))
 
 # ---------------------------------------------------------------- shape ops
 
@@ -1160,6 +1362,11 @@ reshape = Primitive(
     view=True,
     linear=True,
 )
+reshape.defbatch(
+    lambda prim, batch, args, batched, params: reshape(
+        args[0], shape=(batch.size, *params["shape"])
+    )
+)
 reshape.defvjp(x=lambda g, x_shape: reshape(g, shape=x_shape))
 
 transpose = Primitive(
@@ -1169,6 +1376,11 @@ transpose = Primitive(
     backward_name="PermuteBackward0",
     view=True,
     linear=True,
+)
+transpose.defbatch(
+    lambda prim, batch, args, batched, params: transpose(
+        args[0], perm=(0, *(p % len(params["perm"]) + 1 for p in params["perm"]))
+    )
 )
 transpose.defvjp(x=lambda g, perm: transpose(g, perm=tuple(np.argsort(perm).tolist())))
 
@@ -1194,6 +1406,11 @@ broadcast_to = Primitive(
     backward_name="ExpandBackward0",
     view=True,
     elementwise=True,
+)
+broadcast_to.defbatch(
+    lambda prim, batch, args, batched, params: broadcast_to(
+        _batch_padded(args[0], len(params["shape"])), shape=(batch.size, *params["shape"])
+    )
 )
 broadcast_to.defvjp(x=lambda g: g)
 
@@ -1235,6 +1452,7 @@ def embed_diagonal(g, shape, offset, dim1, dim2):
 
 
 diagonal = Primitive("diagonal", _diagonal_impl, _diagonal_rule, view=True, linear=True)
+diagonal.defbatch(batch_axes("dim1", "dim2"))
 diagonal.defvjp(
     x=lambda g, x_shape, offset, dim1, dim2: embed_diagonal(g, x_shape, offset, dim1, dim2)
 )
@@ -1327,6 +1545,7 @@ index = Primitive(
     view=True,
     linear=True,
 )
+index.defbatch(_batch_index)
 index.defvjp(x=lambda g, indices, x_shape, spec: scatter_add(g, *indices, spec=spec, shape=x_shape))
 
 # x with each of v's values folded in at its indexed place by maximum (or
@@ -1338,6 +1557,7 @@ scatter_extreme = Primitive(
     lambda x, v, *indices, spec, minimum: (x.shape, x.dtype),
     inputs=("x", "v", "*indices"),
 )
+scatter_extreme.defbatch(_batch_written)
 
 # The transpose of index: zeros of `shape` with v added at the indexed places.
 scatter_add = Primitive(
@@ -1348,6 +1568,7 @@ scatter_add = Primitive(
     backward_name="IndexAddBackward0",
     linear=True,
 )
+scatter_add.defbatch(_batch_scatter_add)
 scatter_add.defvjp(v=lambda g, indices, spec: index(g, *indices, spec=spec))
 
 
@@ -1376,6 +1597,7 @@ index_put = Primitive(
     backward_name="CopySlices",
     linear=True,
 )
+index_put.defbatch(_batch_written)
 index_put.defvjp(
     x=lambda g, indices, spec: index_put(g, 0.0, *indices, spec=spec),
     v=lambda g, indices, spec: index(g, *indices, spec=spec),
@@ -1425,6 +1647,7 @@ concatenate = Primitive(
     backward_name="CatBackward0",
     linear=True,
 )
+concatenate.defbatch(batch_axes("axis"))
 concatenate.defvjp(xs=_concatenate_vjp)
 
 
@@ -1464,6 +1687,7 @@ def _matmul_vjp_y(g, x, y_shape):
 matmul = Primitive(
     "matmul", _matmul_impl, _matmul_rule, inputs=("x", "y"), backward_name="MmBackward0"
 )
+matmul.defbatch(batch_broadcasting)
 matmul.defvjp(x=lambda g, y: matmul(g, swap_last(y)), y=_matmul_vjp_y)
 matmul.defjvp(x=lambda t, y: matmul(t, y), y=lambda t, x: matmul(x, t))
 
@@ -1521,6 +1745,7 @@ inverse = Primitive(
     _square_rule("inv"),
     backward_name="LinalgInvExBackward0",
 )
+inverse.defbatch(batch_broadcasting)
 inverse.defvjp(x=lambda g, out: -matmul(swap_last(out), matmul(g, swap_last(out))))
 inverse.defjvp(x=lambda t, out: -matmul(out, matmul(t, out)))
 
@@ -1544,6 +1769,7 @@ solve = Primitive(
     inputs=("a", "b"),
     backward_name="LinalgSolveExBackward0",
 )
+solve.defbatch(batch_broadcasting)
 solve.defvjp(
     a=lambda g, a, out: -matmul(solve(swap_last(a), g), swap_last(out)),
     b=lambda g, a: solve(swap_last(a), g),
@@ -1562,6 +1788,7 @@ det = Primitive(
     _square_rule("det", lambda shape: tuple(shape[:-2])),
     backward_name="LinalgDetBackward0",
 )
+det.defbatch(batch_broadcasting)
 det.defvjp(x=lambda g, x, out: _as_matrices(g * out) * swap_last(inverse(x)))
 det.defjvp(x=lambda t, x, out: out * _trace_of_product(inverse(x), t))
 
@@ -1571,6 +1798,7 @@ logabsdet = Primitive(
     _square_rule("slogdet", lambda shape: tuple(shape[:-2])),
     backward_name="LinalgSlogdetBackward0",
 )
+logabsdet.defbatch(batch_broadcasting)
 logabsdet.defvjp(x=lambda g, x: _as_matrices(g) * swap_last(inverse(x)))
 logabsdet.defjvp(x=lambda t, x: _trace_of_product(inverse(x), t))
 
@@ -1580,6 +1808,7 @@ det_sign = Primitive(
     _lapack("slogdet", lambda x: np.linalg.slogdet(x)[0].astype(x.dtype, copy=False), _SINGULAR),
     _square_rule("slogdet", lambda shape: tuple(shape[:-2])),
 )
+det_sign.defbatch(batch_broadcasting)
 
 
 def _eigh_impl(x):
@@ -1620,6 +1849,7 @@ eigh = Primitive(
     _square_rule("eigh", lambda shape: tuple(shape[:-2]) + (shape[-1] + 1, shape[-1])),
     backward_name="LinalgEighBackward0",
 )
+eigh.defbatch(batch_broadcasting)
 eigh.defvjp(x=_eigh_vjp)
 
 
@@ -1701,6 +1931,7 @@ def _svd_vjp(g, out, x_shape):
 
 # one output, U, the singular values and V stacked, so that one LAPACK call serves all
 svd = Primitive("svd", _svd_impl, _svd_rule, backward_name="LinalgSvdBackward0")
+svd.defbatch(batch_broadcasting)
 svd.defvjp(x=_svd_vjp)
 
 
@@ -1715,6 +1946,7 @@ def _lower_part_impl(x, diagonal_scale):
 lower_part = Primitive(
     "lower_part", _lower_part_impl, lambda x, diagonal_scale: (x.shape, x.dtype), linear=True
 )
+lower_part.defbatch(batch_broadcasting)
 lower_part.defvjp(x=lambda g, diagonal_scale: lower_part(g, diagonal_scale=diagonal_scale))
 
 
@@ -1737,6 +1969,7 @@ cholesky = Primitive(
     _square_rule("cholesky"),
     backward_name="LinalgCholeskyExBackward0",
 )
+cholesky.defbatch(batch_broadcasting)
 cholesky.defvjp(x=_cholesky_vjp)
 # L' = L P, P the lower part (diagonal halved) of L^-1 sym(T) L^-T
 cholesky.defjvp(
@@ -1815,6 +2048,7 @@ def _qr_vjp(g, x, out, mode):
 # one output, Q stacked over R^T, so that one LAPACK call serves both; mode
 # "r" computes Q too, which its public function does not return
 qr = Primitive("qr", _qr_impl, _qr_rule, backward_name="LinalgQrBackward0")
+qr.defbatch(batch_broadcasting)
 qr.defvjp(x=_qr_vjp)
 
 
@@ -1956,6 +2190,7 @@ def _fold_rule(cols, size, kernel, stride, dilation):
 windows = Primitive(
     "windows", _windows_impl, _windows_rule, backward_name="Im2ColBackward0", linear=True
 )
+windows.defbatch(batch_broadcasting)
 windows.defvjp(
     x=lambda g, x_shape, kernel, stride, dilation: fold(
         g,
@@ -1974,6 +2209,7 @@ fold = Primitive(
     backward_name="Col2ImBackward0",
     linear=True,
 )
+fold.defbatch(batch_broadcasting)
 fold.defvjp(
     cols=lambda g, kernel, stride, dilation: windows(
         g, kernel=kernel, stride=stride, dilation=dilation
@@ -2120,6 +2356,65 @@ fold_matmul.defjvp(
 )
 
 
+# Batched: when only images are, the batch joins their images; per-element
+# filters (a batch of models) take the windows as a matrix per element.
+
+
+def _images_merged(prim, image, *operands, **params):
+    """``prim`` on a batch of images (batch, images, ...) as one batch of images."""
+    b, n = image.shape[:2]
+    out = prim(*operands, reshape(image, shape=(b * n, *image.shape[2:])), **params)
+    return reshape(out, shape=(b, n, *out.shape[1:]))
+
+
+def _windows_rows(x, kernel):
+    """(..., images, channels x taps, positions): stride-1 windows of batched images."""
+    ones, k = (1,) * len(kernel), len(kernel)
+    cols = windows(x, kernel=kernel, stride=ones, dilation=ones)
+    counts = tuple(cols.shape[-k:])
+    taps = x.shape[-k - 1] * math.prod(kernel)
+    return reshape(cols, shape=(*x.shape[: -k - 1], taps, math.prod(counts))), counts
+
+
+def _batch_windows_matmul(prim, batch, args, batched, params):
+    w, x = args
+    kernel = params["kernel"]
+    if not batched[0]:
+        return _images_merged(windows_matmul, x, w, kernel=kernel)
+    rows, counts = _windows_rows(_batch_materialized(batch, x, batched[1]), kernel)
+    out = matmul(reshape(w, shape=(w.shape[0], 1, *w.shape[1:])), rows)
+    return reshape(out, shape=(*out.shape[:-1], *counts))
+
+
+def _batch_windows_dots(prim, batch, args, batched, params):
+    dy, x = args
+    k = len(params["kernel"])
+    rows, _ = _windows_rows(x, params["kernel"])
+    flat = reshape(dy, shape=(*dy.shape[:-k], math.prod(dy.shape[-k:])))
+    products = matmul(flat, swap_last(rows))  # (batch, images, out channels, taps)
+    return reduce_sum(products, axes=(products.ndim - 3,))
+
+
+def _batch_fold_matmul(prim, batch, args, batched, params):
+    w, dy = args
+    kernel, size = params["kernel"], params["size"]
+    if not batched[0]:
+        return _images_merged(fold_matmul, dy, w, size=size, kernel=kernel)
+    dy = _batch_materialized(batch, dy, batched[1])
+    flat = reshape(dy, shape=(*dy.shape[:3], math.prod(dy.shape[3:])))
+    filters = reshape(swap_last(w), shape=(w.shape[0], 1, w.shape[2], w.shape[1]))
+    products = matmul(filters, flat)  # (batch, images, channels x taps, positions)
+    channels = w.shape[2] // math.prod(kernel)
+    cols = reshape(products, shape=(*dy.shape[:2], channels, *kernel, *dy.shape[3:]))
+    ones = (1,) * len(kernel)
+    return fold(cols, size=size, kernel=kernel, stride=ones, dilation=ones)
+
+
+windows_matmul.defbatch(_batch_windows_matmul)
+windows_dots.defbatch(_batch_windows_dots)
+fold_matmul.defbatch(_batch_fold_matmul)
+
+
 # Max pooling whose windows tile the input (stride = kernel, no padding):
 # each tile's maximum of x is found as PyTorch's max pooling finds it, taps
 # in order, a later tap winning when greater or NaN (so the first of equal
@@ -2206,6 +2501,7 @@ take_at_tile_max = Primitive(
     backward_name="MaxPool2DWithIndicesBackward0",
     linear=True,
 )
+take_at_tile_max.defbatch(batch_stacked)
 put_at_tile_max = Primitive(
     "put_at_tile_max",
     _put_at_tile_max_impl,
@@ -2214,6 +2510,7 @@ put_at_tile_max = Primitive(
     backward_name="MaxPool2DWithIndicesBackwardBackward0",
     linear=True,
 )
+put_at_tile_max.defbatch(batch_stacked)
 take_at_tile_max.defvjp(source=lambda g, x, kernel: put_at_tile_max(x, g, kernel=kernel))
 put_at_tile_max.defvjp(values=lambda g, x, kernel: take_at_tile_max(x, g, kernel=kernel))
 
@@ -2247,6 +2544,11 @@ def _pad_rule(x, widths, value):
 
 # ``widths`` holds a (before, after) pair for every axis; negative widths crop.
 pad = Primitive("pad", _pad_impl, _pad_rule, backward_name="ConstantPadNdBackward0")
+pad.defbatch(
+    lambda prim, batch, args, batched, params: pad(
+        args[0], widths=((0, 0), *params["widths"]), value=params["value"]
+    )
+)
 pad.defvjp(x=lambda g, widths: pad(g, widths=tuple((-lo, -hi) for lo, hi in widths), value=0))
 pad.defjvp(x=lambda t, widths: pad(t, widths=widths, value=0))  # the fill is constant
 
@@ -2365,6 +2667,7 @@ all_reduce = Primitive(
     _all_reduce_rule,
     collective=True,
 )
+all_reduce.defbatch(batch_broadcasting)
 all_reduce.defvjp(x=_all_reduce_vjp)
 
 broadcast = Primitive(
@@ -2374,6 +2677,7 @@ broadcast = Primitive(
     collective=True,
     linear=True,
 )
+broadcast.defbatch(batch_broadcasting)
 broadcast.defvjp(x=_broadcast_vjp)
 
 # Every process's x, stacked along a new first axis in rank order.

@@ -532,7 +532,8 @@ NEW_EQUATION_DEPTH = 4  # rules rewriting what rules made: a bound, though each 
 
 
 def without_stop_gradients(graph: Graph) -> Graph:
-    return _substitute(graph, lambda eqn: eqn.inputs[0] if eqn.prim is P.stop_gradient else None)
+    identities = (P.stop_gradient, P.forward_only)
+    return _substitute(graph, lambda eqn: eqn.inputs[0] if eqn.prim in identities else None)
 
 
 def simplify(graph: Graph) -> Graph:

@@ -49,6 +49,11 @@ class ValueGuards:
             difference = (((), -hint), ((symbol,), 1))  # s - hint, sorted
             self.size_guard(difference, "==", True, how, needed=True)
 
+    def indexes_by_tensor(self, tensor) -> bool:
+        """Whether ``x[tensor]`` with a 0-d integer tensor indexes by the
+        tensor (an index operand) rather than by its value read as a number."""
+        return False
+
     def guard_python(self, read, how: str) -> None:
         """Python values the function's behaviour depends on (an optimizer's
         learning rate, a module's training flag): ``read()`` is compared on
