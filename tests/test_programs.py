@@ -51,6 +51,8 @@ FLOAT64_PROGRAMS = {
     "lstm_sine",
     "lstm_sine_lbfgs",
     "micrograd_check",
+    "neural_tangent_kernel",
+    "pinn_poisson",
 }
 BFLOAT16_RTOL = 1e-2
 BFLOAT16_PROGRAMS = {"mixed_precision_loop"}
