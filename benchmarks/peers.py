@@ -456,31 +456,41 @@ def _fusegrad_runs(workload, arrays, wrt, hvp):
         return [loss, *(tensors[i].grad for i in wrt)]
 
     inputs = [fg.from_numpy(a) for a in arrays]
-    if hvp:
+    if hvp:  # reverse over reverse: the gradient of <gradient, v>
         gradient = fg.grad(lambda x: workload(fg, F, x))
         jitted = fg.jit(fg.grad(lambda x, v: (gradient(x) * v).sum()))
 
         def jit():
             return [jitted(*inputs)]
-    else:
-        jitted = fg.jit(fg.value_and_grad(lambda *t: workload(fg, F, *t), argnums=tuple(wrt)))
 
-        def jit():
-            loss, grads = jitted(*inputs)
-            return [loss, *grads]
+        # forward over reverse: the gradient's jvp along v, as JAX's jvp(grad)
+        of_gradient = fg.func.grad(lambda x: workload(fg, F, x))
+        forward = fg.jit(lambda x, v: fg.func.jvp(of_gradient, (x,), (v,))[1])
 
-    runs = {"fusegrad eager": eager, "fusegrad jit": jit}
-    if not hvp:  # compiled forward, backward() outside: how torch.compile is used
-        forward = fg.jit(lambda *t: workload(fg, F, *t))
+        def jit_forward_over_reverse():
+            return [forward(*inputs)]
 
-        def backward_outside():
-            tensors = leaves()
-            loss = forward(*tensors)
-            loss.backward()
-            return [loss, *(tensors[i].grad for i in wrt)]
+        return {
+            "fusegrad eager": eager,
+            "fusegrad jit": jit,
+            "fusegrad jit fwd-over-rev": jit_forward_over_reverse,
+        }
+    jitted = fg.jit(fg.value_and_grad(lambda *t: workload(fg, F, *t), argnums=tuple(wrt)))
 
-        runs["fusegrad jit, bwd out"] = backward_outside
-    return runs
+    def jit():
+        loss, grads = jitted(*inputs)
+        return [loss, *grads]
+
+    # compiled forward, backward() outside: how torch.compile is used
+    forward = fg.jit(lambda *t: workload(fg, F, *t))
+
+    def backward_outside():
+        tensors = leaves()
+        loss = forward(*tensors)
+        loss.backward()
+        return [loss, *(tensors[i].grad for i in wrt)]
+
+    return {"fusegrad eager": eager, "fusegrad jit": jit, "fusegrad jit, bwd out": backward_outside}
 
 
 def _torch_runs(workload, arrays, wrt, hvp, compile_too, compile_variants):

@@ -82,9 +82,10 @@ def test_vmap_of_every_op_equals_a_loop(op, sample, dtype):
     _compare(vmap(fn, in_dims=dims)(*moved), _looped(fn, moved, dims), dtype)
 
 
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("op,sample", CASES[::4])
-def test_a_compiled_vmap_of_every_op_equals_a_loop(op, sample):
-    args, tensors = _batched_arguments(op, sample, fg.float64)
+def test_a_compiled_vmap_of_every_fourth_op_equals_a_loop(op, sample, dtype):
+    args, tensors = _batched_arguments(op, sample, dtype)
 
     def fn(*xs):
         return op.op(*xs, **sample.kwargs)
@@ -92,7 +93,7 @@ def test_a_compiled_vmap_of_every_op_equals_a_loop(op, sample):
     every = tuple(0 if k in tensors else None for k in range(len(args)))
     compiled = fg.jit(vmap(fn, in_dims=every))
     for _ in range(3):  # the trace's result, then the program's
-        _compare(compiled(*args), _looped(fn, args, every), fg.float64)
+        _compare(compiled(*args), _looped(fn, args, every), dtype)
 
 
 # ----------------------------------------------------------- the interface

@@ -158,8 +158,8 @@ def _vmap_call(func, spec, out_dims, randomness: str, kwargs: dict, size: int, d
     flat_out, out_spec = tree_flatten(output)
     out_vars = [trace.var_of(o) if isinstance(o, Tensor) else None for o in flat_out]
     written = _written(trace, samples, fronts, dims)
-    _refuse_what_cannot_batch(trace)
     trace.restore(python_too=False)  # the batched run makes the changes again
+    _refuse_what_cannot_batch(trace)
 
     inputs = {}
     for sample, front, dim in zip(samples, fronts, dims):
@@ -182,14 +182,14 @@ def _vmap_call(func, spec, out_dims, randomness: str, kwargs: dict, size: int, d
         if not bool((env[var][0] == constant_array(observed, env[var][0].dtype)).all()):
             raise RuntimeError(CONTROL_FLOW)
     for target, var, batched_target in written:
-        value, is_batched = env[var]
-        if is_batched and not batched_target:
+        if env[var][1] and not batched_target:
             raise RuntimeError(
                 "vmap: an in-place operation wrote a batched value into a tensor that is not "
                 f"batched: output with shape {list(target.shape)} doesn't match the broadcast "
                 f"shape {[size, *target.shape]}"
             )
-        target.copy_(value)
+    for target, var, _ in written:
+        target.copy_(env[var][0])
     results = [
         env[var] if var is not None and var in env else (o, False)
         for o, var in zip(flat_out, out_vars)
