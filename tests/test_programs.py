@@ -46,6 +46,7 @@ GOLDEN = HERE / "golden" / "programs"
 RTOL = 1e-4
 FLOAT64_RTOL = 1e-9
 FLOAT64_PROGRAMS = {
+    "forward_mode_ad",
     "gaussian_process",
     "jacobians_hessians",
     "lstm_sine",
