@@ -14,7 +14,9 @@ name. Rules return the cotangent in the output's shape and dtype: reducing a
 broadcast cotangent to the input's shape and casting it to the input's dtype
 is done once, by the caller (see ``unbroadcast``). A JVP rule (``defjvp``)
 reads the same, with ``t``, the input's tangent, in the place of ``g``; most
-primitives need none (see ``Primitive.defjvp``).
+primitives need none (see ``Primitive.defjvp``). A batching rule
+(``defbatch``, for vmap) computes the primitive on operands with a batch
+axis in front; most primitives share one of a few (see "batching rules").
 
 ``bind`` is interpreter-agnostic: the value types that take part (the eager
 Tensor, the IR's values) register a handler, and the handler of the
