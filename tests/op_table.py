@@ -2547,4 +2547,24 @@ MORE_OPS = [
 
 OPS += MORE_OPS
 
+
+def _hessian_vector_product(x, v):
+    """Forward over reverse: the jvp of a gradient (a transform's inputs are
+    detached for reverse mode only, the forward_only primitive in a trace)."""
+    gradient = fg.func.grad(lambda y: (y.sin() * y).sum())
+    return fg.func.jvp(gradient, (x.to(v.dtype),), (v,))[1]
+
+
+OPS.append(
+    OpInfo(
+        "func_jvp_of_grad",
+        _hessian_vector_product,
+        lambda x, v: (2 * np.cos(x) - x * np.sin(x)) * v,
+        [S(r(5), r(5)), S(r(2, 3), r(2, 3))],
+        # differentiated by the tangent only: the point, without a gradient,
+        # is detached by the transform, which a trace records as forward_only
+        float_inputs=(1,),
+    )
+)
+
 OPS_BY_NAME = {op.name: op for op in OPS}

@@ -381,3 +381,15 @@ def test_a_compiled_forward_over_reverse_product_matches_eager():
         x, v = (fg.tensor(rng.standard_normal(4)) for _ in range(2))
         np.testing.assert_allclose(compiled(x, v).numpy(), hvp(x, v).numpy(), rtol=1e-6)
         assert float(hvp(x, v).abs().sum()) > 0
+
+
+def test_a_jvp_of_a_gradient_is_differentiable_in_its_tangent():
+    # grad inside kept no graph when only the tangent required grad: the
+    # product did not require grad (PyTorch's does; the op table's
+    # func_jvp_of_grad row checks its gradients against differences)
+    x = fg.tensor([0.3, -0.7])
+    v = fg.tensor([1.0, 2.0], requires_grad=True)
+    product = fg.func.jvp(fg.func.grad(lambda y: (y.sin() * y).sum()), (x,), (v,))[1]
+    assert product.requires_grad
+    product.sum().backward()
+    np.testing.assert_allclose(v.grad.numpy(), (2 * x.cos() - x * x.sin()).numpy(), rtol=1e-6)

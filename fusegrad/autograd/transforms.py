@@ -89,13 +89,15 @@ class Differentiated:
 
     def keeps_graph(self, tensors) -> bool:
         """Whether results computed from ``tensors`` stay differentiable: grad
-        mode was on at the call and their graph reaches a tensor requiring
-        grad from outside the transform."""
+        mode was on at the call and their graph, or their forward-mode
+        tangents' (a jvp's tangent requiring grad), reaches a tensor
+        requiring grad from outside the transform."""
         if not self.grad_enabled:
             return False
         # a view variable leads outside; a leaf variable is the transform's own
         own = {id(gradient_edge(v)[0]) for v in self.variables if v.grad_fn is None}
-        stack = [gradient_edge(t)[0] for t in tensors if t.requires_grad]
+        tangents = [t for tensor in tensors for t in (tensor._tangents or {}).values()]
+        stack = [gradient_edge(t)[0] for t in (*tensors, *tangents) if t.requires_grad]
         seen = set()
         while stack:
             node = stack.pop()
