@@ -104,7 +104,13 @@ class Differentiated:
             if node is None or id(node) in seen or id(node) in own:
                 continue
             seen.add(id(node))
-            if isinstance(node, AccumulateGrad) or node.sequence_nr < self.mark:
+            if isinstance(node, AccumulateGrad):
+                # a leaf no one holds any more (the stand-in cotangent of a
+                # transposed VJP rule, see forward_ad) receives nothing
+                if node.variable is not None:
+                    return True
+                continue
+            if node.sequence_nr < self.mark:
                 return True
             stack.extend(next_node for next_node, _ in node.edges)
         return False
