@@ -38,7 +38,7 @@ def track(tensor: Tensor, connected: bool) -> Tensor:
     forward mode gave ``tensor``."""
     if connected and tensor.requires_grad:
         return ops.reshape(tensor, tensor.shape)
-    return tensor.detached_keeping_tangents().requires_grad_()
+    return tensor._detached_keeping_tangents().requires_grad_()
 
 
 def argument_positions(argnums, count: int) -> tuple:
@@ -148,7 +148,7 @@ def detached(tree, keep_graph: bool):
     """``tree`` with its tensors detached, unless the results keep a graph."""
     if keep_graph:
         return tree
-    return tree_map_only(Tensor, Tensor.detached_keeping_tangents, tree)
+    return tree_map_only(Tensor, Tensor._detached_keeping_tangents, tree)
 
 
 def grad_and_value_call(fn, argnums, has_aux: bool, args: tuple, kwargs: dict, split_output):

@@ -484,7 +484,7 @@ class Tensor:
             t._inference = True
         return t
 
-    def detached_keeping_tangents(self) -> Tensor:
+    def _detached_keeping_tangents(self) -> Tensor:
         """detach() for reverse mode only: the copy keeps this tensor's
         forward-mode tangents (how torch.func's transforms take their
         inputs); a trace records it as forward_only, which passes them."""
