@@ -227,12 +227,7 @@ def _outputs(func, results: list, out_spec, out_dims, size: int):
     """The outputs with their batch axis moved to ``out_dims``; an unbatched
     output is repeated along it."""
     name = _name(func)
-    if out_spec.is_leaf():
-        if isinstance(out_dims, tuple) and len(out_dims) == 1:
-            out_dims = out_dims[0]
-        dims = [out_dims] if out_dims is None or isinstance(out_dims, int) else None
-    else:
-        dims = _prefix_flattened(out_dims, tree_unflatten([0] * len(results), out_spec))
+    dims = _flat_out_dims(out_dims, out_spec)
     if dims is None:
         raise ValueError(
             f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible "
@@ -266,6 +261,17 @@ def _outputs(func, results: list, out_spec, out_dims, size: int):
     return tree_unflatten(flat, out_spec)
 
 
+def _flat_out_dims(out_dims, out_spec):
+    """The out_dim of each output leaf (``out_spec``: the outputs' structure),
+    or None when ``out_dims`` does not fit it. A single output takes an int,
+    None or a 1-tuple, as torch.func's does."""
+    if out_spec.is_leaf():
+        if isinstance(out_dims, tuple) and len(out_dims) == 1:
+            out_dims = out_dims[0]
+        return [out_dims] if out_dims is None or isinstance(out_dims, int) else None
+    return _prefix_flattened(out_dims, tree_unflatten([0] * out_spec.num_leaves, out_spec))
+
+
 def _in_chunks(call, size, dims, flat, chunk_size, out_dims, randomness):
     """The call on ``chunk_size`` elements at a time, the outputs joined
     (with "same" randomness, every chunk draws the same numbers)."""
@@ -279,12 +285,8 @@ def _in_chunks(call, size, dims, flat, chunk_size, out_dims, randomness):
         outputs.append(call(length, dims, part))
     leaves, spec = tree_flatten(outputs[0])
     parts = [tree_flatten(o)[0] for o in outputs]
-    if spec.is_leaf():
-        dims_out = [out_dims[0] if isinstance(out_dims, tuple) else out_dims]
-    else:
-        dims_out = _prefix_flattened(out_dims, outputs[0])
     joined = [
         leaves[k] if dim is None else cat([p[k] for p in parts], dim=dim)
-        for k, dim in enumerate(dims_out)
+        for k, dim in enumerate(_flat_out_dims(out_dims, spec))
     ]
     return tree_unflatten(joined, spec)
