@@ -803,12 +803,12 @@ def test_chunks_on_several_cores_give_the_one_core_result(threads, monkeypatch):
 
 def test_kernels_beside_matrix_products_split_only_much_more_work(monkeypatch):
     """OpenBLAS's threads spin on the cores after a product: in a program with
-    products a kernel splits from PARALLEL_WORK_BESIDE_BLAS, elsewhere from
-    PARALLEL_WORK."""
+    BLAS products (here one too small to run packed) a kernel splits from
+    PARALLEL_WORK_BESIDE_BLAS, elsewhere from PARALLEL_WORK."""
     monkeypatch.setenv("FUSEGRAD_NUM_THREADS", "2")
     monkeypatch.setattr(launch, "PARALLEL_WORK", 1)
-    x, w = Var((300, 64), fg.float32), Var((64, 64), fg.float32)
-    xs, ws = np.ones((300, 64), np.float32), np.eye(64, dtype=np.float32)
+    x, w = Var((300, 8), fg.float32), Var((8, 64), fg.float32)
+    xs, ws = np.ones((300, 8), np.float32), np.ones((8, 64), np.float32)
 
     def most_chunks(with_product):
         builder = GraphBuilder()

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from fusegrad.codegen import convolution
-from fusegrad.runtime import routines, threads
+from fusegrad.codegen import packed_gemm as codegen_packed
+from fusegrad.runtime import packed_gemm, routines, threads
 from fusegrad.runtime.addresses import data_address
 
 _kept = []  # the child's mappings live as long as it does
@@ -89,6 +90,30 @@ def _cases(dtype, side, rng):
         # the matrix routine's result is its own: its operands are guarded
         yield f"matmul rows {x.shape} {y.shape}", routines.matmul, (x, y)
         yield f"matmul dots {x.shape} {y.shape}", routines.matmul, (x, transposed)
+    for x_shape, y_shape in [
+        ((151, 263), (263, 41)),
+        ((7, 300), (300, 12301)),
+        ((3, 9, 30), (30, 20)),
+    ]:
+        x = _filled(x_shape, dtype, side, rng)
+        y = _filled(y_shape, dtype, side, rng)
+        transposed = _filled(y_shape[::-1], dtype, side, rng).T
+        yield f"packed {x.shape} {y.shape}", packed_gemm.product, (x, y)
+        yield f"packed, y transposed {x.shape} {y.shape}", packed_gemm.product, (x, transposed)
+        yield f"packed, x reversed {x.shape} {y.shape}", packed_gemm.product, (x[..., ::-1, :], y)
+
+
+class _GuardedResults:
+    """numpy, as the packed GEMM's runtime sees it: its results against a guard page."""
+
+    def __init__(self, side):
+        self.side = side
+
+    def empty(self, shape, dtype):
+        return _guarded(shape, dtype, self.side)
+
+    def __getattr__(self, name):
+        return getattr(np, name)
 
 
 def _child() -> None:
@@ -106,8 +131,16 @@ def _child() -> None:
                 native(*addresses, data_address(sizes))
             return out
 
+        def workspace(dtype, count, side=side):
+            size = codegen_packed.blocking(np.dtype(dtype).name).workspace()
+            return [data_address(_guarded((size,), dtype, side)) for _ in range(count)]
+
         routines._run = run
         routines.SPLIT_ELEMENTS = 0
+        packed_gemm.MIN_WORK = packed_gemm.SPLIT_WORK = 0
+        packed_gemm.MIN_SIDE = 1
+        packed_gemm._workspace = workspace
+        packed_gemm.np = _GuardedResults(side)
         os.environ["FUSEGRAD_NUM_THREADS"] = "3"
         for in_place in (True, False):  # convolutions read windows in place, or copied
             convolution.reads_windows_in_place = lambda in_place=in_place: in_place

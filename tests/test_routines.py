@@ -539,18 +539,22 @@ def test_routines_split_across_the_cores_give_the_bits_they_give_on_one(windows_
 
 def test_a_program_of_convolutions_owns_the_cores_and_gives_blas_threads_back():
     """LeNet-shaped work (convolutions, small linear layers) runs OpenBLAS on
-    one thread and splits the routines; an MLP's large products keep BLAS's
-    threads. OpenBLAS's thread count is as before once a call returns."""
+    one thread and splits the routines, as does an MLP's (its products run
+    packed on fusegrad's threads); a program whose products BLAS computes
+    (matrix times vector) keeps BLAS's threads. OpenBLAS's thread count is
+    as before once a call returns."""
     from fusegrad.runtime import threads
 
     conv = fg.jit(lambda x, w, v: (fg.nn.functional.conv2d(x, w).flatten(1) @ v).sum())
     mlp = fg.jit(lambda x, v: (x @ v).relu().sum())
+    vector_product = fg.jit(lambda x, v: (x @ v).relu().sum())
     x = fg.randn(8, 1, 16, 16)
     w, v = fg.randn(6, 1, 5, 5), fg.randn(6 * 12 * 12, 10)
     conv(x, w, v)
-    mlp(fg.randn(512, 512), fg.randn(512, 512))
     assert conv.lower(x, w, v).program.forward_executor.owns_cores
-    assert not mlp.lower(fg.randn(512, 512), fg.randn(512, 512)).program.forward_executor.owns_cores
+    assert mlp.lower(fg.randn(512, 512), fg.randn(512, 512)).program.forward_executor.owns_cores
+    matrix, vector = fg.randn(2048, 512), fg.randn(512)
+    assert not vector_product.lower(matrix, vector).program.forward_executor.owns_cores
     blas = threads._openblas()
     before = blas[1]() if blas else None
     during = []

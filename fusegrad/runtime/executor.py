@@ -17,7 +17,7 @@ from ..ir import primitives as P
 from ..ir.fusion import Kernel, group_into_kernels, reductions_in_two_steps
 from ..ir.graph import Const, Graph, Var
 from ..ir.shapes import is_symbolic
-from . import routines, threads
+from . import packed_gemm, routines, threads
 from .launch import Launcher, layout_of
 from .plan import Plan, step_inputs, step_results
 from .routines import run_equation
@@ -146,7 +146,8 @@ def _multiply_adds(eqns: list) -> tuple:
         if eqn.prim is P.matmul:
             work = prod(out) * operands[0][-1]
             per_matrix = work // max(prod(out[:-2]), 1)
-            if len(operands[1]) < 3 or per_matrix > routines.MAX_PRODUCT:
+            small = len(operands[1]) >= 3 and per_matrix <= routines.MAX_PRODUCT
+            if not small and not packed_gemm.runs_packed(*operands):
                 blas += work
                 continue
         elif eqn.prim is P.windows_matmul:

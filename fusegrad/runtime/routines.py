@@ -12,7 +12,7 @@ import numpy as np
 from ..codegen import convolution, gemm, routines
 from ..ir import graph
 from ..ir import primitives as P
-from . import threads
+from . import packed_gemm, threads
 from .addresses import data_address
 
 _FLOATS = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
@@ -363,26 +363,30 @@ def random_bits(seed: np.ndarray, offset: np.ndarray, shape) -> np.ndarray:
 
 
 def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``P.matmul`` of stacked matrices by the native routine, where numpy
-    would make one BLAS call per matrix: a LeNet's convolutions ran 1.3-5x
-    faster (codegen/gemm.py). One matrix, or stacked ones times one matrix
-    (a single product of all their rows, see the primitive), goes to BLAS.
-    The routine runs on this thread unless a program owns the cores (see
-    ``threads.own_cores``): split beside BLAS's spinning thread, LeNet's
-    step took 10% longer."""
+    """``P.matmul`` by fusegrad's routines where they do better than numpy's
+    BLAS: stacked small matrices by the register-blocked routine, where
+    numpy would make one BLAS call per matrix (a LeNet's convolutions ran
+    1.3-5x faster, codegen/gemm.py), which runs on this thread unless a
+    program owns the cores (see ``threads.own_cores``: split beside BLAS's
+    spinning thread, LeNet's step took 10% longer); large products by the
+    packed GEMM on fusegrad's threads (runtime/packed_gemm.py)."""
     threads.adapt_blas_to_load()
-    if y.ndim < 3:
-        return P.matmul.impl(x, y)
-    key = (P.matmul, x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
-    call = _prepared(key, lambda: _product_call(x, y))
-    if call is None:
-        return P.matmul.impl(x, y)
-    native, shape, arguments, copied = call
-    if copied:
-        y = np.ascontiguousarray(y)
-    out = np.empty(shape, x.dtype)
-    _over_items(native, (data_address(x), data_address(y), data_address(out)), arguments, out.size)
-    return out
+    if y.ndim >= 3:
+        key = (P.matmul, x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
+        call = _prepared(key, lambda: _product_call(x, y))
+        if call is not None:
+            native, shape, arguments, copied = call
+            if copied:
+                y = np.ascontiguousarray(y)
+            out = np.empty(shape, x.dtype)
+            addresses = (data_address(x), data_address(y), data_address(out))
+            _over_items(native, addresses, arguments, out.size)
+            return out
+    if x.ndim >= 2 and y.ndim >= 2:
+        out = packed_gemm.product(x, y)
+        if out is not None:
+            return out
+    return P.matmul.impl(x, y)
 
 
 def _product_call(x: np.ndarray, y: np.ndarray):
@@ -421,7 +425,7 @@ def _stacked_product(x: np.ndarray, y: np.ndarray):
     except ValueError:
         return None
     count = math.prod(batch)
-    x_strides, y_strides = _element_strides(x), _element_strides(y)
+    x_strides, y_strides = packed_gemm.element_strides(x), packed_gemm.element_strides(y)
     if count < 2 or count * rows * columns * depth < MIN_WORK:
         return None
     if x_strides is None or y_strides is None:
@@ -432,37 +436,14 @@ def _stacked_product(x: np.ndarray, y: np.ndarray):
         form = "dots"
     else:
         return None
-    stack_strides = [
-        [s // a.itemsize for s in np.broadcast_to(a, batch + a.shape[-2:]).strides[:-2]]
-        for a in (x, y)
-    ]
-    out_strides = [rows * columns]
-    for n in reversed(batch[1:]):
-        out_strides.insert(0, out_strides[0] * n)
-    stack_strides.append(out_strides)
-    groups = []  # (count, (x, y, out) strides of the innermost axis) of merged axes
-    for axis, n in enumerate(batch):
-        if n == 1:
-            continue
-        axis_strides = tuple(s[axis] for s in stack_strides)
-        if groups and all(outer == inner * n for outer, inner in zip(groups[-1][1], axis_strides)):
-            groups[-1] = (groups[-1][0] * n, axis_strides)
-        else:
-            groups.append((n, axis_strides))
-    if len(groups) > 2:
+    stacks = packed_gemm.two_stack_axes(x, y, batch, rows * columns)
+    if stacks is None:
         return None
-    (_, outer), (inner_items, inner) = [(1, (0, 0, 0))] * (2 - len(groups)) + groups
+    inner_items, outer, inner = stacks
     sizes = [0, count, inner_items, rows, columns, depth]
     sizes += [outer[0], inner[0], *x_strides[-2:], outer[1], inner[1], *y_strides[-2:]]
     sizes += [outer[2], inner[2], columns]
     return form, batch + (rows, columns), sizes
-
-
-def _element_strides(a: np.ndarray):
-    """``a``'s strides in elements; None if one is not a whole number of them."""
-    if any(s % a.itemsize for s in a.strides):
-        return None
-    return [s // a.itemsize for s in a.strides]
 
 
 def _window_sizes(lead, size, kernel, stride, dilation) -> np.ndarray:
