@@ -79,6 +79,19 @@ def test_mlp_graph_as_pytorch_draws_it():
     ]
 
 
+def test_cross_entropy_is_log_softmax_then_nll_loss_as_in_pytorch():
+    """With class indices PyTorch's graph has both nodes, the loss's on the
+    log-probabilities alone (a class index has no gradient)."""
+    x = fg.randn(5, 3, requires_grad=True)
+    loss = F.cross_entropy(x, fg.tensor([0, 2, 1, 0, 1]))
+    assert [(name, following) for name, _, following in walk(loss)] == [
+        ("NllLossBackward0", ("LogSoftmaxBackward0",)),
+        ("LogSoftmaxBackward0", ("AccumulateGrad",)),
+        ("AccumulateGrad", ()),
+    ]
+    assert len(loss.grad_fn.next_functions) == 1
+
+
 def test_saved_values_mean_what_pytorchs_do():
     mlp, loss = mlp_loss()
     nll = loss.grad_fn

@@ -19,7 +19,8 @@ from ..tensor import Tensor
 
 def _named(backward_name):
     """Gives the node a composite op ends in the PyTorch name of the op (for
-    grad_fn). On float16 and bfloat16 tensors the op computes in float32 and
+    grad_fn; a function of the arguments may give None: the composite's own
+    nodes are PyTorch's). On float16 and bfloat16 tensors the op computes in float32 and
     rounds its result once, as PyTorch's kernel for it does."""
 
     def decorate(fn):
@@ -29,20 +30,20 @@ def _named(backward_name):
             reduced = _reduced_result(args, kwargs)
             out = fn(*args, **kwargs) if reduced is None else _in_float32(fn, reduced, args, kwargs)
             node = getattr(out, "grad_fn", None)
-            if node is not None and node.sequence_nr > mark:
-                node.label = (
-                    backward_name(*args, **kwargs) if callable(backward_name) else backward_name
-                )
+            label = backward_name(*args, **kwargs) if callable(backward_name) else backward_name
+            if node is not None and node.sequence_nr > mark and label is not None:
+                node.label = label
                 if node.label in saved_attributes.READS_CALL:
                     saved_attributes.record_call(node, fn, args, kwargs, out, Tensor)
                 for inner, _ in node.edges:  # a loop, not any(): this runs on every call
                     # (a leaf's accumulator, numbered infinity, is no inner step)
                     if inner is not None and mark < inner.sequence_nr < math.inf:
-                        # inner steps: shown as one node, as PyTorch's, on the op's inputs
+                        # inner steps: shown as one node, as PyTorch's, on the op's
+                        # inputs that can have gradients (not a class index's)
                         node.shown_edges = tuple(
                             autograd.gradient_edge(a) if a.requires_grad else (None, 0)
                             for a in args
-                            if isinstance(a, Tensor)
+                            if isinstance(a, Tensor) and a._dtype.category not in (dtypes.INTEGER, dtypes.BOOL)
                         )
                         break
             return out
