@@ -101,6 +101,10 @@ def _cases(dtype, side, rng):
         yield f"packed {x.shape} {y.shape}", packed_gemm.product, (x, y)
         yield f"packed, y transposed {x.shape} {y.shape}", packed_gemm.product, (x, transposed)
         yield f"packed, x reversed {x.shape} {y.shape}", packed_gemm.product, (x[..., ::-1, :], y)
+        x_transposed = np.swapaxes(
+            _filled(x_shape[:-2] + x_shape[:-3:-1], dtype, side, rng), -1, -2
+        )
+        yield f"packed, x transposed {x.shape} {y.shape}", packed_gemm.product, (x_transposed, y)
 
 
 class _GuardedResults:

@@ -16,6 +16,8 @@ from ...ir import primitives as P
 from .. import autograd, saved_attributes
 from ..tensor import Tensor
 
+_INDICES = (dtypes.INTEGER, dtypes.BOOL)  # tensors without gradients
+
 
 def _named(backward_name):
     """Gives the node a composite op ends in the PyTorch name of the op (for
@@ -43,7 +45,7 @@ def _named(backward_name):
                         node.shown_edges = tuple(
                             autograd.gradient_edge(a) if a.requires_grad else (None, 0)
                             for a in args
-                            if isinstance(a, Tensor) and a._dtype.category not in (dtypes.INTEGER, dtypes.BOOL)
+                            if isinstance(a, Tensor) and a._dtype.category not in _INDICES
                         )
                         break
             return out
