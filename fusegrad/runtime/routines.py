@@ -410,8 +410,8 @@ def _product_call(x: np.ndarray, y: np.ndarray):
 
 def _stacked_product(x: np.ndarray, y: np.ndarray):
     """How the routine computes x @ y: its form, the result's shape and the
-    routine's sizes (``gemm.SIZES``). None where numpy should: a shape numpy
-    rejects, an empty or single product, columns too few for vectors, a
+    routine's sizes (``gemm.SIZES``). None where the packed GEMM or numpy
+    should: a shape numpy rejects, an empty or single product, columns too few for vectors, a
     small or large product, stack axes that do not merge into two, or y's columns
     strided when the depth is short (copying y so its columns were
     contiguous made attention's q @ k^T slower than numpy's product)."""
@@ -468,8 +468,9 @@ MIN_COLUMNS = 4  # fewer: mostly masked-off lanes, where BLAS did better
 # Multiply-adds in all products below which numpy's call costs less than
 # the routine's (at 8 x 16x16x16 they took the same 3.2 us).
 MIN_WORK = 1 << 15
-# Multiply-adds of one product beyond which BLAS's packing and cache
-# blocking pay off (2 x 1024^3 took 14% longer here, 4 x 64x16384x64 70%).
+# Multiply-adds of one product beyond which packing and cache blocking pay
+# off, the packed GEMM's (2 x 1024^3 took 14% longer here than BLAS's,
+# 4 x 64x16384x64 70%).
 MAX_PRODUCT = 1 << 22
 
 ROUTINES = {
