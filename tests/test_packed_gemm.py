@@ -6,11 +6,14 @@ threads, however small."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
 import fusegrad as fg
 from fusegrad.codegen import packed_gemm as codegen_packed
+from fusegrad.codegen import vectors
 from fusegrad.runtime import packed_gemm, routines, threads
 
 import test_jit
@@ -88,6 +91,36 @@ def test_products_of_every_layout_match_numpy(shape, dtype, every_product_packed
             scale = np.abs(x).max() * np.abs(y).max() * k
             np.testing.assert_allclose(got, want, rtol=0, atol=tolerance * scale)
     assert all(every_product_packed)
+
+
+# Vector registers (bytes, count) of the machines the routine is generated
+# for: AVX-512's and AVX2's. The routine built for either runs on any x86
+# machine (LLVM splits vectors wider than the host's), so both block shapes
+# (12x32 and 6x16 floats) are checked wherever the tests run.
+MACHINES = [(64, 32), (32, 16)]
+
+
+@pytest.mark.parametrize("registers", MACHINES, ids=lambda r: f"{r[1]}x{r[0]}B")
+def test_the_block_shapes_of_other_machines_compute_the_same(registers, monkeypatch):
+    monkeypatch.setattr(vectors, "vector_registers", lambda: registers)
+    monkeypatch.setattr(codegen_packed, "vector_registers", lambda: registers)
+    monkeypatch.setattr(packed_gemm, "_calls", {})
+    monkeypatch.setattr(packed_gemm, "_workspaces", threading.local())
+    monkeypatch.setattr(packed_gemm, "MIN_WORK", 0)
+    monkeypatch.setattr(packed_gemm, "MIN_SIDE", 1)
+    monkeypatch.setenv("FUSEGRAD_NUM_THREADS", "2")
+    assert codegen_packed.blocking("float32").mr == (12 if registers[1] == 32 else 6)
+    rng = np.random.default_rng(registers[1])
+    for dtype in (np.float32, np.float64):
+        tolerance = 3e-6 if dtype == np.float32 else 1e-14
+        for m, k, n in SHAPES[:-1]:
+            for x_layout, y_layout in [("c", "c"), ("transposed", "strided")]:
+                x = _operand(rng, (m, k), dtype, x_layout)
+                y = _operand(rng, (k, n), dtype, y_layout)
+                want = x.astype(np.float64) @ y.astype(np.float64)
+                scale = np.abs(x).max() * np.abs(y).max() * k
+                got = packed_gemm.product(x, y)
+                np.testing.assert_allclose(got, want, rtol=0, atol=tolerance * scale)
 
 
 STACKS = [

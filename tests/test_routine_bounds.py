@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from fusegrad.codegen import convolution
+from fusegrad.codegen import convolution, vectors
 from fusegrad.codegen import packed_gemm as codegen_packed
 from fusegrad.runtime import packed_gemm, routines, threads
 from fusegrad.runtime.addresses import data_address
@@ -90,6 +90,10 @@ def _cases(dtype, side, rng):
         # the matrix routine's result is its own: its operands are guarded
         yield f"matmul rows {x.shape} {y.shape}", routines.matmul, (x, y)
         yield f"matmul dots {x.shape} {y.shape}", routines.matmul, (x, transposed)
+    yield from _packed_cases(dtype, side, rng)
+
+
+def _packed_cases(dtype, side, rng):
     for x_shape, y_shape in [
         ((151, 263), (263, 41)),
         ((7, 300), (300, 12301)),
@@ -153,6 +157,18 @@ def _child() -> None:
                     print(side, np.dtype(dtype).name, name, f"in place: {in_place}", flush=True)
                     with threads.own_cores():  # items in parts, three threads
                         routine(*arguments)
+        # the packed GEMM as generated for the other kind of machine (AVX-512's
+        # 12x32 blocks or AVX2's 6x16), which runs here too
+        other = (32, 16) if vectors.vector_registers()[1] >= 32 else (64, 32)
+        host = vectors.vector_registers
+        vectors.vector_registers = codegen_packed.vector_registers = lambda other=other: other
+        packed_gemm._calls.clear()
+        for dtype in (np.float32, np.float64):
+            for name, routine, arguments in _packed_cases(dtype, side, rng):
+                print(side, np.dtype(dtype).name, name, f"registers: {other}", flush=True)
+                routine(*arguments)
+        vectors.vector_registers = codegen_packed.vector_registers = host
+        packed_gemm._calls.clear()
     print("done", flush=True)
 
 
