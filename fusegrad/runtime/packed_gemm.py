@@ -34,42 +34,49 @@ _workspaces = threading.local()  # per calling thread: dtype -> packing space of
 def product(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     """x @ y (numpy's matmul of two arrays of at least two dimensions) by the
     packed GEMM; None where BLAS should compute it."""
-    cores = threads.count()
-    key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype, cores)
+    key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
     call = _calls.get(key, _UNSEEN)
     if call is _UNSEEN:
-        call = _prepare(x, y, cores)
+        layout = _layout(x, y)
+        call = None if layout is None else _Call(x.dtype, layout)
         if len(_calls) >= CALLS_KEPT:
             _calls.clear()
         _calls[key] = call
-    if call is None:
+    if call is None:  # asking the cores only here: the question is a system call
         return None
-    native, shape, sizes, _ = call
-    out = np.empty(shape, x.dtype)
+    sizes = call.sizes(threads.count())
+    out = np.empty(call.shape, x.dtype)
     spaces = _workspace(x.dtype, len(sizes))
     addresses = (data_address(x), data_address(y), data_address(out))
-    threads.run(native, [(*addresses, s, w) for s, w in zip(sizes, spaces)])
+    threads.run(call.native, [(*addresses, s, w) for s, w in zip(sizes, spaces)])
     return out
 
 
 CALLS_KEPT = 1024
-_calls: dict = {}  # operands' layouts and the cores -> _prepare's
+_calls: dict = {}  # operands' layouts -> _Call, or None for BLAS
 _UNSEEN = object()
 
 
-def _prepare(x: np.ndarray, y: np.ndarray, cores: int):
-    """(the routine, the result's shape, the addresses of each part's sizes,
-    and those int64 arrays) for x @ y on ``cores``; None where BLAS
-    should compute it. Looking all that up took 70 us a call."""
-    layout = _layout(x, y)
-    if layout is None:
-        return None
-    shape, items, (m, k, n), strides = layout
-    if items * m * k * n < SPLIT_WORK:
-        cores = 1
-    parts = _parts(items, m, n, cores, packed_gemm.blocking(x.dtype.name))
-    arrays = [np.array([*part, k, *strides], np.int64) for part in parts]
-    return packed_gemm.matmul(x.dtype.name), shape, [data_address(a) for a in arrays], arrays
+class _Call:
+    """How a product of one layout runs: the routine, the result's shape and
+    each part's sizes per count of cores, made once (looking all that up
+    took 70 us a call)."""
+
+    def __init__(self, dtype: np.dtype, layout: tuple):
+        self.shape, self.items, self.mkn, self.strides = layout
+        self.native = packed_gemm.matmul(dtype.name)
+        self.blocks = packed_gemm.blocking(dtype.name)
+        self.by_cores: dict = {}  # cores -> (addresses of the parts' sizes, those int64 arrays)
+
+    def sizes(self, cores: int) -> list:
+        made = self.by_cores.get(cores)
+        if made is None:
+            m, k, n = self.mkn
+            splits = cores if self.items * m * k * n >= SPLIT_WORK else 1
+            parts = _parts(self.items, m, n, splits, self.blocks)
+            arrays = [np.array([*part, k, *self.strides], np.int64) for part in parts]
+            made = self.by_cores[cores] = ([data_address(a) for a in arrays], arrays)
+        return made[0]
 
 
 def runs_packed(x_shape: tuple, y_shape: tuple) -> bool:

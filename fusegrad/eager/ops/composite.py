@@ -22,8 +22,8 @@ _INDICES = (dtypes.INTEGER, dtypes.BOOL)  # tensors without gradients
 def _named(backward_name):
     """Gives the node a composite op ends in the PyTorch name of the op (for
     grad_fn; a function of the arguments may give None: the composite's own
-    nodes are PyTorch's). On float16 and bfloat16 tensors the op computes in float32 and
-    rounds its result once, as PyTorch's kernel for it does."""
+    nodes are PyTorch's). On float16 and bfloat16 tensors the op computes in
+    float32 and rounds its result once, as PyTorch's kernel for it does."""
 
     def decorate(fn):
         @functools.wraps(fn)
@@ -31,9 +31,10 @@ def _named(backward_name):
             mark = autograd.sequence_mark()
             reduced = _reduced_result(args, kwargs)
             out = fn(*args, **kwargs) if reduced is None else _in_float32(fn, reduced, args, kwargs)
-            node = getattr(out, "grad_fn", None)
-            label = backward_name(*args, **kwargs) if callable(backward_name) else backward_name
-            if node is not None and node.sequence_nr > mark and label is not None:
+            node, label = getattr(out, "grad_fn", None), None
+            if node is not None and node.sequence_nr > mark:
+                label = backward_name(*args, **kwargs) if callable(backward_name) else backward_name
+            if label is not None:
                 node.label = label
                 if node.label in saved_attributes.READS_CALL:
                     saved_attributes.record_call(node, fn, args, kwargs, out, Tensor)
