@@ -13,7 +13,9 @@ import pytest
 import fusegrad as fg
 import fusegrad.nn as nn
 import fusegrad.nn.functional as F
+from fusegrad.codegen import packed_gemm as codegen_packed
 from fusegrad.eager.autocast_policy import CPU_POLICY, autocasts
+from fusegrad.runtime import packed_gemm as runtime_packed
 
 bf16, f32, f64 = fg.bfloat16, fg.float32, fg.float64
 
@@ -284,6 +286,60 @@ def test_training_step_under_autocast_compiles_to_the_eager_numbers():
     for _ in range(2):
         for got, want in zip(compiled(x, target, params), eager):
             assert_as_eager(got, want)
+
+
+@pytest.mark.parametrize(
+    "dot",
+    [
+        "emulated",
+        pytest.param(
+            "instruction",
+            marks=pytest.mark.skipif(
+                not codegen_packed.has_bfloat16_dot(), reason="this CPU has no AVX512-BF16"
+            ),
+        ),
+    ],
+)
+def test_a_larger_step_under_autocast_runs_bfloat16_pairs_compiled_as_eager(dot, monkeypatch):
+    """A compiled step's products large enough for the packed GEMM run as
+    bfloat16 pairs (their operands hold bfloat16 values: ir/simplify.py
+    marks them), forward and backward, summed in float32 as eager mode's
+    float32 products (in another order: a bfloat16 result may move by one
+    unit); the loss and gradients stay within bfloat16's precision of
+    float32's."""
+    monkeypatch.setattr(runtime_packed, "BFLOAT16_PAIRS", True)
+    monkeypatch.setattr(runtime_packed, "_calls", {})
+    if dot == "emulated":
+        monkeypatch.setattr(codegen_packed, "has_bfloat16_dot", lambda: False)
+    pairs = []
+    product = runtime_packed.product
+
+    def counted(x, y, pairs_asked=False, rounded=False):
+        out = product(x, y, pairs_asked, rounded)
+        pairs.append(pairs_asked and out is not None)
+        return out
+
+    monkeypatch.setattr(runtime_packed, "product", counted)
+    shapes = [(96, 64), (96,), (10, 96), (10,)]
+    x, target = randn(256, 64, seed=20), randn(256, 10, seed=21)
+
+    def step(x, target, params, dtype):
+        with fg.autocast("cpu", dtype=bf16, enabled=dtype is bf16):
+            loss = _mlp_loss(x, target, *params)
+        return (loss, *fg.autograd.grad(loss, params))
+
+    params = [randn(*s, requires_grad=True, seed=30 + k) for k, s in enumerate(shapes)]
+    eager = step(x, target, params, bf16)
+    compiled = fg.jit(lambda x, target, params: step(x, target, params, bf16))
+    for _ in range(3):
+        pairs.clear()
+        for got, want in zip(compiled(x, target, params), eager):
+            assert_as_eager(got, want)
+        assert sum(pairs) == 2  # the hidden layer's product and its weight's gradient
+    for got, want in zip(eager, step(x, target, params, f32)):
+        # as a whole (a unit near zero may change sides of the ReLU in bfloat16)
+        got, want = values(got).astype(np.float64), values(want)
+        assert np.linalg.norm(got - want) <= 5e-2 * np.linalg.norm(want)
 
 
 def test_a_weight_used_twice_in_a_region_is_cast_once_as_pytorchs_cache():

@@ -34,8 +34,8 @@ def every_product_packed(monkeypatch):
     ran = []
     original = packed_gemm.product
 
-    def product(x, y):
-        out = original(x, y)
+    def product(x, y, pairs=False, rounded=False):
+        out = original(x, y, pairs, rounded)
         ran.append(out is not None)
         return out
 
@@ -121,6 +121,16 @@ def test_the_block_shapes_of_other_machines_compute_the_same(registers, monkeypa
                 scale = np.abs(x).max() * np.abs(y).max() * k
                 got = packed_gemm.product(x, y)
                 np.testing.assert_allclose(got, want, rtol=0, atol=tolerance * scale)
+    monkeypatch.setattr(packed_gemm, "BFLOAT16_PAIRS", True)
+    for dot in ["instruction", "emulated"] if codegen_packed.has_bfloat16_dot() else ["emulated"]:
+        if dot == "emulated":
+            monkeypatch.setattr(codegen_packed, "has_bfloat16_dot", lambda: False)
+        packed_gemm._calls.clear()
+        for m, k, n in SHAPES[:-1]:
+            x = _bfloat16(_operand(rng, (m, k), np.float32, "transposed"))
+            y = _bfloat16(_operand(rng, (k, n), np.float32, "c"))
+            _assert_bfloat16_product(packed_gemm.product(x, y, pairs=True), x, y, False)
+            _assert_bfloat16_product(packed_gemm.product(x, y, True, rounded=True), x, y, True)
 
 
 STACKS = [
@@ -214,6 +224,112 @@ def test_large_products_run_packed_in_parts_on_fusegrads_threads(monkeypatch):
     x = np.ones((256, 256), np.float32)
     np.testing.assert_array_equal(routines.matmul(x, x), x @ x)
     assert handed == [2]
+
+
+# ------------------------------------------------------------ bfloat16 pairs
+
+DOTS = [
+    "emulated",
+    pytest.param(
+        "instruction",
+        marks=pytest.mark.skipif(
+            not codegen_packed.has_bfloat16_dot(), reason="this CPU has no AVX512-BF16"
+        ),
+    ),
+]
+
+
+@pytest.fixture(params=DOTS)
+def bfloat16_pairs(request, monkeypatch):
+    """bfloat16 products run as pairs, by the CPU's dot product instruction
+    or (on any machine) by the routine that emulates it."""
+    monkeypatch.setattr(packed_gemm, "BFLOAT16_PAIRS", True)
+    if request.param == "emulated":
+        monkeypatch.setattr(codegen_packed, "has_bfloat16_dot", lambda: False)
+    monkeypatch.setattr(packed_gemm, "_calls", {})
+    return request.param
+
+
+def _bfloat16(a: np.ndarray) -> np.ndarray:
+    """``a`` rounded to bfloat16 in place (its layout kept), as fusegrad holds them."""
+    a[...] = fg.bfloat16.round(a)
+    return a
+
+
+def _assert_bfloat16_product(got, x, y, rounded: bool):
+    """got is x @ y's float32 sums (``rounded``: rounded once to bfloat16,
+    so bfloat16 values within half a bfloat16 step of the exact product)."""
+    want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+    assert got.dtype == np.float32 and got.shape == want.shape
+    scale = np.abs(x).max(initial=0) * np.abs(y).max(initial=0) * x.shape[-1]
+    if rounded:
+        np.testing.assert_array_equal(got, fg.bfloat16.round(got))
+    np.testing.assert_allclose(got, want, rtol=2**-8 if rounded else 0, atol=3e-6 * scale)
+
+
+@pytest.mark.parametrize("rounded", [False, True], ids=["sums", "rounded"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_bfloat16_products_of_every_layout(shape, rounded, bfloat16_pairs, every_product_packed):
+    """Odd depths (a pair's second half past the end) and depths past one
+    block (521 = 512 + 9) included."""
+    m, k, n = shape
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    for x_layout in LAYOUTS:
+        for y_layout in LAYOUTS:
+            x = _bfloat16(_operand(rng, (m, k), np.float32, x_layout))
+            y = _bfloat16(_operand(rng, (k, n), np.float32, y_layout))
+            got = routines.matmul(x, y, operands=fg.bfloat16, rounded=rounded)
+            _assert_bfloat16_product(got, x, y, rounded)
+    assert all(every_product_packed)
+
+
+@pytest.mark.parametrize("shapes", STACKS, ids=lambda s: f"{s[0]}@{s[1]}")
+def test_bfloat16_stacked_products(shapes, bfloat16_pairs, every_product_packed):
+    rng = np.random.default_rng(len(shapes[0]) + shapes[1][-1])
+    for x_layout, y_layout in [("c", "c"), ("transposed", "reversed"), ("strided", "transposed")]:
+        x = _bfloat16(_operand(rng, shapes[0], np.float32, x_layout))
+        y = _bfloat16(_operand(rng, shapes[1], np.float32, y_layout))
+        got = routines.matmul(x, y, operands=fg.bfloat16, rounded=True)
+        _assert_bfloat16_product(got, x, y, True)
+
+
+def test_bfloat16_products_round_nan_inf_and_overflow_as_the_dtype(
+    bfloat16_pairs, every_product_packed
+):
+    x = np.ones((9, 20), np.float32)
+    x[1, 4], x[7, 19], x[3] = np.inf, np.nan, 2.0**120  # row 3's sums pass bfloat16's largest
+    y = np.ones((20, 18), np.float32)
+    y[4, 2], y[5] = 0.0, -1.0
+    got = routines.matmul(x, y, operands=fg.bfloat16, rounded=True)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(got, fg.bfloat16.round(x @ y))
+
+
+def test_the_emulated_dot_computes_the_instructions_bits(monkeypatch, every_product_packed):
+    if not codegen_packed.has_bfloat16_dot():
+        pytest.skip("this CPU has no AVX512-BF16")
+    monkeypatch.setattr(packed_gemm, "BFLOAT16_PAIRS", True)
+    rng = np.random.default_rng(8)
+    scales = np.exp(3 * rng.standard_normal((151, 1100)))  # sums of products far apart
+    x = _bfloat16((rng.standard_normal(scales.shape) * scales).astype(np.float32))
+    y = _bfloat16(rng.standard_normal((1100, 70)).astype(np.float32))
+    by_instruction = routines.matmul(x, y, operands=fg.bfloat16)
+    monkeypatch.setattr(codegen_packed, "has_bfloat16_dot", lambda: False)
+    packed_gemm._calls.clear()
+    np.testing.assert_array_equal(routines.matmul(x, y, operands=fg.bfloat16), by_instruction)
+
+
+def test_bfloat16_products_without_pairs_are_float32_products_rounded(monkeypatch):
+    monkeypatch.setattr(packed_gemm, "BFLOAT16_PAIRS", False)
+    monkeypatch.setattr(packed_gemm, "_calls", {})
+    rng = np.random.default_rng(9)
+    x = _bfloat16(rng.standard_normal((300, 400)).astype(np.float32))
+    y = _bfloat16(rng.standard_normal((400, 200)).astype(np.float32))
+    got = routines.matmul(x, y, operands=fg.bfloat16, rounded=True)
+    np.testing.assert_array_equal(got, fg.bfloat16.round(routines.matmul(x, y)))
+    np.testing.assert_array_equal(
+        routines.matmul(x, y, operands=fg.bfloat16), routines.matmul(x, y)
+    )
 
 
 # ---------------------------------------------------------------- the op table

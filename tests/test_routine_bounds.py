@@ -5,6 +5,7 @@ routines run in a child process, which a fault kills, naming the case, their
 items in parts on three threads as while a program owns the cores."""
 
 import ctypes
+import functools
 import mmap
 import os
 import subprocess
@@ -94,6 +95,10 @@ def _cases(dtype, side, rng):
 
 
 def _packed_cases(dtype, side, rng):
+    products = [("packed", packed_gemm.product)]
+    if dtype == np.float32:  # and as bfloat16 pairs (odd depths: a pair's half past the end)
+        rounded = functools.partial(packed_gemm.product, pairs=True, rounded=True)
+        products.append(("packed bfloat16, rounded", rounded))
     for x_shape, y_shape in [
         ((151, 263), (263, 41)),
         ((7, 300), (300, 12301)),
@@ -102,13 +107,14 @@ def _packed_cases(dtype, side, rng):
         x = _filled(x_shape, dtype, side, rng)
         y = _filled(y_shape, dtype, side, rng)
         transposed = _filled(y_shape[::-1], dtype, side, rng).T
-        yield f"packed {x.shape} {y.shape}", packed_gemm.product, (x, y)
-        yield f"packed, y transposed {x.shape} {y.shape}", packed_gemm.product, (x, transposed)
-        yield f"packed, x reversed {x.shape} {y.shape}", packed_gemm.product, (x[..., ::-1, :], y)
         x_transposed = np.swapaxes(
             _filled(x_shape[:-2] + x_shape[:-3:-1], dtype, side, rng), -1, -2
         )
-        yield f"packed, x transposed {x.shape} {y.shape}", packed_gemm.product, (x_transposed, y)
+        for name, product in products:
+            yield f"{name} {x.shape} {y.shape}", product, (x, y)
+            yield f"{name}, y transposed {x.shape} {y.shape}", product, (x, transposed)
+            yield f"{name}, x reversed {x.shape} {y.shape}", product, (x[..., ::-1, :], y)
+            yield f"{name}, x transposed {x.shape} {y.shape}", product, (x_transposed, y)
 
 
 class _GuardedResults:
@@ -139,14 +145,16 @@ def _child() -> None:
                 native(*addresses, data_address(sizes))
             return out
 
-        def workspace(dtype, count, side=side):
-            size = codegen_packed.blocking(np.dtype(dtype).name).workspace()
+        def workspace(routine, count, side=side):
+            size = codegen_packed.blocking(routine).workspace()
+            dtype = np.float64 if routine == "float64" else np.float32
             return [data_address(_guarded((size,), dtype, side)) for _ in range(count)]
 
         routines._run = run
         routines.SPLIT_ELEMENTS = 0
         packed_gemm.MIN_WORK = packed_gemm.SPLIT_WORK = 0
         packed_gemm.MIN_SIDE = 1
+        packed_gemm.BFLOAT16_PAIRS = True  # by the emulated dot where the CPU lacks it
         packed_gemm._workspace = workspace
         packed_gemm.np = _GuardedResults(side)
         os.environ["FUSEGRAD_NUM_THREADS"] = "3"
@@ -168,6 +176,15 @@ def _child() -> None:
                 print(side, np.dtype(dtype).name, name, f"registers: {other}", flush=True)
                 routine(*arguments)
         vectors.vector_registers = codegen_packed.vector_registers = host
+        if codegen_packed.has_bfloat16_dot():  # the emulated dot, too
+            has_dot = codegen_packed.has_bfloat16_dot
+            codegen_packed.has_bfloat16_dot = lambda: False
+            packed_gemm._calls.clear()
+            for name, routine, arguments in _packed_cases(np.float32, side, rng):
+                if "bfloat16" in name:
+                    print(side, name, "emulated dot", flush=True)
+                    routine(*arguments)
+            codegen_packed.has_bfloat16_dot = has_dot
         packed_gemm._calls.clear()
     print("done", flush=True)
 

@@ -12,7 +12,8 @@ columns, one per core) is computed in blocks sized for the caches:
           for each B panel:              one panel (KC x NR) stays in L1
             for each A panel:
               MR x NR sums in vector registers through the KC steps,
-              added into C (or stored, on the first depth block)
+              added into C (or stored, on the first depth block;
+              rounded to bfloat16 on the last, if asked, for bfloat16)
 
 Packing copies each block once into the order the micro-kernel reads it:
 consecutive, whatever the operands' strides (transposed operands, views
@@ -25,6 +26,15 @@ vector registers leave beside those operands.
 Sizes and strides (in elements) are arguments, so the routine compiles once
 per dtype and machine; the block sizes are constants of it. Products
 stacked along two axes (any strides, 0 for a shared operand) are ``items``.
+
+bfloat16 operands (held in float32, whose upper half is the bfloat16) are
+packed as bfloat16 pairs along the depth, one 32-bit word per row or column
+and two steps, the layout AVX512-BF16's ``vdpbf16ps`` reads: it multiplies
+a vector of such pairs by another and adds both products into float32 sums,
+twice float32's multiply-adds per instruction. Where the CPU lacks it the
+same routine can be built with that instruction emulated (each half widened
+to float32, two fused multiply-adds), so its packing and loops are checked
+on any machine; products of float32 are as exact there.
 """
 
 from __future__ import annotations
@@ -36,13 +46,14 @@ from llvmlite import ir
 
 from .lowering import LLVM_TYPES
 from .routines import I64, _add, _carried, _constant, _loop, _mul
-from .target import compile_function, vector_registers
+from .target import compile_function, cpu_features, vector_registers
 from .vectors import Vectors, lanes
 
 # The routine's size arguments (int64s), in this order: the part of C it
 # computes (items, rows and columns, each [begin, end)), the depth, then
-# strides in elements. Item i is product (i // inner_items, i % inner_items)
-# of two stack axes, so a stack broadcast along one needs no copy.
+# strides in elements, then (bfloat16's routine) whether C is rounded to
+# bfloat16. Item i is product (i // inner_items, i % inner_items) of two
+# stack axes, so a stack broadcast along one needs no copy.
 SIZES = (
     "items_begin",
     "items_end",
@@ -63,6 +74,7 @@ SIZES = (
     "c_outer",
     "c_inner",
     "c_row",
+    "rounded",
 )
 
 
@@ -75,41 +87,63 @@ class Blocking(NamedTuple):
     mc: int
     kc: int
     nc: int
+    pairs: bool = False  # packed as pairs along the depth, two steps a word
+
+    def packed_a(self) -> int:
+        """Elements (or words of pairs) of A's packed block."""
+        return self.mc * self.kc // (2 if self.pairs else 1)
 
     def workspace(self) -> int:
-        """Elements of packing space a part needs: A's block and B's."""
-        return self.mc * self.kc + self.kc * self.nc + 2 * 64  # and room to align both
+        """Elements (or words) of packing space a part needs: A's block and B's."""
+        packed_b = self.kc * self.nc // (2 if self.pairs else 1)
+        return self.packed_a() + packed_b + 2 * 64  # and room to align both
 
 
 def blocking(dtype_name: str) -> Blocking:
     """Block sizes for this machine: 12 rows of two vectors with 32
     registers (24 accumulators), 6 rows of two with 16 (12 accumulators);
-    256 steps deep (B's micro-panel, 16-32 KB, stays in L1) and A's block
-    (MC x KC) 144 KB, about a third of L2, as BLIS sizes them for these
-    cores. On the AVX2 machine measured, float64 products ran 15-25% faster
-    than with 384 steps; float32 ones alike within the noise."""
-    width = lanes(dtype_name)
+    256 steps deep (B's micro-panel, 16-32 KB, stays in L1; bfloat16's 512,
+    the same bytes) and A's block (MC x KC) 144 KB, about a third of L2, as
+    BLIS sizes them for these cores. On the AVX2 machine measured, float64
+    products ran 15-25% faster than with 384 steps; float32 ones alike
+    within the noise."""
+    width = lanes(_SUMS_DTYPE.get(dtype_name, dtype_name))
     _, registers = vector_registers()
-    itemsize = 4 if dtype_name == "float32" else 8
+    itemsize = ITEMSIZES[dtype_name]
+    depth = DEPTH * 4 // min(itemsize, 4)
     mr, nr = (12 if registers >= 32 else 6), 2 * width
-    mc = BLOCK_BYTES // (DEPTH * itemsize) // mr * mr
-    return Blocking(mr, nr, mc, DEPTH, nr * (4096 // nr))
+    mc = BLOCK_BYTES // (depth * itemsize) // mr * mr
+    return Blocking(mr, nr, mc, depth, nr * (4096 // nr), pairs=itemsize == 2)
 
 
 DEPTH = 256
 BLOCK_BYTES = 144 * 1024
+ITEMSIZES = {"float32": 4, "float64": 8, "bfloat16": 2}
+_SUMS_DTYPE = {"bfloat16": "float32"}  # what a product of the dtype sums in
 
 
-def matmul(dtype_name: str):
+def has_bfloat16_dot() -> bool:
+    """Whether this CPU has AVX512-BF16's bfloat16 dot product instruction."""
+    return bool(cpu_features().get("avx512bf16"))
+
+
+def matmul(dtype_name: str, emulated_dot: bool = False):
     """``gemm(a, b, c, sizes, workspace)``: the part of c = a @ b that
     ``sizes`` (as ``SIZES``) gives, packing into ``workspace`` (at least
-    ``blocking(dtype).workspace`` elements, this part's own)."""
+    ``blocking(dtype).workspace`` elements of the sums' dtype, this part's
+    own). a, b and c are float32 for bfloat16; ``emulated_dot`` builds its
+    dot product instruction from float32 ones (needed where the CPU lacks
+    it)."""
+    if dtype_name == "bfloat16" and not (emulated_dot or has_bfloat16_dot()):
+        raise RuntimeError("this CPU has no bfloat16 dot product (AVX512-BF16)")
     prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)
+    sums = _SUMS_DTYPE.get(dtype_name, dtype_name)
+    dot = " emulated dot" if emulated_dot else ""
     description = (
-        f"routine packed gemm {dtype_name} lanes {lanes(dtype_name)} {blocking(dtype_name)}"
+        f"routine packed gemm {dtype_name}{dot} lanes {lanes(sums)} {blocking(dtype_name)}"
     )
     return compile_function(
-        description, lambda symbol: _Gemm(dtype_name, symbol).build(), prototype
+        description, lambda symbol: _Gemm(dtype_name, symbol, emulated_dot).build(), prototype
     )
 
 
@@ -117,7 +151,10 @@ class _Gemm:
     """The routine as it is built: its builder, sizes (loaded on entry),
     block sizes and vector instructions."""
 
-    def __init__(self, dtype_name: str, symbol: str):
+    def __init__(self, dtype_name: str, symbol: str, emulated_dot: bool):
+        self.pairs = dtype_name == "bfloat16"  # packed as bfloat16 pairs, summed in float32
+        self.emulated_dot = emulated_dot
+        dtype_name = _SUMS_DTYPE.get(dtype_name, dtype_name)
         element = LLVM_TYPES[dtype_name]
         pointer = element.as_pointer()
         self.module = ir.Module(name="packed_gemm")
@@ -133,11 +170,18 @@ class _Gemm:
         }
         self.vectors = Vectors(b, element, lanes(dtype_name))
         self.element = element
-        self.blocks = blocking(dtype_name)
+        self.blocks = blocking("bfloat16" if self.pairs else dtype_name)
         self.nr = self.blocks.nr
         self.nr_vectors = self.nr // self.vectors.width
         self.packed_a = self._aligned(workspace, 0)
-        self.packed_b = self._aligned(workspace, self.blocks.mc * self.blocks.kc + 64)
+        self.packed_b = self._aligned(workspace, self.blocks.packed_a() + 64)
+
+    def _steps(self, kc):
+        """The micro-kernel's steps through ``kc`` of the depth (pairs of
+        bfloat16 take two at once); packed panels are as many rows deep."""
+        if not self.pairs:
+            return kc
+        return self.b.sdiv(_add(self.b, kc, _constant(1)), _constant(2))
 
     def _aligned(self, base, offset: int):
         """``base + offset`` elements, rounded up to 64 bytes."""
@@ -174,10 +218,16 @@ class _Gemm:
             def depth_block(pc, kc):
                 self._pack_b(bm, pc, kc, jc, nc)
                 first = b.icmp_signed("==", pc, _constant(0))
+                last = None
+                if self.pairs:
+                    last = b.and_(
+                        b.icmp_signed(">=", _add(b, pc, kc), s["depth"]),
+                        b.icmp_signed("!=", s["rounded"], _constant(0)),
+                    )
 
                 def row_block(ic, mc):
                     self._pack_a(a, ic, mc, pc, kc)
-                    self._macro_kernel(c, ic, mc, jc, nc, kc, first)
+                    self._macro_kernel(c, ic, mc, jc, nc, kc, first, last)
 
                 _blocks_of(b, rows_begin, rows_end, blocks.mc, row_block)
 
@@ -185,22 +235,30 @@ class _Gemm:
 
         _blocks_of(b, s["columns_begin"], s["columns_end"], blocks.nc, column_block)
 
-    def _macro_kernel(self, c, ic, mc, jc, nc, kc, first):
+    def _macro_kernel(self, c, ic, mc, jc, nc, kc, first, last):
         """Every MR x NR tile of C's block from the packed panels."""
         b, mr, nr = self.b, self.blocks.mr, self.nr
+        steps = self._steps(kc)
 
         def column_panel(j):
-            b_panel = b.gep(self.packed_b, [_mul(b, _mul(b, j, kc), _constant(nr))])
+            b_panel = b.gep(self.packed_b, [_mul(b, _mul(b, j, steps), _constant(nr))])
             column = _mul(b, j, _constant(nr))
             columns = b.sub(nc, column)
 
             def row_panel(i):
-                a_panel = b.gep(self.packed_a, [_mul(b, _mul(b, i, kc), _constant(mr))])
+                a_panel = b.gep(self.packed_a, [_mul(b, _mul(b, i, steps), _constant(mr))])
                 row = _mul(b, i, _constant(mr))
                 self._prefetch_tile(c, _add(b, ic, row), _add(b, jc, column), b.sub(mc, row))
-                sums = self._tile_sums(a_panel, b_panel, kc)
+                sums = self._tile_sums(a_panel, b_panel, steps)
                 self._store(
-                    c, _add(b, ic, row), _add(b, jc, column), b.sub(mc, row), columns, sums, first
+                    c,
+                    _add(b, ic, row),
+                    _add(b, jc, column),
+                    b.sub(mc, row),
+                    columns,
+                    sums,
+                    first,
+                    last,
                 )
 
             _loop(b, _constant(0), _ceil_div(b, mc, mr), row_panel)
@@ -228,25 +286,54 @@ class _Gemm:
                     prefetch, [place, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)]
                 )
 
-    def _tile_sums(self, a_panel, b_panel, kc):
-        """The micro-kernel: MR x NR sums through ``kc`` steps of the panels."""
+    def _tile_sums(self, a_panel, b_panel, steps):
+        """The micro-kernel: MR x NR sums through ``steps`` rows of the panels."""
         b, vectors, mr, count = self.b, self.vectors, self.blocks.mr, self.nr_vectors
+        multiply_add = self._pairs_multiply_add if self.pairs else vectors.fmuladd
 
         def step(p, sums):
             b_row = b.gep(b_panel, [_mul(b, p, _constant(self.nr))])
             a_column = b.gep(a_panel, [_mul(b, p, _constant(mr))])
             bv = [vectors.load(b.gep(b_row, [_constant(v * vectors.width)])) for v in range(count)]
+            if self.pairs and self.emulated_dot:
+                bv = [self._halves(v) for v in bv]
             out = []
             for r in range(mr):
                 av = vectors.splat(b.load(b.gep(a_column, [_constant(r)])))
-                out += [vectors.fmuladd(av, bv[v], sums[r * count + v]) for v in range(count)]
+                if self.pairs and self.emulated_dot:
+                    av = self._halves(av)
+                out += [multiply_add(av, bv[v], sums[r * count + v]) for v in range(count)]
             return out
 
-        return _carried(b, _constant(0), kc, 1, [vectors.zero] * (mr * count), step)[1]
+        return _carried(b, _constant(0), steps, 1, [vectors.zero] * (mr * count), step)[1]
 
-    def _store(self, c, row, column, rows, columns, sums, first):
+    def _pairs_multiply_add(self, x, y, sums):
+        """sums + each lane's two bfloat16 products of x's pair by y's; x and
+        y are words of pairs as float32 vectors, or (emulated) the float32
+        vectors of their halves."""
+        b, vectors = self.b, self.vectors
+        if self.emulated_dot:
+            # the high halves' product first, as the instruction's definition adds them
+            (x_low, x_high), (y_low, y_high) = x, y
+            return vectors.fmuladd(x_low, y_low, vectors.fmuladd(x_high, y_high, sums))
+        pairs = ir.VectorType(_BFloat16(), 2 * vectors.width)
+        name = f"llvm.x86.avx512bf16.dpbf16ps.{32 * vectors.width}"
+        dot = vectors._intrinsic(name, vectors.type, [vectors.type, pairs, pairs])
+        return b.call(dot, [sums, b.bitcast(x, pairs), b.bitcast(y, pairs)])
+
+    def _halves(self, words):
+        """The float32 vectors of the low and the high bfloat16 of each word."""
+        b, vectors = self.b, self.vectors
+        integers = ir.VectorType(ir.IntType(32), vectors.width)
+        bits = b.bitcast(words, integers)
+        low = b.shl(bits, ir.Constant(integers, [16] * vectors.width))
+        high = b.and_(bits, ir.Constant(integers, [_HIGH_HALF] * vectors.width))
+        return b.bitcast(low, vectors.type), b.bitcast(high, vectors.type)
+
+    def _store(self, c, row, column, rows, columns, sums, first, last):
         """Adds a tile's sums into C at (row, column) (stores them on the
-        first depth block); of the tile, ``rows`` x ``columns`` lie in C."""
+        first depth block; rounds them to bfloat16 on the ``last``, where
+        that is asked); of the tile, ``rows`` x ``columns`` lie in C."""
         b, mr, count = self.b, self.blocks.mr, self.nr_vectors
         whole = b.and_(
             b.icmp_signed(">=", rows, _constant(mr)),
@@ -258,7 +345,8 @@ class _Gemm:
                 with inside:
                     for r in range(mr):
                         for v in range(count):
-                            self._store_vector(c, row, column, r, v, sums[r * count + v], first)
+                            value = sums[r * count + v]
+                            self._store_vector(c, row, column, r, v, value, first, last)
                 with edge:
                     for r in range(mr):
                         with b.if_then(b.icmp_signed("<", _constant(r), rows)):
@@ -266,7 +354,7 @@ class _Gemm:
                                 left = b.sub(columns, _constant(v * self.vectors.width))
                                 value = sums[r * count + v]
                                 mask = self.vectors.first(left)
-                                self._store_vector(c, row, column, r, v, value, first, mask)
+                                self._store_vector(c, row, column, r, v, value, first, last, mask)
 
         with b.if_else(first) as (on_first, later):
             with on_first:
@@ -274,18 +362,38 @@ class _Gemm:
             with later:
                 store(first=False)
 
-    def _store_vector(self, c, row, column, r, v, value, first, mask=None):
+    def _store_vector(self, c, row, column, r, v, value, first, last, mask=None):
         b, s, vectors = self.b, self.s, self.vectors
         offset = _add(b, _mul(b, _add(b, row, _constant(r)), s["c_row"]), column)
         place = b.gep(c, [_add(b, offset, _constant(v * vectors.width))])
         if not first:
             value = b.fadd(vectors.load(place, mask), value)
+        if last is not None:  # a few instructions beside KC steps: cheaper than a branch
+            value = b.select(last, self._rounded(value), value)
         vectors.store(value, place, mask)
+
+    def _rounded(self, value):
+        """A vector of float32 rounded to the nearest bfloat16, ties to even
+        (NaN: float32's quiet NaN), as ``dtypes.bfloat16.round``; in the
+        store, it costs no pass over C (numpy's took a quarter of a product's
+        time)."""
+        b, width = self.b, self.vectors.width
+        integers = ir.VectorType(ir.IntType(32), width)
+
+        def constant(n):
+            return ir.Constant(integers, [n] * width)
+
+        bits = b.bitcast(value, integers)
+        odd = b.and_(b.lshr(bits, constant(16)), constant(1))
+        rounded = b.and_(b.add(bits, b.add(odd, constant(0x7FFF))), constant(_HIGH_HALF))
+        rounded = b.select(b.fcmp_unordered("uno", value, value), constant(0x7FC00000), rounded)
+        return b.bitcast(rounded, value.type)
 
     # ------------------------------------------------------------ packing
 
     def _pack_a(self, a, ic, mc, pc, kc):
-        """A[ic:ic+mc, pc:pc+kc] as panels of MR rows, each [kc][MR], zeros
+        """A[ic:ic+mc, pc:pc+kc] as panels of MR rows, each [kc][MR] (of
+        pairs, [kc/2][MR] words), zeros
         below the last row, an element at a time (with A transposed, its
         rows side by side, masked vector loads and stores took 8% longer)."""
         b, s, mr = self.b, self.s, self.blocks.mr
@@ -293,7 +401,7 @@ class _Gemm:
         def panel(i):
             first_row = _add(b, ic, _mul(b, i, _constant(mr)))
             rows = b.sub(_add(b, ic, mc), first_row)
-            out = b.gep(self.packed_a, [_mul(b, _mul(b, i, kc), _constant(mr))])
+            out = b.gep(self.packed_a, [_mul(b, _mul(b, i, self._steps(kc)), _constant(mr))])
             # rows past the edge read the last row (in bounds) and keep zero
             starts = []
             for r in range(mr):
@@ -302,20 +410,20 @@ class _Gemm:
                 starts.append(b.gep(a, [_mul(b, row, s["a_row"])]))
 
             def step(p):
-                depth = _mul(b, _add(b, pc, p), s["a_depth"])
                 for r, start in enumerate(starts):
-                    value = b.load(b.gep(start, [depth]))
+                    value = self._packed(start, s["a_depth"], pc, p, kc)
                     if r:
                         keep = b.icmp_signed("<", _constant(r), rows)
                         value = b.select(keep, value, ir.Constant(self.element, 0))
                     b.store(value, b.gep(out, [_add(b, _mul(b, p, _constant(mr)), _constant(r))]))
 
-            _loop(b, _constant(0), kc, step)
+            _loop(b, _constant(0), self._steps(kc), step)
 
         _loop(b, _constant(0), _ceil_div(b, mc, mr), panel)
 
     def _pack_b(self, bm, pc, kc, jc, nc):
-        """B[pc:pc+kc, jc:jc+nc] as panels of NR columns, each [kc][NR],
+        """B[pc:pc+kc, jc:jc+nc] as panels of NR columns, each [kc][NR] (of
+        pairs, [kc/2][NR] words),
         zeros right of the last column: by vectors where B's columns are
         contiguous, else an element at a time."""
         b, s, nr, vectors = self.b, self.s, self.nr, self.vectors
@@ -323,7 +431,7 @@ class _Gemm:
         def panel(j):
             first_column = _add(b, jc, _mul(b, j, _constant(nr)))
             columns = b.sub(_add(b, jc, nc), first_column)
-            out = b.gep(self.packed_b, [_mul(b, _mul(b, j, kc), _constant(nr))])
+            out = b.gep(self.packed_b, [_mul(b, _mul(b, j, self._steps(kc)), _constant(nr))])
             contiguous = b.icmp_signed("==", s["b_column"], _constant(1))
             with b.if_else(contiguous) as (by_vectors, by_elements):
                 with by_vectors:
@@ -333,18 +441,17 @@ class _Gemm:
                     ]
 
                     def vector_step(p):
-                        row = b.gep(
-                            bm, [_add(b, _mul(b, _add(b, pc, p), s["b_depth"]), first_column)]
-                        )
                         for v, mask in enumerate(masks):
-                            value = vectors.load(b.gep(row, [_constant(v * vectors.width)]), mask)
+                            column = _add(b, first_column, _constant(v * vectors.width))
+                            start = b.gep(bm, [column])
+                            value = self._packed(start, s["b_depth"], pc, p, kc, mask)
                             place = b.gep(
                                 out,
                                 [_add(b, _mul(b, p, _constant(nr)), _constant(v * vectors.width))],
                             )
                             vectors.store(value, place)
 
-                    _loop(b, _constant(0), kc, vector_step)
+                    _loop(b, _constant(0), self._steps(kc), vector_step)
                 with by_elements:
                     last = b.sub(columns, _constant(1))
                     offsets = [
@@ -353,9 +460,9 @@ class _Gemm:
                     ]
 
                     def element_step(p):
-                        row = b.gep(bm, [_mul(b, _add(b, pc, p), s["b_depth"])])
                         for q, offset in enumerate(offsets):
-                            value = b.load(b.gep(row, [offset]))
+                            start = b.gep(bm, [offset])
+                            value = self._packed(start, s["b_depth"], pc, p, kc)
                             if q:
                                 keep = b.icmp_signed("<", _constant(q), columns)
                                 value = b.select(keep, value, ir.Constant(self.element, 0))
@@ -364,9 +471,59 @@ class _Gemm:
                                 b.gep(out, [_add(b, _mul(b, p, _constant(nr)), _constant(q))]),
                             )
 
-                    _loop(b, _constant(0), kc, element_step)
+                    _loop(b, _constant(0), self._steps(kc), element_step)
 
         _loop(b, _constant(0), _ceil_div(b, nc, nr), panel)
+
+    def _packed(self, start, depth_stride, pc, p, kc, mask=None):
+        """What a panel holds at its row ``p`` of the block at depth ``pc``,
+        from the operand's row or column at ``start``: the element at depth
+        pc + p (with ``mask``, a vector of consecutive ones); or of pairs,
+        the words of the bfloat16 at pc + 2p (low half) and the next (high
+        half; zero past the block's ``kc``), truncated from float32, which
+        holds bfloat16 values exactly."""
+        b = self.b
+
+        def load(depth):
+            place = b.gep(start, [_mul(b, depth, depth_stride)])
+            return b.load(place) if mask is None else self.vectors.load(place, mask)
+
+        if not self.pairs:
+            return load(_add(b, pc, p))
+        first = _mul(b, p, _constant(2))
+        second = _add(b, first, _constant(1))
+        low = load(_add(b, pc, first))
+        high = load(_add(b, pc, _min(b, second, b.sub(kc, _constant(1)))))
+        high = b.select(b.icmp_signed("<", second, kc), high, ir.Constant(high.type, None))
+        words = ir.IntType(32)
+        if isinstance(low.type, ir.VectorType):
+            words = ir.VectorType(words, low.type.count)
+
+        def constant(n):
+            if isinstance(words, ir.VectorType):
+                return ir.Constant(words, [n] * words.count)
+            return ir.Constant(words, n)
+
+        low_half = b.lshr(b.bitcast(low, words), constant(16))
+        high_half = b.and_(b.bitcast(high, words), constant(_HIGH_HALF))
+        return b.bitcast(b.or_(low_half, high_half), low.type)
+
+
+class _BFloat16(ir.types.Type):
+    """LLVM's bfloat, which llvmlite does not name: the dot product
+    instruction's operand type."""
+
+    def _to_string(self) -> str:
+        return "bfloat"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _BFloat16)
+
+    def __hash__(self) -> int:
+        return hash("bfloat")
+
+
+_HIGH_HALF = -(1 << 16)  # 0xFFFF0000 as an int32: a float32's bfloat16 half
 
 
 def _blocks_of(b, begin, end, size: int, body) -> None:

@@ -95,12 +95,18 @@ def _new_target_machine():
 
 
 @functools.cache
+def cpu_features() -> dict:
+    """The host CPU's features as LLVM names them: {name: whether it has it}."""
+    _initialized()
+    with _compile_lock:
+        return dict(llvm.get_host_cpu_features())
+
+
+@functools.cache
 def vector_registers() -> tuple:
     """The bytes in a vector register and how many there are (AVX-512: 64
     and 32; AVX: 32 and 16; otherwise SSE's or NEON's 16 and 16)."""
-    _initialized()
-    with _compile_lock:
-        features = llvm.get_host_cpu_features()
+    features = cpu_features()
     if features.get("avx512f"):
         return 64, 32
     if features.get("avx"):

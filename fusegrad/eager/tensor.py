@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir import primitives as P
-from ..runtime import native_eager
+from ..runtime import native_eager, routines
 from . import autograd, devices, grad_mode
 from . import memory_format as memory_formats
 
@@ -916,14 +916,19 @@ def computed(prim, args, params) -> tuple:
 
 
 _NATIVE = native_eager.PRIMITIVES  # eager primitives run as kernels on large arrays
+_ROUTINES = routines.ROUTINES
 
 
 def _reduced_impl(prim, args, params) -> tuple:
     """(data, dtype) of a primitive with float16 or bfloat16 operands (see
-    ``Primitive.compute``)."""
+    ``Primitive.compute``), by the routine a compiled program runs where
+    there is one."""
     _, dtype = prim.shape_rule(*args, **params)
     values = [t._data for t in args]
-    data = prim.compute(values, [t._dtype for t in args], dtype, params)
+    operand_dtypes = [t._dtype for t in args]
+    if dtype.reduced and prim in _ROUTINES and routines.runs_natively(prim, values[0]):
+        return routines.run_reduced(prim, values, operand_dtypes, dtype, params), dtype
+    data = prim.compute(values, operand_dtypes, dtype, params)
     return (data if data.__class__ is np.ndarray else np.asarray(data)), dtype
 
 

@@ -1653,7 +1653,7 @@ concatenate.defbatch(batch_axes("axis"))
 concatenate.defvjp(xs=_concatenate_vjp)
 
 
-def _matmul_rule(x, y):
+def _matmul_rule(x, y, operands=None):
     dtype = _same_dtype("matmul", x, y)
     if x.ndim < 2 or y.ndim < 2:
         raise RuntimeError("matmul primitive expects operands of rank >= 2")
@@ -1667,7 +1667,7 @@ def _matmul_rule(x, y):
     return batch + (x.shape[-2], y.shape[-1]), dtype
 
 
-def _matmul_impl(x, y):
+def _matmul_impl(x, y, operands=None):
     if y.ndim == 2 and x.ndim > 2 and x.size:
         # stacked matrices times one matrix: one product of all their rows,
         # where numpy would make a small product per matrix
@@ -1686,6 +1686,9 @@ def _matmul_vjp_y(g, x, y_shape):
     return matmul(swap_last(x), g)
 
 
+# ``operands=bfloat16``: float32 operands known to hold bfloat16 values (an
+# autocast product's, found by ir/simplify.py), which the runtime may
+# multiply as bfloat16; the result is the same float32 product.
 matmul = Primitive(
     "matmul", _matmul_impl, _matmul_rule, inputs=("x", "y"), backward_name="MmBackward0"
 )

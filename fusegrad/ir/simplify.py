@@ -33,6 +33,7 @@ from collections import Counter
 
 import numpy as np
 
+from . import dtypes
 from . import primitives as P
 from .fusion import is_elementwise
 from .graph import Const, Eqn, Graph, Var, run_equation
@@ -536,5 +537,45 @@ def without_stop_gradients(graph: Graph) -> Graph:
     return _substitute(graph, lambda eqn: eqn.inputs[0] if eqn.prim in identities else None)
 
 
+# Primitives whose result holds only values of their first operand.
+_MOVING = (P.reshape, P.transpose, P.broadcast_to, P.index, P.diagonal)
+
+
+def bfloat16_products(graph: Graph) -> Graph:
+    """The graph, its float32 products of operands that hold bfloat16 values
+    (autocast's: PyTorch's product of bfloat16 sums in float32) saying so
+    (``operands=bfloat16``), so the runtime can multiply bfloat16 pairs. An
+    operand holds them when converted from bfloat16, then perhaps moved
+    (reshaped, transposed, broadcast, indexed), or when it is a constant of
+    such values (a gradient's seed)."""
+    producer = {eqn.out: eqn for eqn in graph.eqns}
+
+    def holds_bfloat16(v) -> bool:
+        while isinstance(v, Var):
+            eqn = producer.get(v)
+            if eqn is None or (eqn.prim is not P.convert and eqn.prim not in _MOVING):
+                return False
+            if eqn.prim is P.convert:
+                return eqn.inputs[0].dtype is dtypes.bfloat16
+            v = eqn.inputs[0]
+        return v.dtype is dtypes.float32 and np.array_equal(
+            v.value, dtypes.bfloat16.round(v.value), equal_nan=True
+        )
+
+    def marked(eqn: Eqn) -> Eqn:
+        if (
+            eqn.prim is not P.matmul
+            or eqn.out.dtype is not dtypes.float32
+            or eqn.params.get("operands") is not None
+            or not all(holds_bfloat16(v) for v in eqn.inputs)
+        ):
+            return eqn
+        return Eqn(P.matmul, eqn.inputs, {"operands": dtypes.bfloat16}, eqn.out)
+
+    if not any(v.dtype is dtypes.bfloat16 for eqn in graph.eqns for v in eqn.inputs):
+        return graph  # no bfloat16: nothing to look for
+    return Graph(graph.inputs, [marked(eqn) for eqn in graph.eqns], graph.outputs)
+
+
 def simplify(graph: Graph) -> Graph:
-    return dce(cse(algebraic(fold_constants(graph))))
+    return dce(cse(bfloat16_products(algebraic(fold_constants(graph)))))

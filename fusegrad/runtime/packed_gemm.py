@@ -11,6 +11,7 @@ import threading
 import numpy as np
 
 from ..codegen import packed_gemm
+from ..ir import dtypes
 from . import threads
 from .addresses import data_address
 
@@ -28,17 +29,28 @@ MIN_SIDE = 2
 # to another costs some 10 us.
 SPLIT_WORK = 1 << 20
 
-_workspaces = threading.local()  # per calling thread: dtype -> packing space of each part
+# Whether bfloat16 products run as such (pairs of bfloat16 by AVX512-BF16's
+# dot product, twice float32's multiply-adds per instruction); elsewhere as
+# the float32 products they are exactly (the products of two bfloat16 are
+# exact in float32, both sum in float32).
+BFLOAT16_PAIRS = packed_gemm.has_bfloat16_dot()
+
+_workspaces = threading.local()  # per calling thread: routine's dtype -> packing space of each part
 
 
-def product(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+def product(
+    x: np.ndarray, y: np.ndarray, pairs: bool = False, rounded: bool = False
+) -> np.ndarray | None:
     """x @ y (numpy's matmul of two arrays of at least two dimensions) by the
-    packed GEMM; None where BLAS should compute it."""
-    key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
+    packed GEMM; None where BLAS should compute it. ``pairs``: x and y are
+    float32 holding bfloat16 values, so may run as bfloat16 pairs;
+    ``rounded``: their product's float32 sums rounded to bfloat16."""
+    key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype, pairs, rounded)
     call = _calls.get(key, _UNSEEN)
     if call is _UNSEEN:
         layout = _layout(x, y)
-        call = None if layout is None else _Call(x.dtype, layout)
+        routine = "bfloat16" if pairs and BFLOAT16_PAIRS else x.dtype.name
+        call = None if layout is None else _Call(routine, layout, rounded)
         if len(_calls) >= CALLS_KEPT:
             _calls.clear()
         _calls[key] = call
@@ -46,9 +58,11 @@ def product(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
         return None
     sizes = call.sizes(threads.count())
     out = np.empty(call.shape, x.dtype)
-    spaces = _workspace(x.dtype, len(sizes))
+    spaces = _workspace(call.routine, len(sizes))
     addresses = (data_address(x), data_address(y), data_address(out))
     threads.run(call.native, [(*addresses, s, w) for s, w in zip(sizes, spaces)])
+    if rounded and call.routine != "bfloat16":  # that routine rounds as it stores
+        return dtypes.bfloat16.round(out)
     return out
 
 
@@ -62,10 +76,13 @@ class _Call:
     each part's sizes per count of cores, made once (looking all that up
     took 70 us a call)."""
 
-    def __init__(self, dtype: np.dtype, layout: tuple):
-        self.shape, self.items, self.mkn, self.strides = layout
-        self.native = packed_gemm.matmul(dtype.name)
-        self.blocks = packed_gemm.blocking(dtype.name)
+    def __init__(self, routine: str, layout: tuple, rounded: bool):
+        self.shape, self.items, self.mkn, strides = layout
+        self.arguments = [*strides, int(rounded)]  # the routine's sizes after the depth
+        self.routine = routine
+        emulated_dot = routine == "bfloat16" and not packed_gemm.has_bfloat16_dot()
+        self.native = packed_gemm.matmul(routine, emulated_dot)
+        self.blocks = packed_gemm.blocking(routine)
         self.by_cores: dict = {}  # cores -> (addresses of the parts' sizes, those int64 arrays)
 
     def sizes(self, cores: int) -> list:
@@ -74,7 +91,7 @@ class _Call:
             m, k, n = self.mkn
             splits = cores if self.items * m * k * n >= SPLIT_WORK else 1
             parts = _parts(self.items, m, n, splits, self.blocks)
-            arrays = [np.array([*part, k, *self.strides], np.int64) for part in parts]
+            arrays = [np.array([*part, k, *self.arguments], np.int64) for part in parts]
             made = self.by_cores[cores] = ([data_address(a) for a in arrays], arrays)
         return made[0]
 
@@ -198,15 +215,17 @@ def _parts(items: int, m: int, n: int, cores: int, blocks) -> list:
     return parts
 
 
-def _workspace(dtype: np.dtype, count: int) -> list:
-    """The addresses of packing space for ``count`` parts, kept by the
-    calling thread (another thread's product must not share it)."""
-    spaces = getattr(_workspaces, "by_dtype", None)
+def _workspace(routine: str, count: int) -> list:
+    """The addresses of packing space for ``count`` parts of the routine for
+    ``routine`` (a dtype's name), kept by the calling thread (another
+    thread's product must not share it)."""
+    spaces = getattr(_workspaces, "by_routine", None)
     if spaces is None:
-        spaces = _workspaces.by_dtype = {}
-    kept = spaces.get(dtype)
+        spaces = _workspaces.by_routine = {}
+    kept = spaces.get(routine)
     if kept is None or len(kept[0]) < count:
-        size = packed_gemm.blocking(dtype.name).workspace()
+        size = packed_gemm.blocking(routine).workspace()
+        dtype = np.float64 if routine == "float64" else np.float32  # bfloat16's pairs: 4 bytes
         arrays = [np.empty(size, dtype) for _ in range(count)]
-        kept = spaces[dtype] = (arrays, [data_address(a) for a in arrays])
+        kept = spaces[routine] = (arrays, [data_address(a) for a in arrays])
     return kept[1]

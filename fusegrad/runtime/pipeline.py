@@ -2,13 +2,16 @@
 programs a compiled call runs, one named step each.
 
     derive      ir/autodiff.adjoint: the backward equations, from the
-                primitives' VJP rules, appended to the forward's (the joint graph)
+                primitives' VJP rules, appended to the forward's (the joint
+                graph); its products of bfloat16 values marked (before the
+                split hides where a saved operand came from)
     split       ir/autodiff.split_at_min_cut: the joint graph cut into a
                 forward and a backward program where the fewest bytes cross
                 (elementwise values, and any value of a checkpointed call,
                 may be recomputed rather than saved)
     simplify    ir/simplify: stop-gradients dropped, constants folded, exact
-                identities, common subexpressions, dead code
+                identities, products of bfloat16 values marked, common
+                subexpressions, dead code
     verify      ir/graph.verify: each value defined once before it is used,
                 every equation's types what its shape rule says
     group       runtime/executor.grouped (ir/fusion.group_into_kernels):
@@ -29,7 +32,7 @@ from __future__ import annotations
 from ..ir.autodiff import adjoint, backward_reading, split_at_min_cut
 from ..ir.fusion import is_elementwise
 from ..ir.graph import Graph, verify
-from ..ir.simplify import simplify, without_stop_gradients
+from ..ir.simplify import bfloat16_products, simplify, without_stop_gradients
 from .executor import Executor
 
 
@@ -37,7 +40,7 @@ def derive(graph: Graph, wrt: list, stopped, customs, hooks, seeded=None) -> Gra
     """The joint graph: ``graph``'s outputs, then the gradients of the inputs
     at positions ``wrt`` given cotangents of its outputs (of the ``seeded``
     ones alone when given; the others are symbolic zeros)."""
-    return adjoint(graph, wrt, stopped, seeded, customs, hooks)
+    return bfloat16_products(adjoint(graph, wrt, stopped, seeded, customs, hooks))
 
 
 def _recomputable(checkpointed):

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..codegen import convolution, gemm, routines
-from ..ir import graph
+from ..ir import dtypes, graph
 from ..ir import primitives as P
 from . import packed_gemm, threads
 from .addresses import data_address
@@ -362,14 +362,17 @@ def random_bits(seed: np.ndarray, offset: np.ndarray, shape) -> np.ndarray:
     return out
 
 
-def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def matmul(x: np.ndarray, y: np.ndarray, operands=None, rounded: bool = False) -> np.ndarray:
     """``P.matmul`` by fusegrad's routines where they do better than numpy's
     BLAS: stacked small matrices by the register-blocked routine, where
     numpy would make one BLAS call per matrix (a LeNet's convolutions ran
     1.3-5x faster, codegen/gemm.py), which runs on this thread unless a
     program owns the cores (see ``threads.own_cores``: split beside BLAS's
     spinning thread, LeNet's step took 10% longer); large products by the
-    packed GEMM on fusegrad's threads (runtime/packed_gemm.py)."""
+    packed GEMM on fusegrad's threads (runtime/packed_gemm.py), as bfloat16
+    pairs where ``operands`` (``P.matmul``'s parameter) says x and y hold
+    bfloat16 values. ``rounded``: the result rounded to bfloat16 (by the
+    packed GEMM as it stores it)."""
     threads.adapt_blas_to_load()
     if y.ndim >= 3:
         key = (P.matmul, x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
@@ -381,12 +384,13 @@ def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             out = np.empty(shape, x.dtype)
             addresses = (data_address(x), data_address(y), data_address(out))
             _over_items(native, addresses, arguments, out.size)
-            return out
+            return dtypes.bfloat16.round(out) if rounded else out
     if x.ndim >= 2 and y.ndim >= 2:
-        out = packed_gemm.product(x, y)
+        out = packed_gemm.product(x, y, operands is dtypes.bfloat16, rounded)
         if out is not None:
             return out
-    return P.matmul.impl(x, y)
+    out = P.matmul.impl(x, y)
+    return dtypes.bfloat16.round(out) if rounded else out
 
 
 def _product_call(x: np.ndarray, y: np.ndarray):
@@ -495,9 +499,21 @@ def runs_natively(prim, x: np.ndarray) -> bool:
 
 
 def run_equation(eqn, values: list) -> np.ndarray:
-    """One equation on numpy arrays: by its routine where it has one (on a
-    float16 or bfloat16 operand's float32 storage, the result rounded once)."""
+    """One equation on numpy arrays: by its routine where it has one (see
+    ``run_reduced`` for float16 and bfloat16)."""
     if runs_natively(eqn.prim, values[0]):
-        out = ROUTINES[eqn.prim](*values, **eqn.params)
-        return eqn.out.dtype.round(out) if eqn.out.dtype.reduced else out
+        if eqn.out.dtype.reduced:
+            operand_dtypes = [v.dtype for v in eqn.inputs]
+            return run_reduced(eqn.prim, values, operand_dtypes, eqn.out.dtype, eqn.params)
+        return ROUTINES[eqn.prim](*values, **eqn.params)
     return graph.run_equation(eqn, values)
+
+
+def run_reduced(prim, values: list, operand_dtypes: list, out_dtype, params: dict) -> np.ndarray:
+    """A routine with a float16 or bfloat16 result, on its operands' float32
+    storage, the result rounded once (as ``Primitive.compute``); a product of
+    bfloat16 matrices as such (``matmul``). Eager mode and compiled programs
+    both run reduced routines here, so both compute the same bits."""
+    if prim is P.matmul and all(d is dtypes.bfloat16 for d in operand_dtypes):
+        return matmul(*values, operands=dtypes.bfloat16, rounded=True)
+    return out_dtype.round(ROUTINES[prim](*values, **params))
