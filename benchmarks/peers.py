@@ -19,6 +19,10 @@ bytes as an ideal kernel moves (reading the inputs once, writing the
 gradients once). The models W3, W7 and W8 are bounded instead by their matrix
 products: the time of those alone, at the same shapes, forward and backward.
 
+W3-bf16 and W7-bf16 are W3 and W7 under ``autocast("cpu", dtype=bfloat16)``, against
+PyTorch's own CPU autocast (eager and torch.compile), checked against the float32
+references within bfloat16's precision.
+
     python benchmarks/peers.py [--only W1,W3] [--repeat 7] [--no-torch-compile]
 """
 
@@ -143,6 +147,17 @@ def w3(lib, functional, x, labels, w1_, b1, w2_, b2, w3_, b3):
     h = lib.tanh(x @ w1_ + b1)
     h = lib.tanh(h @ w2_ + b2)
     return functional.cross_entropy(h @ w3_ + b3, labels)
+
+
+def under_autocast(workload):
+    """The workload in ``autocast("cpu", dtype=bfloat16)``: products in bfloat16 summed
+    in float32, the loss in float32 (the library's autocast policy)."""
+
+    def run(lib, functional, *arrays):
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            return workload(lib, functional, *arrays)
+
+    return run
 
 
 def thirty_ops(lib, x, y):
@@ -716,6 +731,16 @@ def workloads(rng) -> dict:
                "torch.compile, traced backward", "torch.compile, compiled autograd"],
         target=0.8,
     )  # fmt: skip
+    for name in ("W3", "W7"):
+        # JAX has no autocast; torch.compile's variants of a step are W7's alone
+        specs[f"{name}-bf16"] = dict(
+            specs[name],
+            title=specs[name]["title"] + ", under autocast(bfloat16)",
+            workload=under_autocast(specs[name]["workload"]), numpy=None, references={},
+            tolerance=5e-2, jax=False, compile_variants=False,
+            peers=["torch eager", "torch.compile"], target=0.6,
+        )  # fmt: skip
+        specs[f"{name}-bf16"].pop("reference_target", None)
     lenet = lenet_arrays(rng)
     specs["W8"] = dict(
         title=f"LeNet-5 step, 28x28x1, batch {LENET_BATCH}: loss + 10 grads",
@@ -746,7 +771,7 @@ def run_workload(name, spec, repeat, compile_torch) -> None:
         runs.update(
             _torch_runs(spec["workload"], arrays, wrt, hvp, compile_torch, compile_variants)
         )
-    if jax is not None:
+    if jax is not None and spec.get("jax", True):
         runs.update(_jax_runs(spec["workload"], arrays, wrt, hvp))
     first_calls = {}
     for run_name, run in list(runs.items()):  # check, and warm up (traces, compiles)
@@ -801,7 +826,7 @@ def run_workload(name, spec, repeat, compile_torch) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,W8")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,W8,W3-bf16,W7-bf16")
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--no-torch-compile", action="store_true")
     args = parser.parse_args()

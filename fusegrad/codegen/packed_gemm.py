@@ -147,7 +147,121 @@ def matmul(dtype_name: str, emulated_dot: bool = False):
     )
 
 
-class _Gemm:
+class _Packing:
+    """The routine's packing of A's and B's blocks into panels (a part of
+    ``_Gemm``, whose builder, sizes, blocks and vectors it uses)."""
+
+    def _pack_a(self, a, ic, mc, pc, kc):
+        """A[ic:ic+mc, pc:pc+kc] as panels of MR rows, each [kc][MR] (of
+        pairs, [kc/2][MR] words), zeros
+        below the last row, an element at a time (with A transposed, its
+        rows side by side, masked vector loads and stores took 8% longer)."""
+        b, s, mr = self.b, self.s, self.blocks.mr
+
+        def panel(i):
+            first_row = _add(b, ic, _mul(b, i, _constant(mr)))
+            rows = b.sub(_add(b, ic, mc), first_row)
+            out = b.gep(self.packed_a, [_mul(b, _mul(b, i, self._steps(kc)), _constant(mr))])
+            # rows past the edge read the last row (in bounds) and keep zero
+            starts = []
+            for r in range(mr):
+                last = b.sub(rows, _constant(1))
+                row = _add(b, first_row, _min(b, _constant(r), last))
+                starts.append(b.gep(a, [_mul(b, row, s["a_row"])]))
+
+            def step(p):
+                for r, start in enumerate(starts):
+                    value = self._packed(start, s["a_depth"], pc, p, kc)
+                    if r:
+                        keep = b.icmp_signed("<", _constant(r), rows)
+                        value = b.select(keep, value, ir.Constant(self.element, 0))
+                    b.store(value, b.gep(out, [_add(b, _mul(b, p, _constant(mr)), _constant(r))]))
+
+            _loop(b, _constant(0), self._steps(kc), step)
+
+        _loop(b, _constant(0), _ceil_div(b, mc, mr), panel)
+
+    def _pack_b(self, bm, pc, kc, jc, nc):
+        """B[pc:pc+kc, jc:jc+nc] as panels of NR columns, each [kc][NR] (of
+        pairs, [kc/2][NR] words),
+        zeros right of the last column: by vectors where B's columns are
+        contiguous, else an element at a time."""
+        b, s, nr, vectors = self.b, self.s, self.nr, self.vectors
+
+        def panel(j):
+            first_column = _add(b, jc, _mul(b, j, _constant(nr)))
+            columns = b.sub(_add(b, jc, nc), first_column)
+            out = b.gep(self.packed_b, [_mul(b, _mul(b, j, self._steps(kc)), _constant(nr))])
+            contiguous = b.icmp_signed("==", s["b_column"], _constant(1))
+            with b.if_else(contiguous) as (by_vectors, by_elements):
+                with by_vectors:
+                    masks = [
+                        vectors.first(b.sub(columns, _constant(v * vectors.width)))
+                        for v in range(self.nr_vectors)
+                    ]
+
+                    def vector_step(p):
+                        for v, mask in enumerate(masks):
+                            column = _add(b, first_column, _constant(v * vectors.width))
+                            start = b.gep(bm, [column])
+                            value = self._packed(start, s["b_depth"], pc, p, kc, mask)
+                            place = b.gep(
+                                out,
+                                [_add(b, _mul(b, p, _constant(nr)), _constant(v * vectors.width))],
+                            )
+                            vectors.store(value, place)
+
+                    _loop(b, _constant(0), self._steps(kc), vector_step)
+                with by_elements:
+                    last = b.sub(columns, _constant(1))
+                    offsets = [
+                        _mul(b, _add(b, first_column, _min(b, _constant(q), last)), s["b_column"])
+                        for q in range(nr)
+                    ]
+
+                    def element_step(p):
+                        for q, offset in enumerate(offsets):
+                            start = b.gep(bm, [offset])
+                            value = self._packed(start, s["b_depth"], pc, p, kc)
+                            if q:
+                                keep = b.icmp_signed("<", _constant(q), columns)
+                                value = b.select(keep, value, ir.Constant(self.element, 0))
+                            b.store(
+                                value,
+                                b.gep(out, [_add(b, _mul(b, p, _constant(nr)), _constant(q))]),
+                            )
+
+                    _loop(b, _constant(0), self._steps(kc), element_step)
+
+        _loop(b, _constant(0), _ceil_div(b, nc, nr), panel)
+
+    def _packed(self, start, depth_stride, pc, p, kc, mask=None):
+        """What a panel holds at its row ``p`` of the block at depth ``pc``,
+        from the operand's row or column at ``start``: the element at depth
+        pc + p (with ``mask``, a vector of consecutive ones); or of pairs,
+        the words of the bfloat16 at pc + 2p (low half) and the next (high
+        half; zero past the block's ``kc``), truncated from float32, which
+        holds bfloat16 values exactly."""
+        b = self.b
+
+        def load(depth):
+            place = b.gep(start, [_mul(b, depth, depth_stride)])
+            return b.load(place) if mask is None else self.vectors.load(place, mask)
+
+        if not self.pairs:
+            return load(_add(b, pc, p))
+        first = _mul(b, p, _constant(2))
+        second = _add(b, first, _constant(1))
+        low = load(_add(b, pc, first))
+        high = load(_add(b, pc, _min(b, second, b.sub(kc, _constant(1)))))
+        high = b.select(b.icmp_signed("<", second, kc), high, ir.Constant(high.type, None))
+        words, constant = _integers(low.type)
+        low_half = b.lshr(b.bitcast(low, words), constant(16))
+        high_half = b.and_(b.bitcast(high, words), constant(_HIGH_HALF))
+        return b.bitcast(b.or_(low_half, high_half), low.type)
+
+
+class _Gemm(_Packing):
     """The routine as it is built: its builder, sizes (loaded on entry),
     block sizes and vector instructions."""
 
@@ -289,46 +403,28 @@ class _Gemm:
     def _tile_sums(self, a_panel, b_panel, steps):
         """The micro-kernel: MR x NR sums through ``steps`` rows of the panels."""
         b, vectors, mr, count = self.b, self.vectors, self.blocks.mr, self.nr_vectors
-        multiply_add = self._pairs_multiply_add if self.pairs else vectors.fmuladd
+        if self.pairs:
+
+            def multiply_add(x, y, sums):
+                return _dot_of_pairs(b, vectors, x, y, sums, self.emulated_dot)
+        else:
+            multiply_add = vectors.fmuladd
 
         def step(p, sums):
             b_row = b.gep(b_panel, [_mul(b, p, _constant(self.nr))])
             a_column = b.gep(a_panel, [_mul(b, p, _constant(mr))])
             bv = [vectors.load(b.gep(b_row, [_constant(v * vectors.width)])) for v in range(count)]
             if self.pairs and self.emulated_dot:
-                bv = [self._halves(v) for v in bv]
+                bv = [_halves(b, v) for v in bv]
             out = []
             for r in range(mr):
                 av = vectors.splat(b.load(b.gep(a_column, [_constant(r)])))
                 if self.pairs and self.emulated_dot:
-                    av = self._halves(av)
+                    av = _halves(b, av)
                 out += [multiply_add(av, bv[v], sums[r * count + v]) for v in range(count)]
             return out
 
         return _carried(b, _constant(0), steps, 1, [vectors.zero] * (mr * count), step)[1]
-
-    def _pairs_multiply_add(self, x, y, sums):
-        """sums + each lane's two bfloat16 products of x's pair by y's; x and
-        y are words of pairs as float32 vectors, or (emulated) the float32
-        vectors of their halves."""
-        b, vectors = self.b, self.vectors
-        if self.emulated_dot:
-            # the high halves' product first, as the instruction's definition adds them
-            (x_low, x_high), (y_low, y_high) = x, y
-            return vectors.fmuladd(x_low, y_low, vectors.fmuladd(x_high, y_high, sums))
-        pairs = ir.VectorType(_BFloat16(), 2 * vectors.width)
-        name = f"llvm.x86.avx512bf16.dpbf16ps.{32 * vectors.width}"
-        dot = vectors._intrinsic(name, vectors.type, [vectors.type, pairs, pairs])
-        return b.call(dot, [sums, b.bitcast(x, pairs), b.bitcast(y, pairs)])
-
-    def _halves(self, words):
-        """The float32 vectors of the low and the high bfloat16 of each word."""
-        b, vectors = self.b, self.vectors
-        integers = ir.VectorType(ir.IntType(32), vectors.width)
-        bits = b.bitcast(words, integers)
-        low = b.shl(bits, ir.Constant(integers, [16] * vectors.width))
-        high = b.and_(bits, ir.Constant(integers, [_HIGH_HALF] * vectors.width))
-        return b.bitcast(low, vectors.type), b.bitcast(high, vectors.type)
 
     def _store(self, c, row, column, rows, columns, sums, first, last):
         """Adds a tile's sums into C at (row, column) (stores them on the
@@ -369,144 +465,55 @@ class _Gemm:
         if not first:
             value = b.fadd(vectors.load(place, mask), value)
         if last is not None:  # a few instructions beside KC steps: cheaper than a branch
-            value = b.select(last, self._rounded(value), value)
+            value = b.select(last, _rounded_to_bfloat16(b, value), value)
         vectors.store(value, place, mask)
 
-    def _rounded(self, value):
-        """A vector of float32 rounded to the nearest bfloat16, ties to even
-        (NaN: float32's quiet NaN), as ``dtypes.bfloat16.round``; in the
-        store, it costs no pass over C (numpy's took a quarter of a product's
-        time)."""
-        b, width = self.b, self.vectors.width
-        integers = ir.VectorType(ir.IntType(32), width)
 
-        def constant(n):
-            return ir.Constant(integers, [n] * width)
+# ------------------------------------------------------------ bfloat16
 
-        bits = b.bitcast(value, integers)
-        odd = b.and_(b.lshr(bits, constant(16)), constant(1))
-        rounded = b.and_(b.add(bits, b.add(odd, constant(0x7FFF))), constant(_HIGH_HALF))
-        rounded = b.select(b.fcmp_unordered("uno", value, value), constant(0x7FC00000), rounded)
-        return b.bitcast(rounded, value.type)
 
-    # ------------------------------------------------------------ packing
+def _dot_of_pairs(b, vectors, x, y, sums, emulated: bool):
+    """sums + each lane's two bfloat16 products of x's pair by y's; x and y
+    are words of pairs as float32 vectors, or (``emulated``) the float32
+    vectors of their halves (``_halves``)."""
+    if emulated:
+        # the high halves' product first, as the instruction's definition adds them
+        (x_low, x_high), (y_low, y_high) = x, y
+        return vectors.fmuladd(x_low, y_low, vectors.fmuladd(x_high, y_high, sums))
+    pairs = ir.VectorType(_BFloat16(), 2 * vectors.width)
+    name = f"llvm.x86.avx512bf16.dpbf16ps.{32 * vectors.width}"
+    dot = vectors._intrinsic(name, vectors.type, [vectors.type, pairs, pairs])
+    return b.call(dot, [sums, b.bitcast(x, pairs), b.bitcast(y, pairs)])
 
-    def _pack_a(self, a, ic, mc, pc, kc):
-        """A[ic:ic+mc, pc:pc+kc] as panels of MR rows, each [kc][MR] (of
-        pairs, [kc/2][MR] words), zeros
-        below the last row, an element at a time (with A transposed, its
-        rows side by side, masked vector loads and stores took 8% longer)."""
-        b, s, mr = self.b, self.s, self.blocks.mr
 
-        def panel(i):
-            first_row = _add(b, ic, _mul(b, i, _constant(mr)))
-            rows = b.sub(_add(b, ic, mc), first_row)
-            out = b.gep(self.packed_a, [_mul(b, _mul(b, i, self._steps(kc)), _constant(mr))])
-            # rows past the edge read the last row (in bounds) and keep zero
-            starts = []
-            for r in range(mr):
-                last = b.sub(rows, _constant(1))
-                row = _add(b, first_row, _min(b, _constant(r), last))
-                starts.append(b.gep(a, [_mul(b, row, s["a_row"])]))
+def _halves(b, words):
+    """The float32 vectors of the low and the high bfloat16 of each word."""
+    integers, constant = _integers(words.type)
+    bits = b.bitcast(words, integers)
+    low = b.shl(bits, constant(16))
+    high = b.and_(bits, constant(_HIGH_HALF))
+    return b.bitcast(low, words.type), b.bitcast(high, words.type)
 
-            def step(p):
-                for r, start in enumerate(starts):
-                    value = self._packed(start, s["a_depth"], pc, p, kc)
-                    if r:
-                        keep = b.icmp_signed("<", _constant(r), rows)
-                        value = b.select(keep, value, ir.Constant(self.element, 0))
-                    b.store(value, b.gep(out, [_add(b, _mul(b, p, _constant(mr)), _constant(r))]))
 
-            _loop(b, _constant(0), self._steps(kc), step)
+def _rounded_to_bfloat16(b, value):
+    """A vector of float32 rounded to the nearest bfloat16, ties to even
+    (NaN: float32's quiet NaN), as ``dtypes.bfloat16.round``; in the store,
+    it costs no pass over C (numpy's took a quarter of a product's time)."""
+    integers, constant = _integers(value.type)
+    bits = b.bitcast(value, integers)
+    odd = b.and_(b.lshr(bits, constant(16)), constant(1))
+    rounded = b.and_(b.add(bits, b.add(odd, constant(0x7FFF))), constant(_HIGH_HALF))
+    rounded = b.select(b.fcmp_unordered("uno", value, value), constant(0x7FC00000), rounded)
+    return b.bitcast(rounded, value.type)
 
-        _loop(b, _constant(0), _ceil_div(b, mc, mr), panel)
 
-    def _pack_b(self, bm, pc, kc, jc, nc):
-        """B[pc:pc+kc, jc:jc+nc] as panels of NR columns, each [kc][NR] (of
-        pairs, [kc/2][NR] words),
-        zeros right of the last column: by vectors where B's columns are
-        contiguous, else an element at a time."""
-        b, s, nr, vectors = self.b, self.s, self.nr, self.vectors
-
-        def panel(j):
-            first_column = _add(b, jc, _mul(b, j, _constant(nr)))
-            columns = b.sub(_add(b, jc, nc), first_column)
-            out = b.gep(self.packed_b, [_mul(b, _mul(b, j, self._steps(kc)), _constant(nr))])
-            contiguous = b.icmp_signed("==", s["b_column"], _constant(1))
-            with b.if_else(contiguous) as (by_vectors, by_elements):
-                with by_vectors:
-                    masks = [
-                        vectors.first(b.sub(columns, _constant(v * vectors.width)))
-                        for v in range(self.nr_vectors)
-                    ]
-
-                    def vector_step(p):
-                        for v, mask in enumerate(masks):
-                            column = _add(b, first_column, _constant(v * vectors.width))
-                            start = b.gep(bm, [column])
-                            value = self._packed(start, s["b_depth"], pc, p, kc, mask)
-                            place = b.gep(
-                                out,
-                                [_add(b, _mul(b, p, _constant(nr)), _constant(v * vectors.width))],
-                            )
-                            vectors.store(value, place)
-
-                    _loop(b, _constant(0), self._steps(kc), vector_step)
-                with by_elements:
-                    last = b.sub(columns, _constant(1))
-                    offsets = [
-                        _mul(b, _add(b, first_column, _min(b, _constant(q), last)), s["b_column"])
-                        for q in range(nr)
-                    ]
-
-                    def element_step(p):
-                        for q, offset in enumerate(offsets):
-                            start = b.gep(bm, [offset])
-                            value = self._packed(start, s["b_depth"], pc, p, kc)
-                            if q:
-                                keep = b.icmp_signed("<", _constant(q), columns)
-                                value = b.select(keep, value, ir.Constant(self.element, 0))
-                            b.store(
-                                value,
-                                b.gep(out, [_add(b, _mul(b, p, _constant(nr)), _constant(q))]),
-                            )
-
-                    _loop(b, _constant(0), self._steps(kc), element_step)
-
-        _loop(b, _constant(0), _ceil_div(b, nc, nr), panel)
-
-    def _packed(self, start, depth_stride, pc, p, kc, mask=None):
-        """What a panel holds at its row ``p`` of the block at depth ``pc``,
-        from the operand's row or column at ``start``: the element at depth
-        pc + p (with ``mask``, a vector of consecutive ones); or of pairs,
-        the words of the bfloat16 at pc + 2p (low half) and the next (high
-        half; zero past the block's ``kc``), truncated from float32, which
-        holds bfloat16 values exactly."""
-        b = self.b
-
-        def load(depth):
-            place = b.gep(start, [_mul(b, depth, depth_stride)])
-            return b.load(place) if mask is None else self.vectors.load(place, mask)
-
-        if not self.pairs:
-            return load(_add(b, pc, p))
-        first = _mul(b, p, _constant(2))
-        second = _add(b, first, _constant(1))
-        low = load(_add(b, pc, first))
-        high = load(_add(b, pc, _min(b, second, b.sub(kc, _constant(1)))))
-        high = b.select(b.icmp_signed("<", second, kc), high, ir.Constant(high.type, None))
-        words = ir.IntType(32)
-        if isinstance(low.type, ir.VectorType):
-            words = ir.VectorType(words, low.type.count)
-
-        def constant(n):
-            if isinstance(words, ir.VectorType):
-                return ir.Constant(words, [n] * words.count)
-            return ir.Constant(words, n)
-
-        low_half = b.lshr(b.bitcast(low, words), constant(16))
-        high_half = b.and_(b.bitcast(high, words), constant(_HIGH_HALF))
-        return b.bitcast(b.or_(low_half, high_half), low.type)
+def _integers(float_type):
+    """The int32 type of ``float_type``'s shape (a float32 or a vector of
+    them), and its constants."""
+    if isinstance(float_type, ir.VectorType):
+        integers = ir.VectorType(ir.IntType(32), float_type.count)
+        return integers, lambda n: ir.Constant(integers, [n] * float_type.count)
+    return ir.IntType(32), lambda n: ir.Constant(ir.IntType(32), n)
 
 
 class _BFloat16(ir.types.Type):
