@@ -405,3 +405,13 @@ def test_op_table_gradients_and_second_derivatives_packed(op, sample, every_prod
 @pytest.mark.parametrize("op,sample", [c for c in CASES if c.values[0].jit])
 def test_op_table_compiled_agrees_with_eager_packed(op, sample, dtype, every_product_packed):
     test_jit.test_compiled_values_and_gradients_agree_with_eager(op, sample, dtype)
+
+
+# bfloat16 tensors: each product's operands are converted to float32 and
+# hold bfloat16 values, so products (and their gradients) run as pairs,
+# eager and compiled alike
+@pytest.mark.parametrize("op,sample", [c for c in CASES if c.values[0].jit])
+def test_op_table_bfloat16_compiled_agrees_with_eager_as_pairs(
+    op, sample, bfloat16_pairs, every_product_packed
+):
+    test_jit.test_compiled_values_and_gradients_agree_with_eager(op, sample, fg.bfloat16)

@@ -320,7 +320,7 @@ class PrimitiveBackward(Node):
             raise RuntimeError(FREED_MESSAGE)
         plain = _records_nothing()
         if plain:
-            g = _plain(g._data, g._dtype)
+            g = _plain(g._data, g._dtype, g._holds_bfloat16())
             out, value = self._plain_output, self._plain_saved_value
         else:
             out, value = self.unpack_output, self.unpack_input
@@ -337,7 +337,7 @@ class PrimitiveBackward(Node):
             if grad is not None:
                 grad = unbroadcast(grad, self.in_shapes[i], self.in_dtypes[i])
                 if plain:
-                    grad = _tensor._make(grad._data, grad._dtype)
+                    grad = _tensor._from_plain(grad)
             result.append(grad)
         return result
 
@@ -347,7 +347,7 @@ class PrimitiveBackward(Node):
 
     def _plain_saved_value(self, position: int):
         saved = unpack_saved(*self.saved[position])
-        return _plain(saved._data, saved._dtype)
+        return _plain(saved._data, saved._dtype, saved._holds_bfloat16())
 
     def _plain_output(self):
         data, dtype, counter, version = self.saved_out

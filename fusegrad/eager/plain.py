@@ -10,6 +10,7 @@ at a fraction of a tensor operation's cost.
 
 from __future__ import annotations
 
+from ..ir import dtypes
 from ..ir import primitives as P
 from ..ir.graph import Operators
 from . import autograd, tensor
@@ -17,11 +18,12 @@ from .tensor import computed, constant, recording
 
 
 class PlainValue(Operators):
-    __slots__ = ("_data", "_dtype")
+    __slots__ = ("_data", "_dtype", "_bfloat16")
 
-    def __init__(self, data, dtype):
+    def __init__(self, data, dtype, bfloat16: bool = False):
         self._data = data
         self._dtype = dtype
+        self._bfloat16 = bfloat16  # float32 holding bfloat16 values (tensor.holds_bfloat16)
 
     @property
     def shape(self) -> tuple:
@@ -51,7 +53,13 @@ def plain_bind(prim, args, params):
                 for a in args
             )
             break
-    return PlainValue(*computed(prim, args, params))
+    first = args[0]
+    if prim is P.matmul and first._bfloat16 and args[1]._bfloat16:
+        params = tensor.BFLOAT16_OPERANDS
+    out = PlainValue(*computed(prim, args, params))
+    if (prim is P.convert or prim in P.MOVING) and out._dtype is dtypes.float32:
+        out._bfloat16 = first._dtype is dtypes.bfloat16 if prim is P.convert else first._bfloat16
+    return out
 
 
 P.register_value_type(PlainValue, plain_bind)

@@ -104,6 +104,9 @@ class Tensor:
     # resize_(), ...): views taken before it hold steps from the old shape
     _layout_version = 0
     _tangents = None  # forward AD: the tangent at each dual level's key, when it has one
+    # a float32 tensor's version when it held bfloat16 values (converted from
+    # bfloat16, then perhaps moved: see ``_bfloat16_products``)
+    _bfloat16_at = None
     __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * t
 
     def __new__(cls, *args, **kwargs):
@@ -120,6 +123,19 @@ class Tensor:
         t._version_counter = [0]
         t._base = None
         return t
+
+    @classmethod
+    def _from_plain(cls, value) -> Tensor:
+        """A tensor of a backward's plain value (eager/plain.py), keeping what it holds."""
+        t = cls._make(value._data, value._dtype)
+        if value._bfloat16:
+            t._bfloat16_at = 0
+        return t
+
+    def _holds_bfloat16(self) -> bool:
+        """Whether this float32 tensor holds bfloat16 values: it did, and has
+        not been written since (nor has the storage it shares with views)."""
+        return self._bfloat16_at is not None and self._bfloat16_at == self._version_counter[0]
 
     @classmethod
     def _new(cls, data: np.ndarray, dtype) -> Tensor:
@@ -808,8 +824,13 @@ def eager_bind(prim, args, params):
         recorded = params = trace.settled(params)
         if trace.symbol_hints:
             params = trace.hinted(params)  # numpy runs with this call's sizes
+    if prim is P.matmul and first._holds_bfloat16() and args[1]._holds_bfloat16():
+        params = recorded = BFLOAT16_OPERANDS
     data, dtype = computed(prim, args, params)
     out = Tensor._make(data, dtype)
+    if (prim is P.convert or prim in P.MOVING) and dtype is dtypes.float32:
+        if first._dtype is dtypes.bfloat16 if prim is P.convert else first._holds_bfloat16():
+            out._bfloat16_at = out._version_counter[0]
     if prim.view and _is_view_of(data, first._data):
         out._version_counter = first._version_counter
         out._base = first._base if first._base is not None else first
@@ -839,6 +860,13 @@ def eager_bind(prim, args, params):
     if dual_levels is not None:
         dual_levels.propagate(prim, args, recorded, out)
     return out
+
+
+# Eager products of float32 tensors holding bfloat16 values (an autocast
+# product's operands, its cotangent) are marked as ir/simplify.py marks a
+# graph's, so eager mode runs the routine a compiled program runs on them.
+BFLOAT16_OPERANDS = {"operands": dtypes.bfloat16}
+
 
 
 def _mark_inference(out: Tensor) -> None:

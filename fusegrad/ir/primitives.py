@@ -1687,8 +1687,9 @@ def _matmul_vjp_y(g, x, y_shape):
 
 
 # ``operands=bfloat16``: float32 operands known to hold bfloat16 values (an
-# autocast product's, found by ir/simplify.py), which the runtime may
-# multiply as bfloat16; the result is the same float32 product.
+# autocast product's, found by ir/simplify.py in a graph and by eager mode
+# as it runs), which the runtime multiplies as bfloat16 pairs where the CPU
+# can; the result is the same float32 product, its sums in another order.
 matmul = Primitive(
     "matmul", _matmul_impl, _matmul_rule, inputs=("x", "y"), backward_name="MmBackward0"
 )
@@ -2698,3 +2699,7 @@ all_gather.defvjp(
 )
 
 PRIMITIVES = {p.name: p for p in globals().values() if isinstance(p, Primitive)}
+
+# Primitives whose result holds only values of their first operand: what
+# a float32 of bfloat16 values stays through (for ``matmul[operands=bf16]``).
+MOVING = (reshape, transpose, broadcast_to, index, diagonal)

@@ -537,10 +537,6 @@ def without_stop_gradients(graph: Graph) -> Graph:
     return _substitute(graph, lambda eqn: eqn.inputs[0] if eqn.prim in identities else None)
 
 
-# Primitives whose result holds only values of their first operand.
-_MOVING = (P.reshape, P.transpose, P.broadcast_to, P.index, P.diagonal)
-
-
 def bfloat16_products(graph: Graph) -> Graph:
     """The graph, its float32 products of operands that hold bfloat16 values
     (autocast's: PyTorch's product of bfloat16 sums in float32) saying so
@@ -553,7 +549,7 @@ def bfloat16_products(graph: Graph) -> Graph:
     def holds_bfloat16(v) -> bool:
         while isinstance(v, Var):
             eqn = producer.get(v)
-            if eqn is None or (eqn.prim is not P.convert and eqn.prim not in _MOVING):
+            if eqn is None or (eqn.prim is not P.convert and eqn.prim not in P.MOVING):
                 return False
             if eqn.prim is P.convert:
                 return eqn.inputs[0].dtype is dtypes.bfloat16
