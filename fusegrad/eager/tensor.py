@@ -868,7 +868,6 @@ def eager_bind(prim, args, params):
 BFLOAT16_OPERANDS = {"operands": dtypes.bfloat16}
 
 
-
 def _mark_inference(out: Tensor) -> None:
     """What inference mode makes is an inference tensor, and so is a view of
     one in any mode; a view of a normal tensor stays normal, as in PyTorch."""
