@@ -108,8 +108,15 @@ def _to_bfloat16(values) -> np.ndarray:
     (NaN stays NaN: its rounding could carry into the sign)."""
     values = np.asarray(values, np.float32)
     bits = values.view(np.uint32)
-    rounded = (bits + (np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1)))) & np.uint32(0xFFFF0000)
-    return np.where(np.isnan(values), np.float32(np.nan), rounded.view(np.float32))
+    rounded = np.asarray(bits >> 16)  # in place from here: half the time of fresh arrays
+    rounded &= np.uint32(1)
+    rounded += np.uint32(0x7FFF)
+    rounded += bits
+    rounded &= np.uint32(0xFFFF0000)
+    nan = np.isnan(values)
+    if nan.any():
+        rounded = np.where(nan, np.uint32(0x7FC00000), rounded)  # float32's NaN
+    return rounded.view(np.float32)
 
 
 def _narrow_integer(name, short, scalar_name, narrow) -> DType:
