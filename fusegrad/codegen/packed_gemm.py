@@ -153,33 +153,65 @@ class _Packing:
 
     def _pack_a(self, a, ic, mc, pc, kc):
         """A[ic:ic+mc, pc:pc+kc] as panels of MR rows, each [kc][MR] (of
-        pairs, [kc/2][MR] words), zeros
-        below the last row, an element at a time (with A transposed, its
-        rows side by side, masked vector loads and stores took 8% longer)."""
+        pairs, [kc/2][MR] words), zeros below the last row: an element at a
+        time (with A transposed, its rows side by side, masked vector loads
+        and stores took 8% longer), but pairs of a transposed A by vectors
+        (two loads and a store for MR words, where elements took 2 MR loads)."""
         b, s, mr = self.b, self.s, self.blocks.mr
 
         def panel(i):
             first_row = _add(b, ic, _mul(b, i, _constant(mr)))
             rows = b.sub(_add(b, ic, mc), first_row)
             out = b.gep(self.packed_a, [_mul(b, _mul(b, i, self._steps(kc)), _constant(mr))])
-            # rows past the edge read the last row (in bounds) and keep zero
-            starts = []
-            for r in range(mr):
-                last = b.sub(rows, _constant(1))
-                row = _add(b, first_row, _min(b, _constant(r), last))
-                starts.append(b.gep(a, [_mul(b, row, s["a_row"])]))
-
-            def step(p):
-                for r, start in enumerate(starts):
-                    value = self._packed(start, s["a_depth"], pc, p, kc)
-                    if r:
-                        keep = b.icmp_signed("<", _constant(r), rows)
-                        value = b.select(keep, value, ir.Constant(self.element, 0))
-                    b.store(value, b.gep(out, [_add(b, _mul(b, p, _constant(mr)), _constant(r))]))
-
-            _loop(b, _constant(0), self._steps(kc), step)
+            if not self.pairs:
+                self._pack_a_panel(a, first_row, rows, out, pc, kc)
+                return
+            side_by_side = b.icmp_signed("==", s["a_row"], _constant(1))
+            with b.if_else(side_by_side) as (by_vectors, by_elements):
+                with by_vectors:
+                    self._pack_a_panel_by_vectors(a, first_row, rows, out, pc, kc)
+                with by_elements:
+                    self._pack_a_panel(a, first_row, rows, out, pc, kc)
 
         _loop(b, _constant(0), _ceil_div(b, mc, mr), panel)
+
+    def _pack_a_panel(self, a, first_row, rows, out, pc, kc):
+        b, s, mr = self.b, self.s, self.blocks.mr
+        # rows past the edge read the last row (in bounds) and keep zero
+        starts = []
+        for r in range(mr):
+            last = b.sub(rows, _constant(1))
+            row = _add(b, first_row, _min(b, _constant(r), last))
+            starts.append(b.gep(a, [_mul(b, row, s["a_row"])]))
+
+        def step(p):
+            for r, start in enumerate(starts):
+                value = self._packed(start, s["a_depth"], pc, p, kc)
+                if r:
+                    keep = b.icmp_signed("<", _constant(r), rows)
+                    value = b.select(keep, value, ir.Constant(self.element, 0))
+                b.store(value, b.gep(out, [_add(b, _mul(b, p, _constant(mr)), _constant(r))]))
+
+        _loop(b, _constant(0), self._steps(kc), step)
+
+    def _pack_a_panel_by_vectors(self, a, first_row, rows, out, pc, kc):
+        """A panel whose MR rows lie side by side in memory, a vector (or
+        as many as MR needs) a step; rows past the edge load as zeros."""
+        b, s, mr, vectors = self.b, self.s, self.blocks.mr, self.vectors
+        pieces = range(0, mr, vectors.width)
+        loads = [
+            vectors.first(_min(b, b.sub(rows, _constant(v)), _constant(mr - v))) for v in pieces
+        ]
+        stores = [vectors.first(_constant(mr - v)) for v in pieces]
+        start = b.gep(a, [first_row])
+
+        def step(p):
+            for v, load, store in zip(pieces, loads, stores):
+                value = self._packed(b.gep(start, [_constant(v)]), s["a_depth"], pc, p, kc, load)
+                place = b.gep(out, [_add(b, _mul(b, p, _constant(mr)), _constant(v))])
+                vectors.store(value, place, store)
+
+        _loop(b, _constant(0), self._steps(kc), step)
 
     def _pack_b(self, bm, pc, kc, jc, nc):
         """B[pc:pc+kc, jc:jc+nc] as panels of NR columns, each [kc][NR] (of
