@@ -513,6 +513,9 @@ def _torch_runs(workload, arrays, wrt, hvp, compile_too, compile_variants):
     compile a whole step: a torch.func transform, backward() traced into the forward's
     graph, and compiled autograd."""
     runs = {}
+    # every workload's forward below is one code object to Dynamo: without a
+    # reset, the workloads after its recompile limit (8) would run eagerly
+    torch._dynamo.reset()
 
     def leaves():
         return _leaves(torch, arrays, wrt)
