@@ -23,7 +23,7 @@ class PlainValue(Operators):
     def __init__(self, data, dtype, bfloat16: bool = False):
         self._data = data
         self._dtype = dtype
-        self._bfloat16 = bfloat16  # float32 holding bfloat16 values (tensor.holds_bfloat16)
+        self._bfloat16 = bfloat16  # float32 holding bfloat16 values (Tensor._holds_bfloat16)
 
     @property
     def shape(self) -> tuple:

@@ -105,7 +105,7 @@ class Tensor:
     _layout_version = 0
     _tangents = None  # forward AD: the tangent at each dual level's key, when it has one
     # a float32 tensor's version when it held bfloat16 values (converted from
-    # bfloat16, then perhaps moved: see ``_bfloat16_products``)
+    # bfloat16, then perhaps moved: see ``BFLOAT16_OPERANDS``)
     _bfloat16_at = None
     __array_ufunc__ = None  # numpy defers to our reflected operators: np.float32(2) * t
 
