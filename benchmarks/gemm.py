@@ -120,7 +120,7 @@ def _runs(x, y, dtype: str) -> dict:
     """Each implementation's product of x and y (float32 holding bfloat16
     values for bfloat16: numpy has none)."""
     if dtype == "bfloat16":
-        runs = {"fusegrad": lambda: packed_gemm.product(x, y, pairs=True, round_result=True)}
+        runs = {"fusegrad": lambda: packed_gemm.product(x, y, pairs=True, rounded=True)}
         if torch is not None:
             tx, ty = torch.from_numpy(x).bfloat16(), torch.from_numpy(y).bfloat16()
             runs["torch.mm"] = lambda: torch.mm(tx, ty)
