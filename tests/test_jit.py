@@ -419,6 +419,23 @@ def test_static_arguments_and_bad_arguments():
         fg.jit(lambda x, obj: x)(fg.ones(2), object())
 
 
+def test_dtype_device_and_memory_format_arguments_choose_a_program_each():
+    """As torch.compile guards on them: a program per value, computing what
+    eager mode computes for it (a DType argument was refused)."""
+
+    def cast(x, dtype, device, memory_format):
+        return x.to(dtype, memory_format=memory_format).to(device) * 3
+
+    f = fg.jit(cast)
+    x = fg.randn(2, 3, 4, 5)
+    for dtype, layout in [(fg.float64, fg.preserve_format), (fg.bfloat16, fg.channels_last)]:
+        for _ in range(2):
+            got, want = f(x, dtype, fg.device("cpu"), layout), cast(x, dtype, "cpu", layout)
+            assert got.dtype is want.dtype and got.stride() == want.stride()
+            np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    assert f.cache_info()[:2] == (2, 2)
+
+
 def test_objects_as_arguments_compile_once_and_are_read_on_every_call():
     """A generator, a module, a loss function: the trace reads them through the
     argument (not as the first call's objects), so one program serves each."""

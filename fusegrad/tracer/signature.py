@@ -14,7 +14,8 @@ import types
 
 import numpy as np
 
-from ..eager import autocast_state, grad_mode
+from ..eager import autocast_state, devices, grad_mode, sparse
+from ..eager import memory_format as memory_formats
 from ..eager.complex_tensor import ComplexTensor
 from ..eager.tensor import Tensor, storage_pattern
 from ..ir import dtypes
@@ -24,6 +25,9 @@ from .python_state import walk_enters
 # numpy's scalars too: the traced function gets them as they are (a numpy
 # scalar is an operand as a Python number is)
 _SCALARS = (bool, int, float, complex, str, type(None), np.bool_, np.number)
+# what an argument chooses the program by, as torch.compile guards on it:
+# keyed by value, a program each
+_SETTINGS = (dtypes.DType, devices.device, memory_formats.memory_format, sparse.layout)
 _NUMBERS = (int, float, np.integer, np.floating)  # program inputs, unless decided on by value
 _NOT_NUMBERS = (bool, np.bool_)  # bools decide control flow: keyed by value
 # arguments the key holds as they are (a loss function, a class, a module)
@@ -130,7 +134,7 @@ class Signatures:
                     paths.append(path)
                 return ("number", "float" if isinstance(value, _FLOATS) else "int")
             return ("value", type(value), value)
-        if isinstance(value, _SCALARS):
+        if isinstance(value, _SCALARS) or isinstance(value, _SETTINGS):
             return ("value", type(value), value)  # the type: np.bool_ and bool share a name
         if isinstance(value, (tuple, list)):
             return (
