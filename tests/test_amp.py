@@ -331,6 +331,9 @@ def test_a_larger_step_under_autocast_runs_bfloat16_pairs_compiled_as_eager(dot,
     eager = step(x, target, params, bf16)
     assert sum(pairs) == 2  # the hidden layer's product and its weight's gradient
     compiled = fg.jit(lambda x, target, params: step(x, target, params, bf16))
+    program = str(compiled.lower(x, target, params)).split("\n\n")[0]
+    products = [line for line in program.splitlines() if " = matmul" in line]
+    assert len(products) == 5 and all("matmul[operands=bf16] " in line for line in products)
     for _ in range(3):
         for got, want in zip(compiled(x, target, params), eager):
             np.testing.assert_array_equal(values(got), values(want))
