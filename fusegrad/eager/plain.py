@@ -23,7 +23,7 @@ class PlainValue(Operators):
     def __init__(self, data, dtype, bfloat16: bool = False):
         self._data = data
         self._dtype = dtype
-        self._bfloat16 = bfloat16  # float32 holding bfloat16 values (Tensor._holds_bfloat16)
+        self._bfloat16 = bfloat16  # float32 holding bfloat16 values (as Tensor._holds_bfloat16)
 
     @property
     def shape(self) -> tuple:
@@ -36,6 +36,9 @@ class PlainValue(Operators):
     @property
     def ndim(self) -> int:
         return self._data.ndim
+
+    def _holds_bfloat16(self) -> bool:
+        return self._bfloat16
 
     @staticmethod
     def usable() -> bool:
@@ -58,7 +61,7 @@ def plain_bind(prim, args, params):
         params = tensor.BFLOAT16_OPERANDS
     out = PlainValue(*computed(prim, args, params))
     if (prim is P.convert or prim in P.MOVING) and out._dtype is dtypes.float32:
-        out._bfloat16 = first._dtype is dtypes.bfloat16 if prim is P.convert else first._bfloat16
+        out._bfloat16 = tensor.holds_bfloat16_after(prim, first)
     return out
 
 

@@ -829,7 +829,7 @@ def eager_bind(prim, args, params):
     data, dtype = computed(prim, args, params)
     out = Tensor._make(data, dtype)
     if (prim is P.convert or prim in P.MOVING) and dtype is dtypes.float32:
-        if first._dtype is dtypes.bfloat16 if prim is P.convert else first._holds_bfloat16():
+        if holds_bfloat16_after(prim, first):
             out._bfloat16_at = out._version_counter[0]
     if prim.view and _is_view_of(data, first._data):
         out._version_counter = first._version_counter
@@ -866,6 +866,15 @@ def eager_bind(prim, args, params):
 # product's operands, its cotangent) are marked as ir/simplify.py marks a
 # graph's, so eager mode runs the routine a compiled program runs on them.
 BFLOAT16_OPERANDS = {"operands": dtypes.bfloat16}
+
+
+def holds_bfloat16_after(prim, first) -> bool:
+    """Whether ``prim``'s float32 result on ``first`` (a tensor or a plain
+    value) holds bfloat16 values: a conversion from bfloat16, or a move of
+    a value that holds them."""
+    if prim is P.convert:
+        return first._dtype is dtypes.bfloat16
+    return prim in P.MOVING and first._holds_bfloat16()
 
 
 def _mark_inference(out: Tensor) -> None:
