@@ -354,6 +354,45 @@ def test_eager_products_of_bfloat16_values_are_marked_until_written():
     assert not x._holds_bfloat16() and not view._holds_bfloat16()
 
 
+@pytest.mark.parametrize("how", ["detach", "data", "clone", "times one", "plus zero"])
+@pytest.mark.parametrize("differentiated", [False, True], ids=["value", "gradient"])
+def test_a_product_of_a_detached_or_copied_bfloat16_value_compiles_as_eager(
+    how, differentiated, monkeypatch
+):
+    """Eager mode sees no move of bfloat16 values in ``detach()``, ``.data``,
+    ``clone()`` or ``* 1.0``, so runs the product after it in float32; the
+    compiled program did too until simplification dropped the step and the
+    graph's marking, which ran after it, took the product for bfloat16
+    pairs: one unit of bfloat16 apart. The graph is now marked before."""
+    monkeypatch.setattr(runtime_packed, "BFLOAT16_PAIRS", True)
+    monkeypatch.setattr(runtime_packed, "_calls", {})
+    if not codegen_packed.has_bfloat16_dot():
+        monkeypatch.setattr(codegen_packed, "has_bfloat16_dot", lambda: False)
+    moved = {
+        "detach": lambda h: h.detach(),
+        "data": lambda h: h.data,
+        "clone": lambda h: h.clone(),
+        "times one": lambda h: h * 1.0,
+        "plus zero": lambda h: h + 0.0,
+    }[how]
+
+    def run(a, b, cotangent):
+        with fg.autocast("cpu", dtype=bf16):
+            h = (a @ b).float()
+        out = moved(h) @ h
+        if not differentiated:
+            return (out,)
+        return (out, *fg.autograd.grad(out, (a, b), cotangent))
+
+    a, b = randn(96, 160, seed=40, requires_grad=True), randn(160, 96, seed=41, requires_grad=True)
+    cotangent = randn(96, 96, seed=42)
+    eager = run(a, b, cotangent)
+    compiled = fg.jit(run)
+    for _ in range(3):
+        for got, want in zip(compiled(a, b, cotangent), eager):
+            np.testing.assert_array_equal(values(got), values(want))
+
+
 def test_a_weight_used_twice_in_a_region_is_cast_once_as_pytorchs_cache():
     x = randn(4, 5, seed=3)
 

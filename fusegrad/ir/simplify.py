@@ -542,8 +542,11 @@ def bfloat16_products(graph: Graph) -> Graph:
     (autocast's: PyTorch's product of bfloat16 sums in float32) saying so
     (``operands=bfloat16``), so the runtime can multiply bfloat16 pairs. An
     operand holds them when converted from bfloat16, then perhaps moved
-    (reshaped, transposed, broadcast, indexed), or when it is a constant of
-    such values (a gradient's seed)."""
+    (reshaped, transposed, broadcast, indexed): eager mode's rule
+    (``eager/tensor.py``, ``holds_bfloat16_after``), so it runs on a graph as
+    traced or derived, before simplification (which drops stop_gradient,
+    copies and multiplications by one, where eager mode sees no move), and
+    both run the same routine on the same products."""
     producer = {eqn.out: eqn for eqn in graph.eqns}
 
     def holds_bfloat16(v) -> bool:
@@ -554,9 +557,7 @@ def bfloat16_products(graph: Graph) -> Graph:
             if eqn.prim is P.convert:
                 return eqn.inputs[0].dtype is dtypes.bfloat16
             v = eqn.inputs[0]
-        return v.dtype is dtypes.float32 and np.array_equal(
-            v.value, dtypes.bfloat16.round(v.value), equal_nan=True
-        )
+        return False
 
     def marked(eqn: Eqn) -> Eqn:
         if (
@@ -574,4 +575,4 @@ def bfloat16_products(graph: Graph) -> Graph:
 
 
 def simplify(graph: Graph) -> Graph:
-    return dce(cse(bfloat16_products(algebraic(fold_constants(graph)))))
+    return dce(cse(algebraic(fold_constants(graph))))
