@@ -30,6 +30,7 @@ def every_product_packed(monkeypatch):
     monkeypatch.setattr(packed_gemm, "_calls", {})
     monkeypatch.setattr(routines, "_calls", {})
     monkeypatch.setattr(routines, "MIN_WORK", 1 << 62)  # not the small-matrix routine
+    monkeypatch.setattr(routines, "_unpacked_call", lambda x, y: None)  # nor unpacked
     monkeypatch.setenv("FUSEGRAD_NUM_THREADS", "3")
     ran = []
     original = packed_gemm.product

@@ -91,6 +91,16 @@ def _cases(dtype, side, rng):
         # the matrix routine's result is its own: its operands are guarded
         yield f"matmul rows {x.shape} {y.shape}", routines.matmul, (x, y)
         yield f"matmul dots {x.shape} {y.shape}", routines.matmul, (x, transposed)
+    for x_shape, y_shape in [((37, 300), (300, 5)), ((3, 30, 121), (121, 7))]:
+        x = _filled(x_shape, dtype, side, rng)  # one thin product, unpacked
+        y = _filled(y_shape, dtype, side, rng)
+        transposed = _filled(y_shape[::-1], dtype, side, rng).T
+        x_transposed = _filled(x_shape[::-1], dtype, side, rng).T
+        yield f"matmul unpacked {x.shape} {y.shape}", routines.matmul, (x, y)
+        yield f"matmul unpacked, y transposed {x.shape}", routines.matmul, (x, transposed)
+        yield f"matmul unpacked, x reversed {x.shape}", routines.matmul, (x[..., ::-1, :], y)
+        if x.ndim == 2:
+            yield f"matmul unpacked, x transposed {x.shape}", routines.matmul, (x_transposed, y)
     yield from _packed_cases(dtype, side, rng)
 
 
@@ -151,6 +161,7 @@ def _child() -> None:
             return [data_address(_guarded((size,), dtype, side)) for _ in range(count)]
 
         routines._run = run
+        routines.np = _GuardedResults(side)  # the unpacked products' results
         routines.SPLIT_ELEMENTS = 0
         packed_gemm.MIN_WORK = packed_gemm.SPLIT_WORK = 0
         packed_gemm.MIN_SIDE = 1

@@ -476,6 +476,55 @@ def test_products_of_a_short_depth_copy_y_to_take_the_rows_form(np_dtype):
         np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * x.shape[-1])
 
 
+# (what it is, x's and y's shape, x's and y's storage order, the routine's
+# form, or None for the packed GEMM): one product large enough to run packed;
+# a thin one has columns for half the packed micro-kernel's panel or fewer
+# (in float32 on any machine; in float64 on AVX2's 6x8)
+SINGLE_PRODUCTS = [
+    ("logits: thin", (256, 512), (512, 8), None, None, "rows"),
+    ("logits' weight gradient: thin, x transposed", (512, 256), (256, 5), (1, 0), None, "rows"),
+    ("thin, y transposed", (300, 130), (130, 7), None, (1, 0), "dots"),
+    ("thin, rows of a stack", (4, 75, 300), (300, 7), None, None, "rows"),
+    ("thin and tall, split by rows", (1013, 300), (300, 5), None, None, "rows"),
+    ("float32's thin", (256, 512), (512, 16), None, None, "float32: rows"),
+    ("small", (64, 120), (120, 84), None, None, "rows"),
+    ("small, x transposed", (120, 64), (64, 84), (1, 0), None, None),
+    ("wide", (256, 512), (512, 40), None, None, None),
+    ("too few columns", (256, 512), (512, 3), None, None, None),
+]
+
+
+@pytest.mark.parametrize("case", SINGLE_PRODUCTS, ids=lambda case: case[0])
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_small_and_thin_products_run_unpacked_and_match_numpy(case, np_dtype, monkeypatch):
+    """A product too small for packing to pay, or with too few columns to
+    fill the packed micro-kernel's panel, runs in the register-blocked
+    routine on the operands where they lie (its rows split across three
+    threads where the packed GEMM would split); the same bits on one."""
+    from fusegrad.runtime import threads
+
+    _, x_shape, y_shape, x_order, y_order, form = case
+    dtype_name = np.dtype(np_dtype).name
+    if form and ":" in form:
+        only, form = form.split(": ")
+        form = form if only == dtype_name else None
+    monkeypatch.setattr(routines, "_calls", {})
+    rng = np.random.default_rng(17)
+    x = _stack(rng, x_shape, np_dtype, x_order)
+    x = x[::-1] if x.ndim == 2 else x  # rows reversed, too
+    y = _stack(rng, y_shape, np_dtype, y_order)
+    call = routines._unpacked_call(x, y)
+    assert (call and call[0]) == (form and routines.gemm.matmul(form, dtype_name))
+    want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+    monkeypatch.setattr(threads, "count", lambda: 3)
+    got = routines.matmul(x, y)
+    assert got.dtype == np_dtype and got.shape == want.shape and got.flags.c_contiguous
+    tolerance = 2e-5 if np_dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * x.shape[-1])
+    monkeypatch.setattr(threads, "count", lambda: 1)
+    np.testing.assert_array_equal(routines.matmul(x, y), got)
+
+
 @pytest.mark.parametrize("stride", [1, 2], ids=["stride-1", "stride-2"])
 def test_convolution_is_the_same_eager_and_compiled(stride, windows_read):
     """Eager mode and the compiled plan both run the same routines, forward

@@ -121,7 +121,7 @@ def _layout(x: np.ndarray, y: np.ndarray):
     if x_strides is None or y_strides is None:
         return None
     if y.ndim == 2:  # a stack of matrices times one: all their rows at once
-        rows = _merged_axes(x.shape[:-1], x_strides[:-1])
+        rows = merged_axes(x.shape[:-1], x_strides[:-1])
         if rows is None or not runs_packed(x.shape, y.shape):
             return None
         rows_count, row_stride = rows
@@ -169,7 +169,7 @@ def two_stack_axes(x: np.ndarray, y: np.ndarray, batch: tuple, result_size: int)
     return inner_items, outer, inner
 
 
-def _merged_axes(shape: tuple, strides: list):
+def merged_axes(shape: tuple, strides: list):
     """(count, stride) when the axes of ``shape`` step through memory as one
     axis does; else None."""
     count, stride = 1, 0

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..codegen import convolution, gemm, routines
+from ..codegen import packed_gemm as codegen_packed_gemm
 from ..ir import dtypes, graph
 from ..ir import primitives as P
 from . import packed_gemm, threads
@@ -368,7 +369,9 @@ def matmul(x: np.ndarray, y: np.ndarray, operands=None, rounded: bool = False) -
     numpy would make one BLAS call per matrix (a LeNet's convolutions ran
     1.3-5x faster, codegen/gemm.py), which runs on this thread unless a
     program owns the cores (see ``threads.own_cores``: split beside BLAS's
-    spinning thread, LeNet's step took 10% longer); large products by the
+    spinning thread, LeNet's step took 10% longer); one product by the same
+    routine where it is too small or too thin for packing to pay
+    (``_unpacked_call``); large products by the
     packed GEMM on fusegrad's threads (runtime/packed_gemm.py), as bfloat16
     pairs where ``operands`` (``P.matmul``'s parameter) says x and y hold
     bfloat16 values. ``rounded``: the result rounded to bfloat16 (by the
@@ -385,12 +388,73 @@ def matmul(x: np.ndarray, y: np.ndarray, operands=None, rounded: bool = False) -
             addresses = (data_address(x), data_address(y), data_address(out))
             _over_items(native, addresses, arguments, out.size)
             return dtypes.bfloat16.round(out) if rounded else out
+    pairs = operands is dtypes.bfloat16
+    if y.ndim == 2 and x.ndim >= 2 and not (pairs and packed_gemm.BFLOAT16_PAIRS):
+        key = (P.matmul, "unpacked", x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
+        call = _prepared(key, lambda: _unpacked_call(x, y))
+        if call is not None:
+            out = _unpacked_product(call, x, y)
+            return dtypes.bfloat16.round(out) if rounded else out
     if x.ndim >= 2 and y.ndim >= 2:
-        out = packed_gemm.product(x, y, operands is dtypes.bfloat16, rounded)
+        out = packed_gemm.product(x, y, pairs, rounded)
         if out is not None:
             return out
     out = P.matmul.impl(x, y)
     return dtypes.bfloat16.round(out) if rounded else out
+
+
+def _unpacked_call(x: np.ndarray, y: np.ndarray):
+    """(routine, result shape, rows, row stride, sizes) for x @ y, x's rows
+    (perhaps stacked) times one matrix, where the packed GEMM would compute
+    it but the register-blocked routine, reading the operands in place, is
+    faster: a small product (packing and the micro-kernel's whole panels
+    cost more than they save: 64x120x84 took 31 us packed, 19 unpacked,
+    OpenBLAS 15 on one core) or a thin one (columns for half the
+    micro-kernel's panel or fewer: 256x512x10 took 119 us packed on two cores, 61
+    unpacked on one; OpenBLAS 70). None otherwise."""
+    if x.dtype != y.dtype or x.dtype not in _FLOATS:
+        return None
+    if not packed_gemm.runs_packed(x.shape, y.shape):
+        return None
+    (depth, columns), x_strides = y.shape, packed_gemm.element_strides(x)
+    y_strides = packed_gemm.element_strides(y)
+    if x.shape[-1] != depth or columns < MIN_COLUMNS or x_strides is None or y_strides is None:
+        return None
+    rows = packed_gemm.merged_axes(x.shape[:-1], x_strides[:-1])
+    if rows is None:
+        return None
+    thin = columns <= codegen_packed_gemm.blocking(x.dtype.name).nr // 2
+    small = rows[0] * depth * columns < packed_gemm.SPLIT_WORK and x_strides[-1] == 1
+    if not (thin or small):  # a small x read across its rows was as fast packed
+        return None
+    if y_strides[-1] == 1:
+        form = "rows"
+    elif x_strides[-1] == 1 and y_strides[0] == 1 and depth >= 4 * gemm.lanes(x.dtype.name):
+        form = "dots"
+    else:
+        return None
+    sizes = [0, 1, 1, rows[0], columns, depth, 0, 0, rows[1], x_strides[-1], 0, 0, *y_strides]
+    sizes += [0, 0, columns]
+    return gemm.matmul(form, x.dtype.name), x.shape[:-1] + (columns,), *rows, sizes
+
+
+def _unpacked_product(call, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``_unpacked_call``'s product, its rows split across the cores where
+    the packed GEMM would split them."""
+    native, shape, rows, row_stride, sizes = call
+    out = np.empty(shape, x.dtype)
+    parts = threads.count() if rows * sizes[4] * sizes[5] >= packed_gemm.SPLIT_WORK else 1
+    step = -(-rows // parts)
+    arrays, calls = [], []  # the sizes alive until the parts finish
+    for begin in range(0, rows, step):
+        part = np.array(sizes, np.int64)
+        part[3] = min(step, rows - begin)
+        arrays.append(part)
+        a = data_address(x) + begin * row_stride * x.itemsize
+        c = data_address(out) + begin * sizes[4] * out.itemsize
+        calls.append((a, data_address(y), c, data_address(part)))
+    threads.run(native, calls)
+    return out
 
 
 def _product_call(x: np.ndarray, y: np.ndarray):
