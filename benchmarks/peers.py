@@ -17,7 +17,9 @@ cores it uses by default (fusegrad and PyTorch: all of them).
 The bandwidth limit of a workload is the time numpy takes to copy as many
 bytes as an ideal kernel moves (reading the inputs once, writing the
 gradients once). The models W3, W7 and W8 are bounded instead by their matrix
-products: the time of those alone, at the same shapes, forward and backward.
+products: the time of those alone, at the same shapes, forward and backward,
+in numpy (and torch.mm), and their floating-point operations at the cores'
+measured peak (``benchmarks/gemm.py``).
 
 W3-bf16 and W7-bf16 are W3 and W7 under ``autocast("cpu", dtype=bfloat16)``, against
 PyTorch's own CPU autocast (eager and torch.compile), checked against the float32
@@ -39,6 +41,8 @@ import numpy as np
 
 import fusegrad as fg
 import fusegrad.nn.functional as F
+from fusegrad.codegen import packed_gemm as codegen_packed
+from fusegrad.runtime import threads
 
 try:
     import torch
@@ -141,6 +145,25 @@ def w3_matmuls(x, w1, w2_, w3, h1, h2, g_logits):
     g = g @ w2_.T
     h1.T @ g
     x.T @ g
+
+
+def w3_products(batch: int) -> list:
+    """W3's matrix products: (left shape, right shape, the left needs a gradient)."""
+    return [
+        ((batch, 784), (784, 512), False),  # the inputs need no gradient
+        ((batch, 512), (512, 512), True),
+        ((batch, 512), (512, 10), True),
+    ]
+
+
+def product_flops(products) -> int:
+    """Floating-point operations of the products, forward and backward (as
+    ``gemms_alone`` runs them): the bound of a step at the machine's peak."""
+    total = 0
+    for left, right, left_grad in products:
+        items = math.prod(np.broadcast_shapes(left[:-2], right[:-2]))
+        total += 2 * items * left[-2] * left[-1] * right[-1] * (3 if left_grad else 2)
+    return total
 
 
 def w3(lib, functional, x, labels, w1_, b1, w2_, b2, w3_, b3):
@@ -695,7 +718,7 @@ def workloads(rng) -> dict:
         reference=lambda: w3_numpy(batch.astype(np.float64), labels, *params),
         references={"numpy matmuls alone": lambda: w3_matmuls(
             batch, params[0], params[2], params[4], h1, h2, g_logits)},
-        reference_target=1.1,
+        reference_target=1.1, flops=product_flops(w3_products(len(batch))),
     )  # fmt: skip
     x4, y4 = (rng.standard_normal(16).astype(np.float32) for _ in range(2))
     specs["W4"] = dict(
@@ -730,6 +753,7 @@ def workloads(rng) -> dict:
         workload=w7, arrays=gpt, wrt=gpt_weights, numpy=None,
         reference=lambda: _float64_fusegrad(w7, gpt, gpt_weights),
         references=_gemm_runs(gpt_products(), rng), compile_variants=True,
+        flops=product_flops(gpt_products()),
         peers=["torch.compile", "torch.compile, func.grad_and_value",
                "torch.compile, traced backward", "torch.compile, compiled autograd"],
         target=0.8,
@@ -741,7 +765,7 @@ def workloads(rng) -> dict:
             title=specs[name]["title"] + ", under autocast(bfloat16)",
             workload=under_autocast(specs[name]["workload"]), numpy=None, references={},
             tolerance=5e-2, jax=False, compile_variants=False,
-            peers=["torch eager", "torch.compile"], target=0.6,
+            peers=["torch eager", "torch.compile"], target=0.6, peak="bfloat16",
         )  # fmt: skip
         specs[f"{name}-bf16"].pop("reference_target", None)
     lenet = lenet_arrays(rng)
@@ -751,6 +775,7 @@ def workloads(rng) -> dict:
         numpy=lambda: w8_numpy(*lenet),
         reference=lambda: w8_numpy(*_float64(lenet)),
         references=_gemm_runs(lenet_products(), rng), peers=["torch eager"], target=0.7,
+        flops=product_flops(lenet_products()),
     )  # fmt: skip
     return specs
 
@@ -824,7 +849,30 @@ def run_workload(name, spec, repeat, compile_torch) -> None:
         )
     if "moved" in spec:
         print(f"  fusegrad jit / bandwidth limit: {jit_ms / times['bandwidth limit']:.1f}x")
+    if "flops" in spec:
+        peak = _peak_gflops(spec.get("peak", "float32"))
+        limit_ms = spec["flops"] / peak / 1e6
+        print(
+            f"  fusegrad jit / peak FLOP/s: {jit_ms / limit_ms:.1f}x "
+            f"(its products, {spec['flops'] / 1e9:.2f} GFLOP, at {peak:.0f} GFLOP/s: "
+            f"{limit_ms:.2f} ms)"
+        )
     print()
+
+
+_peaks: dict = {}
+
+
+def _peak_gflops(dtype_name: str) -> float:
+    """The cores' measured peak (benchmarks/gemm.py), once per dtype; bfloat16's
+    is float32's where the CPU has no bfloat16 dot product."""
+    from gemm import peak_gflops  # it imports this module
+
+    if dtype_name == "bfloat16" and not codegen_packed.has_bfloat16_dot():
+        dtype_name = "float32"
+    if dtype_name not in _peaks:
+        _peaks[dtype_name] = peak_gflops(dtype_name) * threads.count()
+    return _peaks[dtype_name]
 
 
 def main() -> None:
