@@ -191,13 +191,16 @@ def test_parts_cover_every_product_once():
             assert (covered == 1).all(), (items, m, n, cores)
 
 
-def test_a_product_has_the_same_bits_on_any_number_of_cores(monkeypatch):
+@pytest.mark.parametrize("shape", [(700, 90), (90, 300)], ids=["by rows", "by columns"])
+def test_a_product_has_the_same_bits_on_any_number_of_cores(shape, monkeypatch):
     """Each element's sum runs through the depth blocks in one order
-    whichever part computes it, so results do not depend on the cores (as
-    OpenBLAS's last bits do)."""
+    whichever part computes it, and whichever end of its row blocks and
+    panels a part starts from (odd parts start from the last), so results
+    do not depend on the cores (as OpenBLAS's last bits do)."""
     rng = np.random.default_rng(5)
-    x = rng.standard_normal((300, 700)).astype(np.float32)
-    y = rng.standard_normal((700, 90)).astype(np.float32)
+    m, n = shape
+    x = rng.standard_normal((m, 700)).astype(np.float32)  # by rows: blocks of A on each core
+    y = rng.standard_normal((700, n)).astype(np.float32)
     results = []
     for cores in ("1", "2", "3"):
         monkeypatch.setenv("FUSEGRAD_NUM_THREADS", cores)

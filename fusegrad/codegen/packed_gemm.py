@@ -52,8 +52,12 @@ from .vectors import Vectors, lanes
 # The routine's size arguments (int64s), in this order: the part of C it
 # computes (items, rows and columns, each [begin, end)), the depth, then
 # strides in elements, then (bfloat16's routine) whether C is rounded to
-# bfloat16. Item i is product (i // inner_items, i % inner_items) of two
-# stack axes, so a stack broadcast along one needs no copy.
+# bfloat16, then whether the part walks A's row blocks and B's panels from
+# the last (the parts beside it share the operand they do not split: each
+# first reads a different end of it from memory, then finds the rest in the
+# shared cache where the other brought it). Item i is product
+# (i // inner_items, i % inner_items) of two stack axes, so a stack
+# broadcast along one needs no copy.
 SIZES = (
     "items_begin",
     "items_end",
@@ -75,6 +79,7 @@ SIZES = (
     "c_inner",
     "c_row",
     "rounded",
+    "from_the_end",
 )
 
 
@@ -275,7 +280,8 @@ class _Packing:
 
                     _loop(b, _constant(0), self._steps(kc), element_step)
 
-        _loop(b, _constant(0), _ceil_div(b, nc, nr), panel)
+        panels = _ceil_div(b, nc, nr)
+        _loop(b, _constant(0), panels, lambda j: panel(self._walked(j, panels)))
 
     def _prefetch(self, start, depth_stride, depth):
         """Asks for the operand's line at ``depth`` along its row or column
@@ -349,6 +355,13 @@ class _Gemm(_Packing):
         self.packed_a = self._aligned(workspace, 0)
         self.packed_b = self._aligned(workspace, self.blocks.packed_a() + 64)
 
+    def _walked(self, k, count):
+        """The k-th of ``count`` blocks or panels a part takes: from the last
+        where the sizes say so (``from_the_end``)."""
+        b = self.b
+        from_the_end = b.icmp_signed("!=", self.s["from_the_end"], _constant(0))
+        return b.select(from_the_end, b.sub(b.sub(count, _constant(1)), k), k)
+
     def _steps(self, kc):
         """The micro-kernel's steps through ``kc`` of the depth (pairs of
         bfloat16 take two at once); packed panels are as many rows deep."""
@@ -402,7 +415,7 @@ class _Gemm(_Packing):
                     self._pack_a(a, ic, mc, pc, kc)
                     self._macro_kernel(c, ic, mc, jc, nc, kc, first, last)
 
-                _blocks_of(b, rows_begin, rows_end, blocks.mc, row_block)
+                _blocks_of(b, rows_begin, rows_end, blocks.mc, row_block, self._walked)
 
             _blocks_of(b, _constant(0), s["depth"], blocks.kc, depth_block)
 
@@ -581,14 +594,16 @@ class _BFloat16(ir.types.Type):
 _HIGH_HALF = -(1 << 16)  # 0xFFFF0000 as an int32: a float32's bfloat16 half
 
 
-def _blocks_of(b, begin, end, size: int, body) -> None:
-    """``body(start, length)`` for blocks of ``size`` covering [begin, end)."""
+def _blocks_of(b, begin, end, size: int, body, order=None) -> None:
+    """``body(start, length)`` for blocks of ``size`` covering [begin, end),
+    the k-th of n being ``order(k, n)`` (the k-th by default)."""
+    count = _ceil_div(b, b.sub(end, begin), size)
 
     def block(k):
-        start = _add(b, begin, _mul(b, k, _constant(size)))
+        start = _add(b, begin, _mul(b, k if order is None else order(k, count), _constant(size)))
         body(start, _min(b, _constant(size), b.sub(end, start)))
 
-    _loop(b, _constant(0), _ceil_div(b, b.sub(end, begin), size), block)
+    _loop(b, _constant(0), count, block)
 
 
 def _ceil_div(b, n, size: int):
