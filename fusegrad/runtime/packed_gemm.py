@@ -92,8 +92,8 @@ class _Call:
             splits = cores if self.items * m * k * n >= SPLIT_WORK else 1
             parts = _parts(self.items, m, n, splits, self.blocks)
             arrays = [
-                np.array([*part, k, *self.arguments, n % 2], np.int64)  # odd: from the end
-                for n, part in enumerate(parts)
+                np.array([*part, k, *self.arguments, index % 2], np.int64)  # odd: from the end
+                for index, part in enumerate(parts)
             ]
             made = self.by_cores[cores] = ([data_address(a) for a in arrays], arrays)
         return made[0]

@@ -410,8 +410,8 @@ def _unpacked_call(x: np.ndarray, y: np.ndarray):
     faster: a small product (packing and the micro-kernel's whole panels
     cost more than they save: 64x120x84 took 31 us packed, 19 unpacked,
     OpenBLAS 15 on one core) or a thin one (columns for half the
-    micro-kernel's panel or fewer: 256x512x10 took 119 us packed on two cores, 61
-    unpacked on one; OpenBLAS 70). None otherwise."""
+    micro-kernel's panel or fewer: 256x512x10 took 119 us packed, 31
+    unpacked, both on two cores; OpenBLAS 29). None otherwise."""
     if x.dtype != y.dtype or x.dtype not in _FLOATS:
         return None
     if not packed_gemm.runs_packed(x.shape, y.shape):
