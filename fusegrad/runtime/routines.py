@@ -404,7 +404,8 @@ def matmul(x: np.ndarray, y: np.ndarray, operands=None, rounded: bool = False) -
 
 
 def _unpacked_call(x: np.ndarray, y: np.ndarray):
-    """(routine, result shape, rows, row stride, sizes) for x @ y, x's rows
+    """(routine, result shape, itemsize, sizes, whether it splits, its parts
+    per count of cores, made on first use) for x @ y, x's rows
     (perhaps stacked) times one matrix, where the packed GEMM would compute
     it but the register-blocked routine, reading the operands in place, is
     faster: a small product (packing and the micro-kernel's whole panels
@@ -427,34 +428,53 @@ def _unpacked_call(x: np.ndarray, y: np.ndarray):
     small = rows[0] * depth * columns < packed_gemm.SPLIT_WORK and x_strides[-1] == 1
     if not (thin or small):  # a small x read across its rows was as fast packed
         return None
-    if y_strides[-1] == 1:
-        form = "rows"
-    elif x_strides[-1] == 1 and y_strides[0] == 1 and depth >= 4 * gemm.lanes(x.dtype.name):
-        form = "dots"
-    else:
+    form = _form(x_strides, y_strides, depth, x.dtype.name)
+    if form is None:
         return None
     sizes = [0, 1, 1, rows[0], columns, depth, 0, 0, rows[1], x_strides[-1], 0, 0, *y_strides]
     sizes += [0, 0, columns]
-    return gemm.matmul(form, x.dtype.name), x.shape[:-1] + (columns,), *rows, sizes
+    split = rows[0] * depth * columns >= packed_gemm.SPLIT_WORK  # where the packed GEMM splits
+    return gemm.matmul(form, x.dtype.name), x.shape[:-1] + (columns,), x.itemsize, sizes, split, {}
 
 
 def _unpacked_product(call, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``_unpacked_call``'s product, its rows split across the cores where
     the packed GEMM would split them."""
-    native, shape, rows, row_stride, sizes = call
+    native, shape, itemsize, sizes, split, by_cores = call
+    cores = threads.count() if split else 1
+    parts = by_cores.get(cores)
+    if parts is None:
+        parts = by_cores[cores] = _row_parts(sizes, itemsize, cores)
     out = np.empty(shape, x.dtype)
-    parts = threads.count() if rows * sizes[4] * sizes[5] >= packed_gemm.SPLIT_WORK else 1
-    step = -(-rows // parts)
-    arrays, calls = [], []  # the sizes alive until the parts finish
+    a, b, c = data_address(x), data_address(y), data_address(out)
+    threads.run(native, [(a + x_at, b, c + out_at, at) for x_at, out_at, at, _ in parts])
+    return out
+
+
+def _row_parts(sizes: list, itemsize: int, cores: int) -> list:
+    """One product's rows in a part per core: (x's and the result's offsets
+    in bytes, the address of the part's sizes, those sizes)."""
+    rows, columns, row_stride = sizes[3], sizes[4], sizes[8]
+    step = -(-rows // cores)
+    parts = []
     for begin in range(0, rows, step):
         part = np.array(sizes, np.int64)
         part[3] = min(step, rows - begin)
-        arrays.append(part)
-        a = data_address(x) + begin * row_stride * x.itemsize
-        c = data_address(out) + begin * sizes[4] * out.itemsize
-        calls.append((a, data_address(y), c, data_address(part)))
-    threads.run(native, calls)
-    return out
+        offsets = begin * row_stride * itemsize, begin * columns * itemsize
+        parts.append((*offsets, data_address(part), part))
+    return parts
+
+
+def _form(x_strides: list, y_strides: list, depth: int, dtype_name: str):
+    """The register-blocked routine's form for operands of these element
+    strides (their last two axes): ``rows`` where y's columns are
+    contiguous, ``dots`` where both run contiguous along a depth of four
+    vectors or more; else None."""
+    if y_strides[-1] == 1:
+        return "rows"
+    if x_strides[-1] == 1 and y_strides[-2] == 1 and depth >= 4 * gemm.lanes(dtype_name):
+        return "dots"
+    return None
 
 
 def _product_call(x: np.ndarray, y: np.ndarray):
@@ -498,11 +518,8 @@ def _stacked_product(x: np.ndarray, y: np.ndarray):
         return None
     if x_strides is None or y_strides is None:
         return None
-    if y_strides[-1] == 1:
-        form = "rows"
-    elif x_strides[-1] == 1 and y_strides[-2] == 1 and depth >= 4 * gemm.lanes(x.dtype.name):
-        form = "dots"
-    else:
+    form = _form(x_strides, y_strides, depth, x.dtype.name)
+    if form is None:
         return None
     stacks = packed_gemm.two_stack_axes(x, y, batch, rows * columns)
     if stacks is None:

@@ -134,7 +134,7 @@ class Signatures:
                     paths.append(path)
                 return ("number", "float" if isinstance(value, _FLOATS) else "int")
             return ("value", type(value), value)
-        if isinstance(value, _SCALARS) or isinstance(value, _SETTINGS):
+        if isinstance(value, _SCALARS + _SETTINGS):
             return ("value", type(value), value)  # the type: np.bool_ and bool share a name
         if isinstance(value, (tuple, list)):
             return (
