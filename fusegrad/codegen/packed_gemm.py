@@ -123,9 +123,10 @@ def blocking(dtype_name: str) -> Blocking:
 
 DEPTH = 256
 # How far along the depth packing asks for the operands' lines ahead of
-# where it reads (A's rows: 32 elements, two lines; B's rows of a panel: 8
-# steps): products of operands out of the caches, as in a training step,
-# ran 7% faster over W3's and W7's shapes (a GPT-mini step 2-3%); others alike.
+# where it reads (rows or columns contiguous along it: 32 elements, two
+# lines; B's rows of a panel: 8 steps): products of operands out of the
+# caches, as in a training step, ran 7% faster over W3's and W7's shapes
+# (a GPT-mini step 2-3%); others alike.
 A_AHEAD = 32
 B_AHEAD = 8
 BLOCK_BYTES = 144 * 1024
@@ -164,36 +165,60 @@ class _Packing:
 
     def _pack_a(self, a, ic, mc, pc, kc):
         """A[ic:ic+mc, pc:pc+kc] as panels of MR rows, each [kc][MR] (of
-        pairs, [kc/2][MR] words), zeros below the last row: an element at a
-        time (with A transposed, its rows side by side, masked vector loads
-        and stores took 8% longer), but pairs of a transposed A by vectors
-        (two loads and a store for MR words, where elements took 2 MR loads)."""
+        pairs, [kc/2][MR] words), zeros below the last row (``_by_layout``)."""
         b, s, mr = self.b, self.s, self.blocks.mr
 
         def panel(i):
             first_row = _add(b, ic, _mul(b, i, _constant(mr)))
             rows = b.sub(_add(b, ic, mc), first_row)
             out = b.gep(self.packed_a, [_mul(b, _mul(b, i, self._steps(kc)), _constant(mr))])
-            if not self.pairs:
-                self._pack_a_panel(a, first_row, rows, out, pc, kc)
-                return
-            side_by_side = b.icmp_signed("==", s["a_row"], _constant(1))
-            with b.if_else(side_by_side) as (by_vectors, by_elements):
-                with by_vectors:
-                    self._pack_a_panel_by_vectors(a, first_row, rows, out, pc, kc)
-                with by_elements:
-                    self._pack_a_panel(a, first_row, rows, out, pc, kc)
+            self._by_layout(
+                s["a_row"],
+                s["a_depth"],
+                lambda: self._pack_a_panel_by_vectors(a, first_row, rows, out, pc, kc),
+                lambda: self._pack_by_blocks(
+                    self._a_rows(a, first_row, rows), rows, out, mr, pc, kc
+                ),
+                lambda: self._pack_a_panel(a, first_row, rows, out, pc, kc),
+            )
 
         _loop(b, _constant(0), _ceil_div(b, mc, mr), panel)
 
+    def _by_layout(self, across, along, by_vectors, by_blocks, by_elements) -> None:
+        """Packs a panel of A's rows or B's columns, whose strides in the
+        operand are ``across`` them and ``along`` the depth: by vectors
+        where they lie side by side, by blocks transposed in registers
+        where each is contiguous along the depth (float32 or float64), else
+        an element at a time. Over W3's and W7's products, all of them an
+        element at a time but B's contiguous columns took 9% longer; A's
+        rows side by side so, 5-10% longer each."""
+        b = self.b
+        side_by_side = b.icmp_signed("==", across, _constant(1))
+        contiguous = b.icmp_signed("==", along, _constant(1))
+        if self.pairs:  # pairs of bfloat16 are not transposed by blocks
+            contiguous = ir.Constant(ir.IntType(1), 0)
+        with b.if_else(side_by_side) as (vectors, otherwise):
+            with vectors:
+                by_vectors()
+            with otherwise:
+                with b.if_else(contiguous) as (blocks, elements):
+                    with blocks:
+                        by_blocks()
+                    with elements:
+                        by_elements()
+
+    def _a_rows(self, a, first_row, rows):
+        """Where each of a panel's MR rows starts; rows past the edge start
+        where the last does (in bounds; they are packed as zeros)."""
+        b, s, last = self.b, self.s, self.b.sub(rows, _constant(1))
+        return [
+            b.gep(a, [_mul(b, _add(b, first_row, _min(b, _constant(r), last)), s["a_row"])])
+            for r in range(self.blocks.mr)
+        ]
+
     def _pack_a_panel(self, a, first_row, rows, out, pc, kc):
         b, s, mr = self.b, self.s, self.blocks.mr
-        # rows past the edge read the last row (in bounds) and keep zero
-        starts = []
-        for r in range(mr):
-            last = b.sub(rows, _constant(1))
-            row = _add(b, first_row, _min(b, _constant(r), last))
-            starts.append(b.gep(a, [_mul(b, row, s["a_row"])]))
+        starts = self._a_rows(a, first_row, rows)
 
         def step(p):
             for start in starts:
@@ -206,6 +231,57 @@ class _Packing:
                 b.store(value, b.gep(out, [_add(b, _mul(b, p, _constant(mr)), _constant(r))]))
 
         _loop(b, _constant(0), self._steps(kc), step)
+
+    def _pack_by_blocks(self, starts, count, out, stride, pc, kc):
+        """A panel whose rows (A's) or columns (B's), from ``starts``, are
+        contiguous along the depth, float32 or float64: a vector's width of
+        steps of a vector's width of them at a time, loaded along the depth
+        and transposed in registers; the last steps by masked loads (in a
+        loop of elements for them LLVM spilled registers). ``count`` of
+        them lie in the operand; a step of the panel is ``stride`` elements."""
+        b, vectors, width = self.b, self.vectors, self.vectors.width
+        starts = starts + [None] * (-len(starts) % width)  # zeros to square a block
+        pieces = range(0, len(starts), width)
+        stores = [vectors.first(_constant(stride - v)) for v in pieces]
+
+        def block(p, left=None):
+            mask = None if left is None else vectors.first(left)
+            for v, store in zip(pieces, stores):
+                loaded = [
+                    self._along_depth(start, r, count, pc, p, mask)
+                    for r, start in enumerate(starts[v : v + width], v)
+                ]
+                for i, vector in enumerate(vectors.transposed(loaded)):
+                    step = _add(b, p, _constant(i))
+                    place = _add(b, _mul(b, step, _constant(stride)), _constant(v))
+                    if left is None:
+                        vectors.store(vector, b.gep(out, [place]), store)
+                        continue
+                    with b.if_then(b.icmp_signed("<", _constant(i), left)):
+                        vectors.store(vector, b.gep(out, [place]), store)
+
+        def whole(p, carried):
+            block(p)
+            return carried
+
+        rest, _ = _carried(b, _constant(0), kc, width, [], whole)
+        left = b.sub(kc, rest)
+        with b.if_then(b.icmp_signed(">", left, _constant(0))):
+            block(rest, left)
+
+    def _along_depth(self, start, r, count, pc, p, mask):
+        """The vector of a row (or column) contiguous along the depth, from
+        ``start`` at depth pc + p (only ``mask``'s lanes, if given): zeros
+        for the ``r``-th of ``count`` or later, or with no ``start``."""
+        b, vectors = self.b, self.vectors
+        if start is None:
+            return vectors.zero
+        if mask is None:
+            self._prefetch(start, _constant(1), _add(b, pc, _add(b, p, _constant(A_AHEAD))))
+        value = vectors.load(b.gep(start, [_add(b, pc, p)]), mask)
+        if r == 0:  # a panel has a row or column at least
+            return value
+        return b.select(b.icmp_signed("<", _constant(r), count), value, vectors.zero)
 
     def _pack_a_panel_by_vectors(self, a, first_row, rows, out, pc, kc):
         """A panel whose MR rows lie side by side in memory, a vector (or
@@ -228,60 +304,66 @@ class _Packing:
 
     def _pack_b(self, bm, pc, kc, jc, nc):
         """B[pc:pc+kc, jc:jc+nc] as panels of NR columns, each [kc][NR] (of
-        pairs, [kc/2][NR] words),
-        zeros right of the last column: by vectors where B's columns are
-        contiguous, else an element at a time."""
-        b, s, nr, vectors = self.b, self.s, self.nr, self.vectors
+        pairs, [kc/2][NR] words), zeros right of the last column (``_by_layout``)."""
+        b, s, nr = self.b, self.s, self.nr
 
         def panel(j):
             first_column = _add(b, jc, _mul(b, j, _constant(nr)))
             columns = b.sub(_add(b, jc, nc), first_column)
             out = b.gep(self.packed_b, [_mul(b, _mul(b, j, self._steps(kc)), _constant(nr))])
-            contiguous = b.icmp_signed("==", s["b_column"], _constant(1))
-            with b.if_else(contiguous) as (by_vectors, by_elements):
-                with by_vectors:
-                    masks = [
-                        vectors.first(b.sub(columns, _constant(v * vectors.width)))
-                        for v in range(self.nr_vectors)
-                    ]
-
-                    def vector_step(p):
-                        ahead = _add(b, pc, _add(b, p, _constant(B_AHEAD)))
-                        for v, mask in enumerate(masks):
-                            column = _add(b, first_column, _constant(v * vectors.width))
-                            start = b.gep(bm, [column])
-                            self._prefetch(start, s["b_depth"], ahead)
-                            value = self._packed(start, s["b_depth"], pc, p, kc, mask)
-                            place = b.gep(
-                                out,
-                                [_add(b, _mul(b, p, _constant(nr)), _constant(v * vectors.width))],
-                            )
-                            vectors.store(value, place)
-
-                    _loop(b, _constant(0), self._steps(kc), vector_step)
-                with by_elements:
-                    last = b.sub(columns, _constant(1))
-                    offsets = [
-                        _mul(b, _add(b, first_column, _min(b, _constant(q), last)), s["b_column"])
-                        for q in range(nr)
-                    ]
-
-                    def element_step(p):
-                        for q, offset in enumerate(offsets):
-                            start = b.gep(bm, [offset])
-                            value = self._packed(start, s["b_depth"], pc, p, kc)
-                            if q:
-                                keep = b.icmp_signed("<", _constant(q), columns)
-                                value = b.select(keep, value, ir.Constant(self.element, 0))
-                            b.store(
-                                value,
-                                b.gep(out, [_add(b, _mul(b, p, _constant(nr)), _constant(q))]),
-                            )
-
-                    _loop(b, _constant(0), self._steps(kc), element_step)
+            self._by_layout(
+                s["b_column"],
+                s["b_depth"],
+                lambda: self._pack_b_panel_by_vectors(bm, first_column, columns, out, pc, kc),
+                lambda: self._pack_by_blocks(
+                    self._b_columns(bm, first_column, columns), columns, out, nr, pc, kc
+                ),
+                lambda: self._pack_b_panel(bm, first_column, columns, out, pc, kc),
+            )
 
         panels = _ceil_div(b, nc, nr)
         _loop(b, _constant(0), panels, lambda j: panel(self._walked(j, panels)))
+
+    def _pack_b_panel_by_vectors(self, bm, first_column, columns, out, pc, kc):
+        b, s, nr, vectors = self.b, self.s, self.nr, self.vectors
+        masks = [
+            vectors.first(b.sub(columns, _constant(v * vectors.width)))
+            for v in range(self.nr_vectors)
+        ]
+
+        def step(p):
+            ahead = _add(b, pc, _add(b, p, _constant(B_AHEAD)))
+            for v, mask in enumerate(masks):
+                start = b.gep(bm, [_add(b, first_column, _constant(v * vectors.width))])
+                self._prefetch(start, s["b_depth"], ahead)
+                value = self._packed(start, s["b_depth"], pc, p, kc, mask)
+                place = _add(b, _mul(b, p, _constant(nr)), _constant(v * vectors.width))
+                vectors.store(value, b.gep(out, [place]))
+
+        _loop(b, _constant(0), self._steps(kc), step)
+
+    def _b_columns(self, bm, first_column, columns):
+        """Where each of a panel's NR columns starts; columns past the edge
+        start where the last does (in bounds; they are packed as zeros)."""
+        b, s, last = self.b, self.s, self.b.sub(columns, _constant(1))
+        return [
+            b.gep(bm, [_mul(b, _add(b, first_column, _min(b, _constant(q), last)), s["b_column"])])
+            for q in range(self.nr)
+        ]
+
+    def _pack_b_panel(self, bm, first_column, columns, out, pc, kc):
+        b, s, nr = self.b, self.s, self.nr
+        starts = self._b_columns(bm, first_column, columns)
+
+        def step(p):
+            for q, start in enumerate(starts):
+                value = self._packed(start, s["b_depth"], pc, p, kc)
+                if q:
+                    keep = b.icmp_signed("<", _constant(q), columns)
+                    value = b.select(keep, value, ir.Constant(self.element, 0))
+                b.store(value, b.gep(out, [_add(b, _mul(b, p, _constant(nr)), _constant(q))]))
+
+        _loop(b, _constant(0), self._steps(kc), step)
 
     def _prefetch(self, start, depth_stride, depth):
         """Asks for the operand's line at ``depth`` along its row or column

@@ -1,8 +1,8 @@
 """Vector instructions in LLVM IR for hand-written routines: loads and
 stores of whole or partial vectors (masked: the lanes left out are not
 touched, so a partial vector at the end of a row reads and writes nothing
-past it), splats, fused multiply-adds, sums across lanes, and the
-(de)interleaving of consecutive vectors."""
+past it), splats, fused multiply-adds, sums across lanes, the (de)interleaving of
+consecutive vectors and the transposition of a square block of them."""
 
 from __future__ import annotations
 
@@ -109,6 +109,22 @@ class Vectors:
             )
             step //= 2
         return _shuffle(b, vector, vector, [i * segment for i in range(count)])
+
+    def transposed(self, rows: list) -> list:
+        """The square block whose rows are ``rows`` (a vector's width of
+        vectors) transposed: the i-th vector holds each row's i-th lane.
+        Each of log2(width) rounds interleaves row k with row k + width/2,
+        their first halves into one vector, their second into the next."""
+        b, half = self.b, self.width // 2
+        firsts = [lane + offset for lane in range(half) for offset in (0, self.width)]
+        seconds = [lane + half for lane in firsts]
+        for _ in range(self.width.bit_length() - 1):
+            rows = [
+                _shuffle(b, rows[k], rows[k + half], lanes)
+                for k in range(half)
+                for lanes in (firsts, seconds)
+            ]
+        return rows
 
     def deinterleave(self, vectors: list, count: int) -> list:
         """``count`` vectors from ``count`` consecutive ones: the k-th holds
