@@ -18,7 +18,10 @@ columns, one per core) is computed in blocks sized for the caches:
 Packing copies each block once into the order the micro-kernel reads it:
 consecutive, whatever the operands' strides (transposed operands, views
 and any layout cost nothing more), with zeros past the matrix's edges, so
-the micro-kernel always runs whole and only its store is masked. At each
+the micro-kernel always runs whole and only its store is masked. Rows of A
+(or columns of B) that run along the depth, as A's do in x @ W, are loaded
+a vector's width of them by a vector's width of steps and transposed in
+registers; rows side by side are copied a vector at a time. At each
 depth step it loads NR/lanes vectors of B's panel and multiplies each by
 MR of A's elements splat, into MR x NR/lanes accumulators: as many as the
 vector registers leave beside those operands.
