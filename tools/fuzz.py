@@ -43,7 +43,7 @@ import fusegrad as fg
 import fusegrad.nn.functional as F
 
 MODES = ("values", "grads", "second", "inside", "executor", "dynamic")
-BACKENDS = ("default", "native", "threads", "windows")
+BACKENDS = ("default", "native", "threads", "windows", "products")
 MAX_ELEMENTS = 20_000  # per value: keeps a program's run in milliseconds
 
 # ------------------------------------------------------------------ harness begin
@@ -634,14 +634,16 @@ def configure_backend(profile):
     kernel runs compiled, even the tiny ones otherwise run in numpy; "threads":
     besides, every kernel's loop is split across threads; "windows": besides
     native's, convolutions run the other way than this machine's (their windows
-    read in place, as with AVX-512, or copied out)."""
+    read in place, as with AVX-512, or copied out); "products": besides native's,
+    every matrix product runs in the packed GEMM, however small, in parts on
+    three threads."""
     import importlib
 
     try:  # where kernel launches are decided: the rewritten runtime, else codegen
         knobs = importlib.import_module("fusegrad.runtime.launch")
     except ImportError:
         knobs = importlib.import_module("fusegrad.codegen.kernels")
-    if profile in ("native", "threads", "windows"):
+    if profile in ("native", "threads", "windows", "products"):
         knobs.SMALL_WORK = 0
     if profile == "windows":
         from fusegrad.codegen import convolution
@@ -651,6 +653,14 @@ def configure_backend(profile):
     if profile == "threads":
         knobs.PARALLEL_WORK = 1
         knobs.PARALLEL_WORK_BESIDE_BLAS = 1
+    if profile == "products":
+        from fusegrad.runtime import packed_gemm, routines
+
+        packed_gemm.MIN_WORK = packed_gemm.SPLIT_WORK = 0
+        packed_gemm.MIN_SIDE = 1
+        routines.MIN_WORK = 1 << 62  # not the small-matrix routine
+        routines._unpacked_call = lambda x, y: None  # nor unpacked
+        fg.set_num_threads(3)
 
 
 # ------------------------------------------------------------------ harness end
@@ -789,6 +799,7 @@ def eager_accepts(program: Program) -> bool:
 # ------------------------------------------------------------------ drawing programs
 
 FLOATS = ("float32", "float64")
+PRODUCTS = ("@", "matmul", "mm(", "F.linear", "F.conv")  # what runs a matrix product
 NUMBERS = (0.5, 2.0, -1.5, 3.0, 1.0, -0.25)
 SPECIAL_VALUES = ("np.nan", "np.inf", "-np.inf", "0.0", "-0.0", "1e4")
 
@@ -1543,12 +1554,15 @@ def draw_program(seed: int, index: int) -> tuple:
         if others and rng.random() < 0.25:
             outputs.insert(0, rng.choice(others))
         convolves = any("F.conv" in op.expr for op in d.ops)  # half of them: "windows"
+        multiplies = any(m in op.expr for op in d.ops for m in PRODUCTS)
         program = replace(
             shell,
             inputs=tuple(d.inputs),
             ops=tuple(d.ops),
             outputs=tuple(outputs),
-            backend=rng.choices(BACKENDS, weights=[25, 60, 15, 100 if convolves else 0])[0],
+            backend=rng.choices(
+                BACKENDS, weights=[25, 60, 15, 100 if convolves else 0, 40 if multiplies else 0]
+            )[0],
             grad_style=rng.choice(["grad", "loss", "backward"]),
             inside_style=rng.choice(["backward", "grad", "create_graph"]),
             first_output_only=rng.random() < 0.3,
@@ -1852,7 +1866,7 @@ def candidates(program: Program):
                     ops = program.ops[:index] + (replace(op, expr=expr),) + program.ops[index + 1 :]
                     yield replace(program, ops=ops)
                     break
-    if program.backend in ("threads", "windows"):
+    if program.backend in ("threads", "windows", "products"):
         yield replace(program, backend="native")
     if program.backend != "default":
         yield replace(program, backend="default")
