@@ -15,6 +15,7 @@ import fusegrad.nn as nn
 import fusegrad.nn.functional as F
 from fusegrad.codegen import packed_gemm as codegen_packed
 from fusegrad.eager.autocast_policy import CPU_POLICY, autocasts
+from fusegrad.ir import primitives as P
 from fusegrad.runtime import packed_gemm as runtime_packed
 
 bf16, f32, f64 = fg.bfloat16, fg.float32, fg.float64
@@ -341,6 +342,53 @@ def test_a_larger_step_under_autocast_runs_bfloat16_pairs_compiled_as_eager(dot,
         # as a whole (a unit near zero may change sides of the ReLU in bfloat16)
         got, want = values(got).astype(np.float64), values(want)
         assert np.linalg.norm(got - want) <= 5e-2 * np.linalg.norm(want)
+
+
+@pytest.mark.parametrize(
+    "dot",
+    [
+        "emulated",
+        pytest.param(
+            "instruction",
+            marks=pytest.mark.skipif(
+                not codegen_packed.has_bfloat16_dot(), reason="this CPU has no AVX512-BF16"
+            ),
+        ),
+    ],
+)
+def test_a_compiled_product_rounded_for_a_float32_value_rounds_as_it_stores(dot, monkeypatch):
+    """A compiled autocast step runs each product of bfloat16 pairs whose
+    float32 sums are only rounded to bfloat16 and made float32 again (a
+    weight's gradient, for a float32 weight) as one rounded product
+    (``ir/simplify.rounded_products``): the packed GEMM rounds as it
+    stores, no kernel's pass rounds the result. The gradients are eager's
+    bit for bit (the loss, a fused sum, up to reassociation)."""
+    monkeypatch.setattr(runtime_packed, "BFLOAT16_PAIRS", True)
+    monkeypatch.setattr(runtime_packed, "_calls", {})
+    if dot == "emulated":
+        monkeypatch.setattr(codegen_packed, "has_bfloat16_dot", lambda: False)
+    shapes = [(96, 64), (96,), (10, 96), (10,)]
+    x, target = randn(256, 64, seed=22), randn(256, 10, seed=23)
+    params = [randn(*s, requires_grad=True, seed=40 + k) for k, s in enumerate(shapes)]
+
+    def step(x, target, params):
+        with fg.autocast("cpu", dtype=bf16):
+            loss = _mlp_loss(x, target, *params)
+        return (loss, *fg.autograd.grad(loss, params))
+
+    eager = step(x, target, params)
+    compiled = fg.jit(step)
+    graph = compiled.lower(x, target, params).program.forward_executor.graph
+    products = [e for e in graph.eqns if e.prim is P.matmul]
+    rounded = [e.out.shape for e in products if e.params.get("rounded")]
+    # the first weight's gradient (transposed); the second's, 96x256x10,
+    # is too small to run packed, so a kernel rounds it as before
+    assert len(products) == 5 and rounded == [(64, 96)]
+    for _ in range(3):
+        loss, *grads = compiled(x, target, params)
+        assert_as_eager(loss, eager[0])
+        for got, want in zip(grads, eager[1:]):
+            np.testing.assert_array_equal(values(got), values(want))
 
 
 def test_eager_products_of_bfloat16_values_are_marked_until_written():

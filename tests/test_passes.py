@@ -11,7 +11,14 @@ import fusegrad as fg
 from fusegrad.ir import primitives as P
 from fusegrad.ir.autodiff import adjoint
 from fusegrad.ir.graph import Const, Graph, GraphBuilder, Var, building, evaluate, verify
-from fusegrad.ir.simplify import algebraic, cse, dce, fold_constants, simplify
+from fusegrad.ir.simplify import (
+    algebraic,
+    cse,
+    dce,
+    fold_constants,
+    rounded_products,
+    simplify,
+)
 from fusegrad.tracer.trace import Trace, active
 
 from test_ops import JIT_CASES, _tensors
@@ -476,3 +483,38 @@ def test_sums_of_scatters_into_random_slices_keep_their_values(seed):
     values = [rng.standard_normal(v.shape) for v in parts]
     values[0].flat[0] = -0.0
     _assert_same(graph, dce(algebraic(graph)), values)
+
+
+def test_a_product_of_bfloat16_values_only_rounded_rounds_itself():
+    """``rounded_products`` (for the runtime): a marked product whose float32
+    result is only rounded to bfloat16 and made float32 again computes the
+    rounded result itself; one whose result, or its rounding, is read
+    elsewhere too or is an output, or whose operands are not marked as
+    bfloat16 values, stays as it is. Values bit for bit."""
+    bf16, f32 = fg.bfloat16, fg.float32
+    x, y = Var((5, 7), f32), Var((7, 3), f32)
+
+    def rounded(product):
+        return P.convert(P.convert(product, dtype=bf16), dtype=f32)
+
+    builder = GraphBuilder()
+    with building(builder):
+        only_rounded = rounded(P.matmul(x, y, operands=bf16))
+        shared = P.matmul(x, y, operands=bf16)
+        shared_rounded, shared_doubled = rounded(shared), P.mul(shared, 2.0)
+        unmarked = rounded(P.matmul(x, y))
+        output = P.convert(P.matmul(x, y, operands=bf16), dtype=bf16)
+        output_widened = P.convert(output, dtype=f32)
+    outputs = [only_rounded, shared_rounded, shared_doubled, unmarked, output, output_widened]
+    graph = Graph([x, y], builder.eqns, outputs)
+    rewritten = rounded_products(graph, lambda product: True)
+    verify(rewritten)
+    producer = {e.out: e for e in rewritten.eqns}
+    assert producer[only_rounded].prim is P.matmul
+    assert producer[only_rounded].params == {"operands": bf16, "rounded": True}
+    for kept in (shared_rounded, unmarked, output_widened):
+        assert producer[kept].prim is P.convert
+    assert sum(e.prim is P.matmul for e in rewritten.eqns) == 4
+    rng = np.random.default_rng(5)
+    values = [bf16.round(rng.standard_normal(v.shape).astype(np.float32)) for v in (x, y)]
+    _assert_same(graph, rewritten, values)

@@ -1653,7 +1653,7 @@ concatenate.defbatch(batch_axes("axis"))
 concatenate.defvjp(xs=_concatenate_vjp)
 
 
-def _matmul_rule(x, y, operands=None):
+def _matmul_rule(x, y, operands=None, rounded=False):
     dtype = _same_dtype("matmul", x, y)
     if x.ndim < 2 or y.ndim < 2:
         raise RuntimeError("matmul primitive expects operands of rank >= 2")
@@ -1667,13 +1667,15 @@ def _matmul_rule(x, y, operands=None):
     return batch + (x.shape[-2], y.shape[-1]), dtype
 
 
-def _matmul_impl(x, y, operands=None):
+def _matmul_impl(x, y, operands=None, rounded=False):
     if y.ndim == 2 and x.ndim > 2 and x.size:
         # stacked matrices times one matrix: one product of all their rows,
         # where numpy would make a small product per matrix
         rows = np.matmul(x.reshape(-1, x.shape[-1]), y)
-        return rows.reshape(*x.shape[:-1], y.shape[-1])
-    return np.matmul(x, y)
+        out = rows.reshape(*x.shape[:-1], y.shape[-1])
+    else:
+        out = np.matmul(x, y)
+    return dtypes.bfloat16.round(out) if rounded else out
 
 
 def _matmul_vjp_y(g, x, y_shape):
@@ -1690,6 +1692,9 @@ def _matmul_vjp_y(g, x, y_shape):
 # autocast product's, found by ir/simplify.py in a graph and by eager mode
 # as it runs), which the runtime multiplies as bfloat16 pairs where the CPU
 # can; the result is the same float32 product, its sums in another order.
+# ``rounded``: that result rounded to bfloat16 values, in float32
+# (ir/simplify.rounded_products makes such products for the runtime, which
+# rounds as it stores).
 matmul = Primitive(
     "matmul", _matmul_impl, _matmul_rule, inputs=("x", "y"), backward_name="MmBackward0"
 )

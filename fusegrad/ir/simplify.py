@@ -574,5 +574,47 @@ def bfloat16_products(graph: Graph) -> Graph:
     return Graph(graph.inputs, [marked(eqn) for eqn in graph.eqns], graph.outputs)
 
 
+def rounded_products(graph: Graph, rounds_as_it_stores) -> Graph:
+    """The graph, each product of bfloat16 values whose float32 result is
+    only rounded to bfloat16 and made float32 again (autocast's product
+    where a float32 value takes it, as a weight's gradient) one product
+    rounding its result (``rounded=True``), where the runtime rounds it as
+    it stores it (``rounds_as_it_stores(eqn)``, the caller's knowledge)
+    rather than in a kernel's pass over the result. The same bits: the same
+    sums, rounded once to nearest even. For the runtime only
+    (``pipeline.executable``): no derivative reads it."""
+    readers = Counter(v for eqn in graph.eqns for v in eqn.inputs if isinstance(v, Var))
+    readers.update(v for v in graph.outputs if isinstance(v, Var))
+    producer = {eqn.out: eqn for eqn in graph.eqns}
+
+    def converted(eqn: Eqn, dtype):
+        """The equation ``eqn`` converts to ``dtype`` from, when only it reads that."""
+        if eqn.prim is not P.convert or eqn.params["dtype"] is not dtype:
+            return None
+        source = producer.get(eqn.inputs[0])
+        return source if source is not None and readers[source.out] == 1 else None
+
+    absorbed = set()
+    eqns = []
+    for eqn in graph.eqns:
+        rounding = converted(eqn, dtypes.float32)
+        product = rounding and converted(rounding, dtypes.bfloat16)
+        if (
+            product is not None
+            and product.prim is P.matmul
+            and product.params == {"operands": dtypes.bfloat16}
+            and eqn.out.dtype is product.out.dtype
+            and rounds_as_it_stores(product)
+        ):
+            params = {**product.params, "rounded": True}
+            eqns.append(Eqn(P.matmul, product.inputs, params, eqn.out))
+            absorbed.update((id(rounding), id(product)))
+        else:
+            eqns.append(eqn)
+    if not absorbed:
+        return graph
+    return Graph(graph.inputs, [e for e in eqns if id(e) not in absorbed], graph.outputs)
+
+
 def simplify(graph: Graph) -> Graph:
     return dce(cse(algebraic(fold_constants(graph))))
