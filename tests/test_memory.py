@@ -45,7 +45,8 @@ def _faults_in_a_new_process(keep_freed_mb: str) -> int:
 
 def test_arrays_freed_and_allocated_again_fault_on_no_page():
     assert _faults_in_a_new_process(str(memory.KEEP_FREED_MB)) == 0
-    # glibc's own rule hands the arrays back each round: 3 x 12 x 512 pages
+    # glibc's own rule hands the arrays back each round: most of their 3 x 12 x 512
+    # pages fault again
     assert _faults_in_a_new_process("0") > 3 * 12 * 256
 
 

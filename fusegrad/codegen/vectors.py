@@ -1,8 +1,9 @@
 """Vector instructions in LLVM IR for hand-written routines: loads and
 stores of whole or partial vectors (masked: the lanes left out are not
 touched, so a partial vector at the end of a row reads and writes nothing
-past it), splats, fused multiply-adds, sums across lanes, the (de)interleaving of
-consecutive vectors and the transposition of a square block of them."""
+past it), splats, fused multiply-adds, sums across lanes, the
+(de)interleaving of consecutive vectors and the transposition of a square
+block of them."""
 
 from __future__ import annotations
 
