@@ -289,28 +289,35 @@ def test_training_step_under_autocast_compiles_to_the_eager_numbers():
             assert_as_eager(got, want)
 
 
-@pytest.mark.parametrize(
-    "dot",
-    [
-        "emulated",
-        pytest.param(
-            "instruction",
-            marks=pytest.mark.skipif(
-                not codegen_packed.has_bfloat16_dot(), reason="this CPU has no AVX512-BF16"
-            ),
+# bfloat16 pairs multiplied by AVX512-BF16's instruction where the CPU has
+# it, and by its emulation anywhere
+DOTS = [
+    "emulated",
+    pytest.param(
+        "instruction",
+        marks=pytest.mark.skipif(
+            not codegen_packed.has_bfloat16_dot(), reason="this CPU has no AVX512-BF16"
         ),
-    ],
-)
+    ),
+]
+
+
+def _bfloat16_pairs_by(dot, monkeypatch):
+    """Products of bfloat16 values run as pairs, by ``dot``."""
+    monkeypatch.setattr(runtime_packed, "BFLOAT16_PAIRS", True)
+    monkeypatch.setattr(runtime_packed, "_calls", {})
+    if dot == "emulated":
+        monkeypatch.setattr(codegen_packed, "has_bfloat16_dot", lambda: False)
+
+
+@pytest.mark.parametrize("dot", DOTS)
 def test_a_larger_step_under_autocast_runs_bfloat16_pairs_compiled_as_eager(dot, monkeypatch):
     """Products large enough for the packed GEMM run as bfloat16 pairs
     (their float32 operands hold bfloat16 values: eager mode and
     ir/simplify.py mark such products alike), forward and backward, so
     eager and compiled steps compute the same bits; the loss and gradients
     stay within bfloat16's precision of float32's."""
-    monkeypatch.setattr(runtime_packed, "BFLOAT16_PAIRS", True)
-    monkeypatch.setattr(runtime_packed, "_calls", {})
-    if dot == "emulated":
-        monkeypatch.setattr(codegen_packed, "has_bfloat16_dot", lambda: False)
+    _bfloat16_pairs_by(dot, monkeypatch)
     pairs = []
     product = runtime_packed.product
 
@@ -344,18 +351,7 @@ def test_a_larger_step_under_autocast_runs_bfloat16_pairs_compiled_as_eager(dot,
         assert np.linalg.norm(got - want) <= 5e-2 * np.linalg.norm(want)
 
 
-@pytest.mark.parametrize(
-    "dot",
-    [
-        "emulated",
-        pytest.param(
-            "instruction",
-            marks=pytest.mark.skipif(
-                not codegen_packed.has_bfloat16_dot(), reason="this CPU has no AVX512-BF16"
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("dot", DOTS)
 def test_a_compiled_product_rounded_for_a_float32_value_rounds_as_it_stores(dot, monkeypatch):
     """A compiled autocast step runs each product of bfloat16 pairs whose
     float32 sums are only rounded to bfloat16 and made float32 again (a
@@ -363,10 +359,7 @@ def test_a_compiled_product_rounded_for_a_float32_value_rounds_as_it_stores(dot,
     (``ir/simplify.rounded_products``): the packed GEMM rounds as it
     stores, no kernel's pass rounds the result. The gradients are eager's
     bit for bit (the loss, a fused sum, up to reassociation)."""
-    monkeypatch.setattr(runtime_packed, "BFLOAT16_PAIRS", True)
-    monkeypatch.setattr(runtime_packed, "_calls", {})
-    if dot == "emulated":
-        monkeypatch.setattr(codegen_packed, "has_bfloat16_dot", lambda: False)
+    _bfloat16_pairs_by(dot, monkeypatch)
     shapes = [(96, 64), (96,), (10, 96), (10,)]
     x, target = randn(256, 64, seed=22), randn(256, 10, seed=23)
     params = [randn(*s, requires_grad=True, seed=40 + k) for k, s in enumerate(shapes)]

@@ -175,14 +175,18 @@ class _Packing:
             first_row = _add(b, ic, _mul(b, i, _constant(mr)))
             rows = b.sub(_add(b, ic, mc), first_row)
             out = b.gep(self.packed_a, [_mul(b, _mul(b, i, self._steps(kc)), _constant(mr))])
+
+            def starts():
+                return self._starts(a, first_row, rows, s["a_row"], mr)
+
             self._by_layout(
                 s["a_row"],
                 s["a_depth"],
                 lambda: self._pack_a_panel_by_vectors(a, first_row, rows, out, pc, kc),
-                lambda: self._pack_by_blocks(
-                    self._a_rows(a, first_row, rows), rows, out, mr, pc, kc
+                lambda: self._pack_by_blocks(starts(), rows, out, mr, pc, kc),
+                lambda: self._pack_by_elements(
+                    starts(), rows, s["a_depth"], out, mr, pc, kc, ahead=True
                 ),
-                lambda: self._pack_a_panel(a, first_row, rows, out, pc, kc),
             )
 
         _loop(b, _constant(0), _ceil_div(b, mc, mr), panel)
@@ -210,28 +214,33 @@ class _Packing:
                     with elements:
                         by_elements()
 
-    def _a_rows(self, a, first_row, rows):
-        """Where each of a panel's MR rows starts; rows past the edge start
-        where the last does (in bounds; they are packed as zeros)."""
-        b, s, last = self.b, self.s, self.b.sub(rows, _constant(1))
+    def _starts(self, base, first, count, across, size: int) -> list:
+        """Where each of a panel's ``size`` rows (A's) or columns (B's) from
+        ``first`` starts, ``across`` elements apart; those past the ``count``
+        in the operand start where the last does (in bounds; they are packed
+        as zeros)."""
+        b, last = self.b, self.b.sub(count, _constant(1))
         return [
-            b.gep(a, [_mul(b, _add(b, first_row, _min(b, _constant(r), last)), s["a_row"])])
-            for r in range(self.blocks.mr)
+            b.gep(base, [_mul(b, _add(b, first, _min(b, _constant(k), last)), across)])
+            for k in range(size)
         ]
 
-    def _pack_a_panel(self, a, first_row, rows, out, pc, kc):
-        b, s, mr = self.b, self.s, self.blocks.mr
-        starts = self._a_rows(a, first_row, rows)
+    def _pack_by_elements(self, starts, count, along, out, stride, pc, kc, ahead=False):
+        """A panel of rows or columns from ``starts`` (``along`` elements a
+        step of the depth; ``count`` of them in the operand), an element at
+        a time; ``ahead``: asking for their lines ahead (A's rows)."""
+        b = self.b
 
         def step(p):
-            for start in starts:
-                self._prefetch(start, s["a_depth"], _add(b, pc, _add(b, p, _constant(A_AHEAD))))
-            for r, start in enumerate(starts):
-                value = self._packed(start, s["a_depth"], pc, p, kc)
-                if r:
-                    keep = b.icmp_signed("<", _constant(r), rows)
+            for start in starts if ahead else ():
+                self._prefetch(start, along, _add(b, pc, _add(b, p, _constant(A_AHEAD))))
+            for k, start in enumerate(starts):
+                value = self._packed(start, along, pc, p, kc)
+                if k:
+                    keep = b.icmp_signed("<", _constant(k), count)
                     value = b.select(keep, value, ir.Constant(self.element, 0))
-                b.store(value, b.gep(out, [_add(b, _mul(b, p, _constant(mr)), _constant(r))]))
+                place = _add(b, _mul(b, p, _constant(stride)), _constant(k))
+                b.store(value, b.gep(out, [place]))
 
         _loop(b, _constant(0), self._steps(kc), step)
 
@@ -329,14 +338,16 @@ class _Packing:
             first_column = _add(b, jc, _mul(b, j, _constant(nr)))
             columns = b.sub(_add(b, jc, nc), first_column)
             out = b.gep(self.packed_b, [_mul(b, _mul(b, j, self._steps(kc)), _constant(nr))])
+
+            def starts():
+                return self._starts(bm, first_column, columns, s["b_column"], nr)
+
             self._by_layout(
                 s["b_column"],
                 s["b_depth"],
                 lambda: self._pack_b_panel_by_vectors(bm, first_column, columns, out, pc, kc),
-                lambda: self._pack_by_blocks(
-                    self._b_columns(bm, first_column, columns), columns, out, nr, pc, kc
-                ),
-                lambda: self._pack_b_panel(bm, first_column, columns, out, pc, kc),
+                lambda: self._pack_by_blocks(starts(), columns, out, nr, pc, kc),
+                lambda: self._pack_by_elements(starts(), columns, s["b_depth"], out, nr, pc, kc),
             )
 
         panels = _ceil_div(b, nc, nr)
@@ -357,29 +368,6 @@ class _Packing:
                 value = self._packed(start, s["b_depth"], pc, p, kc, mask)
                 place = _add(b, _mul(b, p, _constant(nr)), _constant(v * vectors.width))
                 vectors.store(value, b.gep(out, [place]))
-
-        _loop(b, _constant(0), self._steps(kc), step)
-
-    def _b_columns(self, bm, first_column, columns):
-        """Where each of a panel's NR columns starts; columns past the edge
-        start where the last does (in bounds; they are packed as zeros)."""
-        b, s, last = self.b, self.s, self.b.sub(columns, _constant(1))
-        return [
-            b.gep(bm, [_mul(b, _add(b, first_column, _min(b, _constant(q), last)), s["b_column"])])
-            for q in range(self.nr)
-        ]
-
-    def _pack_b_panel(self, bm, first_column, columns, out, pc, kc):
-        b, s, nr = self.b, self.s, self.nr
-        starts = self._b_columns(bm, first_column, columns)
-
-        def step(p):
-            for q, start in enumerate(starts):
-                value = self._packed(start, s["b_depth"], pc, p, kc)
-                if q:
-                    keep = b.icmp_signed("<", _constant(q), columns)
-                    value = b.select(keep, value, ir.Constant(self.element, 0))
-                b.store(value, b.gep(out, [_add(b, _mul(b, p, _constant(nr)), _constant(q))]))
 
         _loop(b, _constant(0), self._steps(kc), step)
 
