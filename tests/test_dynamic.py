@@ -14,6 +14,7 @@ import fusegrad as fg
 import fusegrad.nn as nn
 import fusegrad.nn.functional as F
 from fusegrad import timing
+from fusegrad.runtime import launch
 
 BATCH_SIZES = [1, 200, *np.random.default_rng(0).choice(np.arange(2, 200), 44, replace=False)]
 
@@ -190,6 +191,26 @@ def test_sizes_that_ops_compute_with_match_eager(fn, shapes):
         out, expected = compiled(x), fn(twin)
         out.backward()
         expected.backward()
+        _close([out, x.grad], [expected, twin.grad])
+
+
+def test_a_size_no_polynomial_gives_is_pinned_in_the_shape_it_reaches(monkeypatch):
+    """Max pooling by tiles of 4 rows: the pooled size, a size // 4, is no
+    polynomial of the symbols, so this call's int, guarded. It once stayed a
+    traced number inside a shape and reached a kernel driver's table
+    (TypeError: cannot be converted to pointer; the fuzzer's find)."""
+    monkeypatch.setattr(launch, "SMALL_WORK", 0)  # the kernels compiled, however small
+
+    def fn(x):
+        return F.max_pool2d(x, kernel_size=(4, 1)).std(dim=(-3, 0, -1), keepdim=True)
+
+    compiled = fg.jit(fn, dynamic=True)
+    for shape in ((1, 1, 4, 2), (1, 1, 5, 3), (1, 1, 8, 2), (1, 1, 4, 2)):
+        x = fg.randn(*shape, requires_grad=True)
+        twin = x.detach().clone().requires_grad_()
+        out, expected = compiled(x), fn(twin)
+        out.sum().backward()
+        expected.sum().backward()
         _close([out, x.grad], [expected, twin.grad])
 
 

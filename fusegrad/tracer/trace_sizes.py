@@ -86,10 +86,13 @@ class DynamicSizes:
             for v, s in zip(eqn.inputs, symbolic)
         ]
         shape, _ = eqn.prim.shape_rule(*inputs, **eqn.params)
-        if hinted(tuple(shape)) != eqn.out.shape:
+        # a size no polynomial gives (a size // 4 where it need not divide)
+        # is the plain int of this call, guarded
+        shape = settled(tuple(shape))
+        if hinted(shape) != eqn.out.shape:
             raise NotDynamic(
                 f"{eqn.prim.name} at {user_line()}: its shape rule gives "
-                f"{list(hinted(tuple(shape)))} for this call, numpy {list(eqn.out.shape)}"
+                f"{list(hinted(shape))} for this call, numpy {list(eqn.out.shape)}"
             )
         if any(isinstance(size, SymInt) for size in shape):
             self.sym_shapes[eqn.out] = tuple(shape)
