@@ -195,3 +195,43 @@ def test_rounding_noise_moves_eager_values_by_ulps_and_then_leaves_them_exact():
     np.testing.assert_allclose(noisy, exact, rtol=1e-15)
     assert total != np.sum(x.numpy()) and abs(total - np.sum(x.numpy())) < 1e-12
     np.testing.assert_array_equal(fuzz.fg.exp(x).numpy(), exact)
+
+
+def test_under_autocast_a_step_to_the_neighbouring_bfloat16_passes_and_more_does_not():
+    """A float32 value an ulp apart in a kernel may round to the next
+    bfloat16; two steps, a float32 value in a bfloat16 output or a float32
+    output where eager's is bfloat16 are failures."""
+    bfloat16 = np.dtype(np.float32, metadata={"dtype": "bfloat16"})
+    want = np.array([1.0, 2.0, 3.0, -0.5], np.float32).astype(bfloat16)
+    step = want.copy()
+    step[1] = 2.015625  # 2 + 2**-6, the next bfloat16
+    assert fuzz.mismatch(step, want, None, "bfloat16") is None
+    two = want.copy()
+    two[1] = 2.03125
+    assert fuzz.mismatch(two, want, None, "bfloat16")[0] == "value"
+    unrounded = want.copy()
+    unrounded[1] = 2.0001
+    assert fuzz.mismatch(unrounded, want, None, "bfloat16")[0] == "rounding"
+    assert fuzz.mismatch(want.astype(np.float32), want, None, "bfloat16")[0] == "dtype"
+
+
+def test_rounding_noise_leaves_autocast_values_rounded():
+    x = fuzz.fg.tensor(np.linspace(0.1, 3.0, 50), dtype=fuzz.fg.float32)
+    with fuzz.fg.autocast("cpu", dtype=fuzz.fg.bfloat16):
+        rounded = (x[None] @ x[:, None]).detach()
+    with fuzz.rounding_noise(keep_bfloat16=True):
+        with fuzz.fg.autocast("cpu", dtype=fuzz.fg.bfloat16):
+            again = fuzz.values_of(x[None] @ x[:, None])
+        moved = fuzz.values_of(x.exp())
+    assert rounded.dtype == fuzz.fg.bfloat16 and fuzz.dtype_name(again) == "bfloat16"
+    np.testing.assert_array_equal(again, fuzz.values_of(rounded))
+    assert not np.array_equal(moved, x.exp().numpy())
+
+
+def test_autocast_programs_render_their_ops_under_autocast():
+    program = fuzz.replace(_chain(), autocast=True)
+    assert program.precision == "bfloat16"
+    assert '    with fg.autocast("cpu", dtype=fg.bfloat16):\n        v0 = fg.tanh(x0)' in (
+        program.source
+    )
+    assert fuzz.eager_accepts(program)

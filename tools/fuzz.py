@@ -57,6 +57,13 @@ MAX_ELEMENTS = 20_000  # per value: keeps a program's run in milliseconds
 # float32 gets rtol 1e-4 (about 150 times tanh's and erf's 5.5 ulp) and
 # float64 1e-9. atol is relative to the largest magnitude in the same output.
 TOLERANCES = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-9), "exact": (0.0, 0.0)}
+# Under autocast, a float32 value an ulp apart in a kernel can round to the
+# neighbouring bfloat16 (2**-8 to 2**-7 of the value) where eager's did not:
+# one such step is allowed anywhere, and half the smallest step of the
+# largest magnitude in the output (a sum that cancels); the noise runs leave
+# bfloat16 values as they are rounded, so their noise is the steps their
+# operands' noise makes them take.
+TOLERANCES["bfloat16"] = (2.0**-7, 2.0**-9)
 # Beyond that, the noise of each element is measured, not guessed: eager runs
 # again with every op's results moved by a few ulps (and a float32 program in
 # float64 too), and an element may differ from eager by this many times as
@@ -91,7 +98,22 @@ def as_list(outputs):
 
 def snapshot(values):
     """Copies of the tensors' values (None stays None), to compare after later calls."""
-    return [None if v is None else np.array(v.detach().numpy()) for v in values]
+    return [None if v is None else values_of(v) for v in values]
+
+
+def values_of(tensor):
+    """A copy of ``tensor``'s values; a bfloat16 or float16 tensor's in float32,
+    with its dtype's name in the array dtype's metadata (``dtype_name``)."""
+    tensor = tensor.detach()
+    if tensor.dtype in (fg.bfloat16, fg.float16):
+        name = str(tensor.dtype).split(".")[-1]
+        named = np.dtype(np.float32, metadata={"dtype": name})
+        return np.array(tensor.float().numpy()).astype(named)
+    return np.array(tensor.numpy())
+
+
+def dtype_name(a):
+    return (a.dtype.metadata or {}).get("dtype", a.dtype.name)
 
 
 def random_arrays(shapes, seed):
@@ -101,7 +123,7 @@ def random_arrays(shapes, seed):
 
 
 def as_tensors(arrays, like):
-    return [fg.from_numpy(a.astype(t.detach().numpy().dtype)) for a, t in zip(arrays, like)]
+    return [fg.from_numpy(a).to(t.dtype) for a, t in zip(arrays, like)]
 
 
 def jitter(value, rng, ulp=None):
@@ -120,12 +142,13 @@ def jitter(value, rng, ulp=None):
 
 
 @contextlib.contextmanager
-def rounding_noise(seed=0):
+def rounding_noise(seed=0, keep_bfloat16=False):
     """While active, every primitive's float results move by a few ulps, and a
     sum's by a few ulps of the sum of its terms' magnitudes times the square root
     of their count (another order of addition); the same on every run. Eager then
-    shows how far rounding anywhere moves each value. Internal (the primitives'
-    registry): adapt when it changes."""
+    shows how far rounding anywhere moves each value. ``keep_bfloat16``: results
+    whose every value is a bfloat16 stay (autocast's rounded values). Internal
+    (the primitives' registry): adapt when it changes."""
     from fusegrad.ir.primitives import PRIMITIVES
 
     rng = np.random.default_rng(seed)
@@ -135,6 +158,8 @@ def rounding_noise(seed=0):
         @np.errstate(all="ignore")  # eager's own warnings are fusegrad's to silence
         def run(*args, **params):
             result = impl(*args, **params)
+            if keep_bfloat16 and is_bfloat16(result):
+                return result
             if name != "reduce_sum" or np.asarray(result).dtype.kind != "f":
                 return jitter(result, rng)
             terms = np.asarray(args[0])
@@ -151,6 +176,12 @@ def rounding_noise(seed=0):
     finally:
         for p, impl in exact.items():
             p.impl = impl
+
+
+def is_bfloat16(value):
+    """Whether ``value`` is float32 holding bfloat16 values alone (its low 16 bits zero)."""
+    a = np.asarray(value)
+    return a.dtype == np.float32 and not np.any(a.view(np.uint32) & 0xFFFF)
 
 
 NOISY_RUNS = 3  # one run's noise can cancel out by chance
@@ -178,12 +209,12 @@ def unless_raising(function, *args):
         return None
 
 
-def noise_runs(run, sets):
-    """``run`` (eager, of a list of inputs) with rounding noise, and in float64;
-    the ones that ran."""
+def noise_runs(run, sets, precision):
+    """``run`` (eager, of a list of inputs) with rounding noise, and in float64
+    (a float32 program); the ones that ran."""
     others = []
     for k in range(NOISY_RUNS):
-        with rounding_noise(seed=k):
+        with rounding_noise(seed=k, keep_bfloat16=precision == "bfloat16"):
             others.append(unless_raising(run, sets[f"noisy {k}"]))
     if "float64" in sets:
         others.append(unless_raising(run, sets["float64"]))
@@ -235,8 +266,11 @@ def mismatch(got, want, noise, precision):
         return "none", f"got {summary(got)}, expected {summary(want)}"
     if got.shape != want.shape:
         return "shape", f"shape {got.shape}, expected {want.shape}"
-    if got.dtype != want.dtype:
-        return "dtype", f"dtype {got.dtype}, expected {want.dtype}"
+    if dtype_name(got) != dtype_name(want):
+        return "dtype", f"dtype {dtype_name(got)}, expected {dtype_name(want)}"
+    rounds = dtype_name(want) == "bfloat16" and precision != "exact"
+    if rounds and not is_bfloat16(got[np.isfinite(got)]):
+        return "rounding", "a bfloat16 value holds float32 values it cannot represent"
     if noise is None:
         noise = np.zeros(want.shape)
     judged = np.isfinite(noise)
@@ -297,7 +331,7 @@ def check_values(program, make_inputs, precision, calls=3):
 
     sets = input_sets(make_inputs, precision)
     want = eager(run, sets["eager"])
-    noise = noise_of(want, noise_runs(run, sets))
+    noise = noise_of(want, noise_runs(run, sets, precision))
     problems = []
     for series in ("fresh", "same"):
         compiled = fg.jit(program)
@@ -383,7 +417,7 @@ def check_grads(program, make_inputs, precision, calls=3, style="grad", first=Fa
             if series == "fresh" and call > 1:
                 leaves = input_sets(make_inputs, precision, requires_grad=True)
             flags, want = eager(gradients, program, leaves["eager"])
-            others = noise_runs(lambda leaves: gradients(program, leaves)[1], leaves)
+            others = noise_runs(lambda leaves: gradients(program, leaves)[1], leaves, precision)
             got_flags, got = gradients(compiled, leaves["jit"])
             label = f"grads ({style}), {series} leaves, call {call}"
             if got_flags != flags:
@@ -425,7 +459,7 @@ def check_second(program, make_inputs, calls=3, style="grad", seed=0):
     for call in range(1, calls + 1):
         leaves = input_sets(make_inputs, "float64", requires_grad=True, dtype=np.float64)
         want = eager(derivatives, program, leaves["eager"])
-        others = noise_runs(lambda leaves: derivatives(program, leaves), leaves)
+        others = noise_runs(lambda leaves: derivatives(program, leaves), leaves, "float64")
         got = derivatives(compiled, leaves["jit"])
         problems += compare(f"second, call {call}", got, want, noise_of(want, others), "float64")
     return problems
@@ -469,7 +503,7 @@ def check_inside(program, make_inputs, precision, calls=3, style="backward", see
             if series == "fresh" and call > 1:
                 leaves = input_sets(make_inputs, precision, requires_grad=True)
             want = eager(run, step, leaves["eager"])
-            others = noise_runs(lambda leaves: run(step, leaves), leaves)
+            others = noise_runs(lambda leaves: run(step, leaves), leaves, precision)
             got = run(compiled, leaves["jit"])
             label = f"inside ({style}), {series} leaves, call {call}"
             problems += compare(label, got, want, noise_of(want, others), precision)
@@ -522,6 +556,7 @@ def check_dynamic(program, make_inputs, make_resized, precision, calls=3, seed=0
             others = noise_runs(
                 lambda leaves, measure=measure, function=function: measure(function, leaves),
                 leaves,
+                precision,
             )
             got = measure(compiled, leaves["jit"])
             label = f"dynamic sizes, {name}, call {call} at other sizes"
@@ -535,7 +570,9 @@ def check_executor(program, make_inputs, precision, calls=3, seed=0):
     planned run bit for bit what the step-by-step run gave."""
     eager(program, *make_inputs(requires_grad=True))
     problems = []
-    for name, reference, others, runs in executor_runs(program, make_inputs, calls, seed):
+    for name, reference, others, runs in executor_runs(
+        program, make_inputs, calls, seed, precision
+    ):
         step, planned = runs[0], runs[1:]
         label = f"executor, {name} graph, step by step vs the reference interpreter"
         problems += compare(label, step, reference, noise_of(reference, others), precision)
@@ -545,23 +582,23 @@ def check_executor(program, make_inputs, precision, calls=3, seed=0):
     return problems
 
 
-def executor_runs(program, make_inputs, calls, seed):
+def executor_runs(program, make_inputs, calls, seed, precision):
     """THE adapter to fusegrad's runtime internals (being rewritten): for the
     forward and backward graphs jit traces for the program, (name, the reference
-    interpreter's outputs, its outputs with rounding noise and in float64, [the
-    outputs of Executor.run on runs 1..calls]). Run 1 goes step by step and
-    plans; later runs follow the plan, each on fresh inputs in the same layouts.
-    Each way of running takes the backward's residuals from its own forward run:
-    the backward computes values again with the bits its forward had (a max's
-    ties found by equality)."""
+    interpreter's outputs, its outputs with rounding noise and (but under
+    autocast) in float64, [the outputs of Executor.run on runs 1..calls]). Run 1
+    goes step by step and plans; later runs follow the plan, each on fresh inputs
+    in the same layouts. Each way of running takes the backward's residuals from
+    its own forward run: the backward computes values again with the bits its
+    forward had (a max's ties found by equality)."""
     from fusegrad.ir.graph import Const, evaluate
     from fusegrad.runtime.executor import Executor
 
     traced = fg.jit(program).lower(*make_inputs(requires_grad=True)).program
     forward, backward = traced.forward, traced.backward
     types = traced.output_types  # (the forward returns an input for an output that is its view)
-    cotangents = [
-        c.astype(dtype.np)
+    cotangents = [  # a bfloat16 output's: bfloat16 values, as its tensor would hold
+        dtype.round(c)
         for c, (_, dtype) in zip(random_arrays([shape for shape, _ in types], seed), types)
     ]
     first_residual = traced.num_outputs + traced.num_extras
@@ -598,7 +635,7 @@ def executor_runs(program, make_inputs, calls, seed):
 
     def noisy(seed):
         def run(graph, inputs):
-            with rounding_noise(seed):
+            with rounding_noise(seed, keep_bfloat16=precision == "bfloat16"):
                 return evaluate(graph, inputs)
 
         return run
@@ -609,7 +646,9 @@ def executor_runs(program, make_inputs, calls, seed):
         return executors[graph].run(inputs)
 
     references = both(evaluate)
-    ways = [noisy(k) for k in range(NOISY_RUNS)] + [float64_run]
+    ways = [noisy(k) for k in range(NOISY_RUNS)]
+    if precision != "bfloat16":
+        ways.append(float64_run)
     others = [o for o in (unless_raising(both, run) for run in ways) if o]
     runs = [both(executed) for _ in range(calls)]
     return [
@@ -636,7 +675,7 @@ def configure_backend(profile):
     native's, convolutions run the other way than this machine's (their windows
     read in place, as with AVX-512, or copied out); "products": besides native's,
     every matrix product runs in the packed GEMM, however small, in parts on
-    three threads."""
+    three threads, and autocast's as bfloat16 pairs on any CPU."""
     import importlib
 
     try:  # where kernel launches are decided: the rewritten runtime, else codegen
@@ -660,6 +699,7 @@ def configure_backend(profile):
         packed_gemm.MIN_SIDE = 1
         routines.MIN_WORK = 1 << 62  # not the small-matrix routine
         routines._unpacked_call = lambda x, y: None  # nor unpacked
+        packed_gemm.BFLOAT16_PAIRS = True  # emulated where the CPU has no bfloat16 dot
         fg.set_num_threads(3)
 
 
@@ -700,10 +740,13 @@ class Program:
     inside_style: str = "backward"  # check_inside: backward, grad or create_graph
     first_output_only: bool = False  # check_grads: the other outputs get no cotangent
     calls: int = 3
+    autocast: bool = False  # the ops run under autocast("cpu", dtype=bfloat16)
 
     @property
     def precision(self) -> str:
-        return "float32" if any(i.dtype == "float32" for i in self.inputs) else "float64"
+        if not any(i.dtype == "float32" for i in self.inputs):
+            return "float64"
+        return "bfloat16" if self.autocast else "float32"
 
     @property
     def source(self) -> str:
@@ -771,7 +814,11 @@ def render(program: Program) -> str:
             lines += _input_lines(spec)
         lines += [f"    return [as_input(a, requires_grad) for a in {_tuple(names)}]", "", ""]
     lines += [f"def program({', '.join(names)}):"]
-    lines += [f"    {op.out} = {op.expr}" for op in program.ops]
+    indent = "    "
+    if program.autocast:
+        lines.append('    with fg.autocast("cpu", dtype=fg.bfloat16):')
+        indent *= 2
+    lines += [f"{indent}{op.out} = {op.expr}" for op in program.ops]
     lines.append(f"    return {_tuple(program.outputs)}")
     return "\n".join(lines) + "\n"
 
@@ -800,6 +847,7 @@ def eager_accepts(program: Program) -> bool:
 
 FLOATS = ("float32", "float64")
 PRODUCTS = ("@", "matmul", "mm(", "F.linear", "F.conv")  # what runs a matrix product
+AUTOCAST_SHARE = 0.3  # of programs with a product: under autocast(bfloat16)
 NUMBERS = (0.5, 2.0, -1.5, 3.0, 1.0, -0.25)
 SPECIAL_VALUES = ("np.nan", "np.inf", "-np.inf", "0.0", "-0.0", "1e4")
 
@@ -1555,6 +1603,8 @@ def draw_program(seed: int, index: int) -> tuple:
             outputs.insert(0, rng.choice(others))
         convolves = any("F.conv" in op.expr for op in d.ops)  # half of them: "windows"
         multiplies = any(m in op.expr for op in d.ops for m in PRODUCTS)
+        # autocast changes only what products and a few others compute
+        autocast = multiplies and rng.random() < AUTOCAST_SHARE
         program = replace(
             shell,
             inputs=tuple(d.inputs),
@@ -1566,6 +1616,7 @@ def draw_program(seed: int, index: int) -> tuple:
             grad_style=rng.choice(["grad", "loss", "backward"]),
             inside_style=rng.choice(["backward", "grad", "create_graph"]),
             first_output_only=rng.random() < 0.3,
+            autocast=autocast,
         )
         if outputs and eager_accepts(program):
             return program, redraws, discarded
