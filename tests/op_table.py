@@ -299,7 +299,7 @@ def _triangle_indices(name):
 
 
 def _softmax(x, dim):
-    e = np.exp(x - x.max(axis=dim, keepdims=True))
+    e = np.exp(x - x.max(axis=dim, keepdims=True, initial=-np.inf))
     return e / e.sum(axis=dim, keepdims=True)
 
 
@@ -749,13 +749,13 @@ OPS = [
         "softmax",
         lambda x, dim: fg.softmax(x, dim),
         _softmax,
-        [S(r(3, 4), dim=1), S(r(3, 4), dim=0)],
+        [S(r(3, 4), dim=1), S(r(3, 4), dim=0), S(r(2, 0), dim=1), S(r(0, 3), dim=1)],
     ),
     OpInfo(
         "log_softmax",
         lambda x, dim: fg.log_softmax(x, dim),
         lambda x, dim: np.log(_softmax(x, dim)),
-        [S(r(3, 4), dim=1)],
+        [S(r(3, 4), dim=1), S(r(2, 0), dim=1)],
     ),
     # matrix products
     OpInfo(

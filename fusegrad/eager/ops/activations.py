@@ -60,6 +60,8 @@ def softmax(input, dim=None, dtype=None):
     x = as_tensor_arg(input)
     x = _to_float(x if dtype is None else _cast(x, dtypes.as_dtype(dtype)))
     dim = _softmax_dim(x, dim)
+    if x.numel() == 0:  # no maximum to shift by (amax refuses), and nothing to compute
+        return x * 1.0
     e = P.exp(x - amax(x, dim, keepdim=True).detach())
     return e / sum(e, dim, keepdim=True)
 
@@ -70,4 +72,6 @@ def log_softmax(input, dim=None, dtype=None):
     x = as_tensor_arg(input)
     x = _to_float(x if dtype is None else _cast(x, dtypes.as_dtype(dtype)))
     dim = _softmax_dim(x, dim)
+    if x.numel() == 0:  # (the sums of no terms would be logs of 0)
+        return x * 1.0
     return x - logsumexp(x, dim, keepdim=True)
