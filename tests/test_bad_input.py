@@ -55,6 +55,8 @@ CASES = [
     (lambda: fg.ones(2).clamp(), RuntimeError, "At least one of 'min' or 'max'"),
     (lambda: fg.nn.functional.dropout(fg.ones(2), 1.5), ValueError, "between 0 and 1"),
     (lambda: fg.nn.functional.layer_norm(fg.ones(2, 3), (4,)), RuntimeError, "normalized_shape"),
+    # eagerly, numpy sliced it to nothing; compiled, the shape rule raised
+    (lambda: fg.nn.functional.pad(fg.ones(2, 1), (-1, -1)), RuntimeError, "negative output size"),
     (lambda: fg.nn.functional.one_hot(fg.tensor([0, 4]), 4), RuntimeError, "smaller than num"),
     (lambda: fg.nn.functional.one_hot(fg.tensor([2, -1]), 4), RuntimeError, "non-negative"),
     (lambda: fg.nn.functional.one_hot(fg.tensor([2, -1])), RuntimeError, "non-negative"),

@@ -2527,6 +2527,8 @@ put_at_tile_max.defvjp(values=lambda g, x, kernel: take_at_tile_max(x, g, kernel
 
 
 def _pad_impl(x, widths, value):
+    if any(size + lo + hi < 0 for size, (lo, hi) in zip(x.shape, widths)):
+        raise ValueError("cropped below no element")  # the shape rule's error, eagerly too
     kept = tuple(slice(max(-lo, 0), size - max(-hi, 0)) for size, (lo, hi) in zip(x.shape, widths))
     grown = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
     if x.dtype.kind != "f":  # np.pad's casts of the fill value, which may raise
