@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import subprocess
 import sys
 import time
@@ -77,6 +78,25 @@ def test_drawn_programs_run_eagerly_from_their_source():
         with np.errstate(all="ignore"):
             outputs = namespace["program"](*namespace["make_inputs"]())
         assert all(isinstance(o, fuzz.fg.Tensor) for o in outputs)
+
+
+def test_every_kind_of_op_is_drawn_and_eager_accepts_some():
+    """A drawer whose ops eager always refuses (a misspelt name, arguments
+    out of range) would test nothing, silently."""
+    for _, drawer in fuzz.OP_KINDS:
+        kept = 0
+        for index in range(4):
+            program = fuzz.draw_program(5, index)[0]
+            d = fuzz.Draw(random.Random(index), [2, 3, 1], program.seed, list(program.inputs))
+            shell = fuzz.replace(program, ops=(), outputs=("x0",))
+            for spec, tensor in zip(program.inputs, fuzz.load(shell)["make_inputs"]()):
+                d.values.append(fuzz.Value(spec.name, tuple(tensor.shape), spec.dtype))
+                d.env[spec.name] = tensor
+            d.attempt(("x0 > 0", [d.values[0]]))  # a bool, which some kinds read
+            for _ in range(8):
+                d.attempt(drawer(d))
+            kept += len(d.ops) - 1
+        assert kept >= 4, drawer.__name__
 
 
 def _chain() -> object:

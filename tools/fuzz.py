@@ -815,7 +815,7 @@ def render(program: Program) -> str:
         lines += [f"    return [as_input(a, requires_grad) for a in {_tuple(names)}]", "", ""]
     lines += [f"def program({', '.join(names)}):"]
     indent = "    "
-    if program.autocast:
+    if program.autocast and program.ops:
         lines.append('    with fg.autocast("cpu", dtype=fg.bfloat16):')
         indent *= 2
     lines += [f"{indent}{op.out} = {op.expr}" for op in program.ops]
@@ -846,7 +846,8 @@ def eager_accepts(program: Program) -> bool:
 # ------------------------------------------------------------------ drawing programs
 
 FLOATS = ("float32", "float64")
-PRODUCTS = ("@", "matmul", "mm(", "F.linear", "F.conv")  # what runs a matrix product
+# what runs a matrix product
+PRODUCTS = ("@", "matmul", "mm(", "F.linear", "F.conv", "einsum", "scaled_dot_product")
 AUTOCAST_SHARE = 0.3  # of programs with a product: under autocast(bfloat16)
 NUMBERS = (0.5, 2.0, -1.5, 3.0, 1.0, -0.25)
 SPECIAL_VALUES = ("np.nan", "np.inf", "-np.inf", "0.0", "-0.0", "1e4")
@@ -979,6 +980,22 @@ UNARY = (
     "fg.clamp({a}, {lo}, {hi})",
     "{a}.clamp(min={lo})",
     "{a}.clamp(max={hi})",
+    "F.silu({a})",
+    "F.mish({a})",
+    "F.selu({a})",
+    "F.logsigmoid({a})",
+    "F.hardswish({a})",
+    "F.hardsigmoid({a})",
+    "F.hardtanh({a}, {lo}, {hi})",
+    "F.leaky_relu({a}, 0.1)",
+    "F.softsign({a})",
+    "F.tanhshrink({a})",
+    "{a}.square()",
+    "fg.reciprocal(fg.abs({a}) + {eps})",
+    "fg.floor({a})",
+    "fg.round({a})",
+    "fg.trunc({a})",
+    "{a}.frac()",
 )
 
 
@@ -1512,6 +1529,231 @@ def _stacked_matmul(d: Draw):
     return text, [x, y]
 
 
+def _mixing(d: Draw):
+    """Elementwise ops of two or three values: atan2, lerp, addcmul, addcdiv."""
+    a = d.pick()
+    b, c = d.partner(a), d.partner(a)
+    kind = d.rng.choice(["atan2", "lerp", "lerp tensor", "addcmul", "addcdiv"])
+    if kind == "atan2":
+        return f"fg.atan2({a.name}, {b.name})", [a, b]
+    if kind == "lerp":
+        return f"fg.lerp({a.name}, {b.name}, {d.rng.choice([0.3, 1.5, -0.5])})", [a, b]
+    if kind == "lerp tensor" and b.shape == c.shape == a.shape:
+        return f"fg.lerp({a.name}, {b.name}, fg.sigmoid({c.name}))", [a, b, c]
+    value = d.rng.choice([1.0, 0.5, -2.0])
+    if kind == "addcmul":
+        return f"fg.addcmul({a.name}, {b.name}, {c.name}, value={value})", [a, b, c]
+    return f"fg.addcdiv({a.name}, {b.name}, fg.abs({c.name}) + 0.5, value={value})", [a, b, c]
+
+
+def _scan(d: Draw):
+    """Running sums, products and maxima, sorting and its kin along one axis."""
+    a = d.pick(fits=lambda v: v.ndim >= 1)
+    if a is None:
+        return None
+    dim = d.dim(a.ndim)
+    size = a.shape[dim]
+    kind = d.rng.choice(
+        ["cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "sort", "topk", "median", "diff"]
+    )
+    if kind in ("cumsum", "cumprod", "logcumsumexp"):
+        return f"{a.name}.{kind}(dim={dim})", [a]
+    if kind in ("cummax", "cummin"):
+        return f"{a.name}.{kind}(dim={dim})[{d.rng.randint(0, 1)}]", [a]
+    if kind == "sort":
+        descending = ", descending=True" if d.rng.random() < 0.5 else ""
+        return f"fg.sort({a.name}, dim={dim}{descending})[{d.rng.randint(0, 1)}]", [a]
+    if kind == "topk":
+        largest = ", largest=False" if d.rng.random() < 0.3 else ""
+        k = d.rng.randint(0, size)
+        return f"{a.name}.topk({k}, dim={dim}{largest})[{d.rng.randint(0, 1)}]", [a]
+    if kind == "median" and size:
+        return f"{a.name}.median(dim={dim}, keepdim={d.rng.random() < 0.3}).values", [a]
+    return f"fg.diff({a.name}, n={d.rng.choice([1, 1, 2])}, dim={dim})", [a]
+
+
+def _rearranging(d: Draw):
+    """Flips, rolls, triangles, repeats, padding, masked fills, diagonals and
+    scatters (out of place; ``scatter`` to distinct places, its result
+    otherwise undefined)."""
+    a = d.pick(fits=lambda v: v.ndim >= 1)
+    if a is None:
+        return None
+    n, shape = a.ndim, a.shape
+    dim = d.dim(n)
+    kind = d.rng.choice(
+        ["flip", "roll", "triangle", "repeat", "pad", "masked_fill", "diagonal", "scatter"]
+    )
+    if kind == "flip":
+        return f"{a.name}.flip({tuple(d.rng.sample(range(n), d.rng.randint(1, n)))!r})", [a]
+    if kind == "roll":
+        if d.rng.random() < 0.3:
+            return f"fg.roll({a.name}, {d.rng.randint(-7, 7)})", [a]
+        return f"{a.name}.roll({d.rng.randint(-7, 7)}, {dim})", [a]
+    if kind == "triangle" and n >= 2:
+        which = d.rng.choice(["tril", "triu"])
+        return f"fg.{which}({a.name}, diagonal={d.rng.randint(-2, 2)})", [a]
+    if kind == "repeat":
+        repeats = [d.rng.choice([1, 1, 2, 3]) for _ in range(n + d.rng.randint(0, 1))]
+        return f"{a.name}.repeat({', '.join(map(str, repeats))})", [a]
+    if kind == "pad":
+        return _padding(d, a)
+    if kind == "masked_fill":
+        mask = d.pick(("bool",), fits=lambda v: _broadcasts(v.shape, shape) and v.ndim <= n)
+        text = mask.name if mask is not None else f"{a.name} > {d.number()}"
+        return f"{a.name}.masked_fill({text}, {d.number()})", [a] + ([mask] if mask else [])
+    if kind == "diagonal" and n >= 2:
+        first, second = d.rng.sample(range(n), 2)
+        return f"fg.diagonal({a.name}, {d.rng.randint(-2, 2)}, {first}, {second})", [a]
+    if kind != "scatter" or not all(shape):
+        return None
+    return _scattering(d, a, dim % n)
+
+
+def _padding(d: Draw, a: Value):
+    """F.pad of the last one to three axes: by a constant (negative widths
+    crop), or reflected, replicated or circular (where PyTorch has them: 2-D
+    to 5-D input, widths within the sides)."""
+    mode = d.rng.choice(["constant", "constant", "reflect", "replicate", "circular"])
+    axes = d.rng.randint(1, min(a.ndim, 3))
+    if mode != "constant":
+        axes = min(axes, a.ndim - 1)
+        if not 2 <= a.ndim <= 5 or axes == 0:
+            return None
+    widths = []
+    for side in a.shape[::-1][:axes]:
+        most = side - 1 if mode == "reflect" else side
+        low = -1 if mode == "constant" else 0
+        widths += [d.rng.randint(low, max(low, min(most, 3))) for _ in range(2)]
+    setting = {"constant": f", value={d.number()}"}.get(mode, f", mode={mode!r}")
+    return f"F.pad({a.name}, {tuple(widths)!r}{setting})", [a]
+
+
+def _scattering(d: Draw, a: Value, dim: int):
+    """scatter (to distinct places), scatter_add and index_add of values of
+    ``a`` itself or of another value, along ``dim``."""
+    kind = d.rng.choice(["scatter", "scatter_add", "index_add"])
+    size = a.shape[dim]
+    if kind == "index_add":
+        count = d.rng.randint(1, 4)
+        index = _positions(d, size, count, negative=False)
+        sizes = ", ".join(str(count) if k == dim else "-1" for k in range(a.ndim))
+        source = f"{a.name}.narrow({dim}, 0, 1).expand({sizes})"
+        alpha = d.rng.choice(["", ", alpha=2.0"])
+        return f"{a.name}.index_add({dim}, fg.tensor({index}), {source}{alpha})", [a]
+    shape = [d.rng.randint(1, s) for s in a.shape]
+    count = math.prod(shape)
+    if kind == "scatter":
+        shape[dim] = 1  # one place per line along dim: distinct
+        index = np.array(_positions(d, size, math.prod(shape), negative=False)).reshape(shape)
+        return f"{a.name}.scatter({dim}, fg.tensor({index.tolist()}), {d.number()})", [a]
+    index = np.array(_positions(d, size, count, negative=False)).reshape(shape)
+    source = d.pick(fits=lambda v: v.ndim == a.ndim and all(s >= t for s, t in zip(v.shape, shape)))
+    if source is None:
+        return None
+    window = ", ".join(f":{t}" for t in shape)
+    text = f"{a.name}.scatter_add({dim}, fg.tensor({index.tolist()}), {source.name}[{window}])"
+    return text, [a, source]
+
+
+def _more_nn(d: Draw):
+    """The rest of what models call in torch.nn.functional: normalizations,
+    losses, attention, einsum."""
+    a = d.pick(fits=lambda v: v.ndim >= 1)
+    if a is None:
+        return None
+    n, shape = a.ndim, a.shape
+    kind = d.rng.choice(
+        [
+            "normalize",
+            "cosine",
+            "loss",
+            "nll",
+            "batch_norm",
+            "group_norm",
+            "rms_norm",
+            "attention",
+            "einsum",
+        ]
+    )
+    if kind == "normalize":
+        return f"F.normalize({a.name}, p={d.rng.choice([1.0, 2.0])}, dim={d.dim(n)})", [a]
+    if kind == "cosine":
+        b = d.partner(a)
+        return f"F.cosine_similarity({a.name}, {b.name}, dim={d.dim(n)})", [a, b]
+    if kind == "loss":
+        b = d.pick(fits=lambda v: v.shape == shape)
+        loss = d.rng.choice(
+            ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits"]
+        )
+        target = f"fg.sigmoid({b.name})" if "entropy" in loss else b.name
+        reduction = d.rng.choice(["", ', reduction="sum"', ', reduction="none"'])
+        return f"F.{loss}({a.name}, {target}{reduction})", [a, b]
+    if kind == "nll" and n == 2 and shape[1]:
+        targets = _positions(d, shape[1], shape[0], negative=False)
+        log_p = f"F.log_softmax({a.name}, dim=1)"
+        return f"F.nll_loss({log_p}, fg.tensor({targets}, dtype=fg.int64))", [a]
+    if kind == "batch_norm" and n >= 2 and math.prod(shape) > shape[1]:
+        return f"F.batch_norm({a.name}, None, None, training=True)", [a]
+    if kind == "group_norm" and n >= 2 and shape[0] and shape[1]:
+        groups = d.rng.choice([g for g in range(1, shape[1] + 1) if shape[1] % g == 0])
+        return f"F.group_norm({a.name}, {groups})", [a]
+    if kind == "rms_norm":
+        return f"F.rms_norm({a.name}, {shape[-1:]!r})", [a]
+    if kind == "attention" and n >= 2:
+        causal = d.rng.random() < 0.5
+        return (
+            f"F.scaled_dot_product_attention({a.name}, {a.name}, {a.name}, is_causal={causal})",
+            [a],
+        )
+    if kind == "einsum" and n >= 2:
+        letters = "ijkl"[:n]
+        b = d.pick(fits=lambda v: v.shape == shape)
+        one = [f"{letters}->{letters[::-1]}", f"{letters}->{letters[-1]}"]
+        two = [f"{letters},{letters}->{letters[0]}", "...j,...j->...", "...ij,...kj->...ik"]
+        pattern = d.rng.choice(one + two)
+        if pattern in one:
+            return f"fg.einsum({pattern!r}, {a.name})", [a]
+        return f"fg.einsum({pattern!r}, {a.name}, {b.name})", [a, b]
+    return None
+
+
+def _spatial(d: Draw):
+    """conv_transpose1d/2d (stride, padding, output_padding, groups), interpolate
+    (nearest, linear, bilinear; by size or scale) and unfold."""
+    dims = d.rng.choice([1, 2, 2])
+    kind = d.rng.choice(["transposed", "transposed", "interpolate", "unfold"])
+    x = _image(d, dims, big=d.rng.random() < 0.2)
+    batched = x.ndim == dims + 2
+    channels, sides = x.shape[1 if batched else 0], x.shape[-dims:]
+    if kind == "transposed":
+        groups = d.rng.choice([g for g in (1, 1, 2, 3) if channels % g == 0])
+        kernel = [d.rng.randint(1, 3) for _ in sides]
+        stride = [d.rng.choice([1, 2, 3]) for _ in sides]
+        padding = [d.rng.randint(0, k - 1) for k in kernel]
+        extra = [d.rng.randint(0, s - 1) for s in stride]
+        w = d.new_input((channels, d.rng.choice([1, 2, 3]), *kernel), x.dtype)
+        settings = (
+            _settings(d, "stride", stride, 1)
+            + _settings(d, "padding", padding, 0)
+            + _settings(d, "output_padding", extra, 0)
+            + (f", groups={groups}" if groups > 1 else "")
+        )
+        return f"F.conv_transpose{dims}d({x.name}, {w.name}{settings})", [x, w]
+    if kind == "interpolate" and batched:
+        mode = d.rng.choice(["nearest", "nearest", "linear" if dims == 1 else "bilinear"])
+        corners = ", align_corners=True" if mode != "nearest" and d.rng.random() < 0.4 else ""
+        if d.rng.random() < 0.5:
+            size = tuple(d.rng.randint(1, 2 * s + 1) for s in sides)
+            return f"F.interpolate({x.name}, size={size!r}, mode={mode!r}{corners})", [x]
+        scale = d.rng.choice([2, 3, 0.5])
+        return f"F.interpolate({x.name}, scale_factor={scale}, mode={mode!r}{corners})", [x]
+    if kind == "unfold" and dims == 2 and batched:
+        kernel = [d.rng.randint(1, max(1, min(3, s))) for s in sides]
+        return f"F.unfold({x.name}, {tuple(kernel)!r}, padding={d.rng.randint(0, 1)})", [x]
+    return None
+
+
 OP_KINDS = (  # (weight, drawer)
     (20, _unary),
     (20, _binary),
@@ -1528,6 +1770,11 @@ OP_KINDS = (  # (weight, drawer)
     (2, _convolution),
     (1, _pooling),
     (1, _stacked_matmul),
+    (3, _mixing),
+    (6, _scan),
+    (7, _rearranging),
+    (4, _more_nn),
+    (2, _spatial),
 )
 
 
