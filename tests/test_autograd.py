@@ -405,6 +405,11 @@ def test_special_values_give_pytorchs_gradients():
     x = fg.tensor([0.0, 0.0], requires_grad=True)
     x.norm().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    # std of equal values: 0, and PyTorch's subgradient there (sqrt's gave NaN)
+    for std in (lambda x: x.std(dim=0), fg.jit(lambda x: x.std(dim=0))):
+        x = fg.full((5, 2), 0.3, dtype=fg.float64, requires_grad=True)
+        std(x).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.zeros((5, 2)))
     x = fg.tensor([-1e3, 0.0, 1e3], requires_grad=True)
     fg.softplus(x).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.5, 1.0])

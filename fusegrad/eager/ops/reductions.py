@@ -301,11 +301,7 @@ def norm(input, p="fro", dim=None, keepdim=False):
     x = _to_float(as_tensor_arg(input))
     axes = normalize_axes(dim, x.ndim)
     if p in ("fro", 2, 2.0):
-        # PyTorch's subgradient at 0 is 0, where sqrt's derivative is infinite:
-        # sqrt only ever sees non-zero arguments (the "double where").
-        squares = P.reduce_sum(x * x, axes=axes)
-        zero = squares == 0.0
-        out = P.where(zero, 0.0, P.sqrt(P.where(zero, 1.0, squares)))
+        out = sqrt_of_squares(P.reduce_sum(x * x, axes=axes))
     elif p in (math.inf, "inf"):
         out = P.reduce_max(abs(x), axes=axes)
     elif p in (-math.inf, "-inf"):
@@ -319,6 +315,14 @@ def norm(input, p="fro", dim=None, keepdim=False):
     else:
         raise ValueError(f"norm: unsupported p={p!r}")
     return _keep(out, x, axes, keepdim)
+
+
+def sqrt_of_squares(squares):
+    """sqrt of a sum of squares (a norm's, a standard deviation's), with
+    PyTorch's subgradient 0 at 0, where sqrt's derivative is infinite: sqrt
+    only ever sees non-zero arguments (the "double where")."""
+    zero = squares == 0.0
+    return P.where(zero, 0.0, P.sqrt(P.where(zero, 1.0, squares)))
 
 
 @public

@@ -19,7 +19,17 @@ from .gather_scatter import gather, take
 from .linear import matmul
 from .matrices import diagonal
 from .pointwise import clamp, clamp_min, isinf, isnan, where
-from .reductions import _keep, _require_nonempty, _return_type, amax, amin, divisor, mean, sum
+from .reductions import (
+    _keep,
+    _require_nonempty,
+    _return_type,
+    amax,
+    amin,
+    divisor,
+    mean,
+    sqrt_of_squares,
+    sum,
+)
 from .registry import public
 from .shape import expand, movedim, reshape, transpose, unsqueeze
 from .sorting import _order, searchsorted, sort
@@ -59,7 +69,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    return P.sqrt(_var(input, dim, _correction(unbiased, correction), keepdim))
+    return sqrt_of_squares(_var(input, dim, _correction(unbiased, correction), keepdim))
 
 
 @public
