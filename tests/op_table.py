@@ -677,14 +677,14 @@ OPS = [
         "all",
         lambda x, **k: (x > 0).all(**k),
         lambda x, dim=None: (x > 0).all(axis=dim),
-        [S(r(3, 4)), S(r(3, 4), dim=1)],
+        [S(r(3, 4)), S(r(3, 4), dim=1), S(r(0, 4), dim=0), S(r(2, 0), dim=0)],
         differentiable=False,
     ),
     OpInfo(
         "any",
         lambda x, **k: (x > 0).any(**k),
         lambda x, dim=None: (x > 0).any(axis=dim),
-        [S(r(3, 4)), S(r(3, 4), dim=0)],
+        [S(r(3, 4)), S(r(3, 4), dim=0), S(r(0, 4), dim=-2), S(r(2, 0), dim=0)],
         differentiable=False,
     ),
     # scans and sorting

@@ -274,22 +274,25 @@ def argmin(input, dim=None, keepdim=False):
 def all(input, dim=None, keepdim=False):
     input = as_tensor_arg(input)
     axes = normalize_axes(dim, input.ndim)
-    return (
-        _keep(P.reduce_min(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim)
-        if input.numel()
-        else Tensor._new(np.array(True), dtypes.bool_)
-    )
+    if not input.numel():  # numpy's minimum has no identity
+        return _of_nothing(True, input, axes, keepdim)
+    return _keep(P.reduce_min(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim)
 
 
 @public(out=True)
 def any(input, dim=None, keepdim=False):
     input = as_tensor_arg(input)
     axes = normalize_axes(dim, input.ndim)
-    return (
-        _keep(P.reduce_max(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim)
-        if input.numel()
-        else Tensor._new(np.array(False), dtypes.bool_)
-    )
+    if not input.numel():
+        return _of_nothing(False, input, axes, keepdim)
+    return _keep(P.reduce_max(_cast(input, dtypes.bool_), axes=axes), input, axes, keepdim)
+
+
+def _of_nothing(value: bool, input, axes, keepdim):
+    """all's or any's result over an empty tensor: ``value`` in the shape
+    the reduction leaves."""
+    kept = [(1 if keepdim else None) if a in axes else s for a, s in enumerate(input.shape)]
+    return Tensor._new(np.full([s for s in kept if s is not None], value), dtypes.bool_)
 
 
 # --------------------------------------------------------- norms and logsumexp
