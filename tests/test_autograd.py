@@ -405,6 +405,11 @@ def test_special_values_give_pytorchs_gradients():
     x = fg.tensor([0.0, 0.0], requires_grad=True)
     x.norm().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    # clamp of NaN: NaN, with no gradient (it is not within the bounds)
+    for clamp in (lambda x: x.clamp(max=1.0), fg.jit(lambda x: x.clamp(-1.0, 1.0))):
+        x = fg.tensor([np.nan, 0.5, 2.0], requires_grad=True)
+        clamp(x).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0])
     # std of equal values: 0, and PyTorch's subgradient there (sqrt's gave NaN)
     for std in (lambda x: x.std(dim=0), fg.jit(lambda x: x.std(dim=0))):
         x = fg.full((5, 2), 0.3, dtype=fg.float64, requires_grad=True)

@@ -303,6 +303,10 @@ def clamp(input, min=None, max=None):
         out = where(out < min, min, out)
     if max is not None:
         out = where(out > max, max, out)
+    if input.requires_grad and input.dtype.is_floating_point:
+        # a NaN stays, as PyTorch's, which gives it no gradient (it is not
+        # within the bounds)
+        out = where(isnan(input), input.detach(), out)
     return out
 
 
