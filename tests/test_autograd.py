@@ -405,6 +405,10 @@ def test_special_values_give_pytorchs_gradients():
     x = fg.tensor([0.0, 0.0], requires_grad=True)
     x.norm().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    # abs of NaN: sign(NaN) is 0 in PyTorch, so is the gradient
+    x = fg.tensor([np.nan, -2.0], requires_grad=True)
+    fg.abs(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, -1.0])
     # clamp of NaN: NaN, with no gradient (it is not within the bounds)
     for clamp in (lambda x: x.clamp(max=1.0), fg.jit(lambda x: x.clamp(-1.0, 1.0))):
         x = fg.tensor([np.nan, 0.5, 2.0], requires_grad=True)

@@ -535,7 +535,8 @@ def test_float_max_and_min_order_negatives_subnormals_and_zeros(dtype):
 def test_elementwise_max_min_relu_and_sign_give_numpys_signed_zeros(dtype):
     """A tie gives the second operand, as numpy's and PyTorch's maximum and
     minimum do: relu(-0.) is 0., so 1 / relu(x) is +inf eagerly and compiled
-    (the fuzzer's find: compiled gave -0., and -inf); sign(-0.) is 0. too."""
+    (the fuzzer's find: compiled gave -0., and -inf); sign(-0.) is 0. too,
+    and sign(NaN) 0. as PyTorch's (numpy's is NaN)."""
     pairs = [(-0.0, 0.0), (0.0, -0.0), (-0.0, -0.0), (np.nan, 0.0), (0.0, np.nan), (-1.0, 2.0)]
     xs, ys = (np.array([p[k] for p in pairs] * 11, dtype.np) for k in (0, 1))
     x, y = Var(xs.shape, dtype), Var(ys.shape, dtype)
@@ -545,7 +546,7 @@ def test_elementwise_max_min_relu_and_sign_give_numpys_signed_zeros(dtype):
     got = Executor(Graph([x, y], builder.eqns, outs)).run([xs, ys])
     with np.errstate(divide="ignore"):
         want = [np.maximum(xs, ys), np.minimum(xs, ys), np.maximum(xs, 0), 1 / np.maximum(xs, 0)]
-        want.append(1 / np.sign(xs))
+        want.append(1 / np.where(np.isnan(xs), 0.0, np.sign(xs)))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))

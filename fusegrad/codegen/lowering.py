@@ -175,8 +175,8 @@ def _sign(b, args, eqn):
     if not _floating(eqn):
         negative = b.select(b.icmp_signed("<", x, zero), ir.Constant(x.type, -1), zero)
         return b.select(b.icmp_signed(">", x, zero), one, negative)
-    # NaN stays NaN, and -0. gives 0., as numpy's and PyTorch's sign do
-    rest = b.select(b.fcmp_ordered("==", x, zero), zero, x)
+    # NaN, 0. and -0. give 0., as PyTorch's sign (numpy's keeps NaN)
+    rest = b.select(b.fcmp_unordered("==", x, zero), zero, x)
     negative = b.select(b.fcmp_ordered("<", x, zero), ir.Constant(x.type, -1.0), rest)
     return b.select(b.fcmp_ordered(">", x, zero), one, negative)
 

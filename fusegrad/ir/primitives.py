@@ -846,9 +846,15 @@ gelu.defvjp(x=lambda g, x: g * _gelu_derivative(x))
 abs_ = Primitive("abs", np.abs, lambda x: (x.shape, x.dtype), elementwise=True)
 abs_.defvjp(x=lambda g, x: g * sign(x))
 
-sign = Primitive(
-    "sign", np.sign, lambda x: (x.shape, x.dtype), elementwise=True
-)  # zero derivative: no rule
+
+def _sign_impl(x):
+    if x.dtype.kind != "f":
+        return np.sign(x)
+    return np.where(np.isnan(x), x.dtype.type(0), np.sign(x))  # PyTorch's sign of NaN: 0
+
+
+sign = Primitive("sign", _sign_impl, lambda x: (x.shape, x.dtype), elementwise=True)
+# zero derivative: no rule
 
 
 def _rounding(name, to_integer):
