@@ -646,6 +646,17 @@ def test_avg_pool_divisor_override_and_adaptive_pooling_of_a_global_average():
     assert nn.AvgPool2d(2)(x[0]).shape == (2, 2, 2)  # unbatched
 
 
+@pytest.mark.parametrize("pool", [F.adaptive_avg_pool2d, fg.jit(F.adaptive_avg_pool2d)])
+def test_adaptive_avg_pooling_keeps_a_nan_or_an_infinity_in_its_own_windows(pool):
+    """Windows of uneven sizes (7 rows into 3: 0-2, 2-4, 4-7, overlapping):
+    a NaN reaches the windows that hold it, an infinity too, and no other."""
+    x = np.arange(35.0).reshape(1, 1, 7, 5)
+    x[0, 0, 0, 0], x[0, 0, 6, 4] = np.nan, -np.inf
+    out = pool(fg.tensor(x), (3, 2)).numpy()[0, 0]
+    assert np.isnan(out[0, 0]) and out[2, 1] == -np.inf
+    assert np.isfinite(np.delete(out.ravel(), [0, 5])).all()
+
+
 def test_windows_and_fold_are_each_others_transpose():
     from fusegrad.ir import primitives as P
 

@@ -740,19 +740,17 @@ def _adaptive_avg_pool(input, output_size, dims, name):
         kernel = tuple(size // count for size, count in zip(sizes, counts))
         out = _avg_pool(x, kernel, kernel, 0, False, True, None, dims)
     else:
-        # windows of different sizes: each axis summed by a product with a 0/1
-        # matrix marking its windows, then one division by the window sizes
-        # (the primitive product: PyTorch's pooling is one kernel, which
-        # autocast leaves in the input's dtype)
+        # windows of different sizes: each axis summed window by window, then
+        # one division by the window sizes (a product with a 0/1 matrix
+        # marking the windows would spread a NaN or an infinity to every
+        # window, as 0 times it)
         out, divisors = x, np.ones((), x.dtype.np)
         for axis, (size, count) in enumerate(zip(sizes, counts)):
-            marks = np.zeros((size, count), x.dtype.np)
-            for i, (start, end) in enumerate(_adaptive_bounds(size, count)):
-                marks[start:end, i] = 1
-            summed = P.matmul(ops.transpose(out, 2 + axis, -1), constant_array(marks, x.dtype))
-            out = ops.transpose(summed, 2 + axis, -1)
-            divisors = np.multiply.outer(divisors, marks.sum(axis=0))
-        out = out / constant_array(divisors, x.dtype)
+            bounds = _adaptive_bounds(size, count)
+            windows = [ops.narrow(out, 2 + axis, start, end - start) for start, end in bounds]
+            out = ops.cat([ops.sum(w, 2 + axis, keepdim=True) for w in windows], 2 + axis)
+            divisors = np.multiply.outer(divisors, [end - start for start, end in bounds])
+        out = out / constant_array(divisors.astype(x.dtype.np), x.dtype)
     return out if batched else P.reshape(out, shape=out.shape[1:])
 
 
