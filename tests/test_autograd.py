@@ -405,6 +405,11 @@ def test_special_values_give_pytorchs_gradients():
     x = fg.tensor([0.0, 0.0], requires_grad=True)
     x.norm().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    # elu's family far past 89, where float32's exp of the branch not taken overflows
+    x = fg.tensor([100.0, -100.0], requires_grad=True)
+    F = fg.nn.functional
+    (F.elu(x) + F.celu(x, 2.0) + F.selu(x) / 1.0507009873554805).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 0.0], rtol=1e-6, atol=1e-20)
     # abs of NaN: sign(NaN) is 0 in PyTorch, so is the gradient
     x = fg.tensor([np.nan, -2.0], requires_grad=True)
     fg.abs(x).sum().backward()

@@ -145,8 +145,15 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 @_named("EluBackward0")
 def _elu(input, alpha, scale=1.0):
     # PyTorch's arithmetic: exp(x) - 1 (not expm1) times one coefficient alpha * scale
-    negative = (ops.exp(input) - 1.0) * (alpha * scale)
+    negative = (ops.exp(_nonpositive(input)) - 1.0) * (alpha * scale)
     return ops.where(input > 0, input * scale if scale != 1.0 else input, negative)
+
+
+def _nonpositive(input):
+    """``input`` where it is not positive, else 0: the argument of the exp of
+    a branch taken there alone, whose derivative would overflow elsewhere
+    (0 times inf: NaN gradients past x = 89 in float32)."""
+    return ops.where(input > 0, 0.0, input)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -1530,7 +1537,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    out = ops.where(input > 0, input, (ops.exp(input / alpha) - 1.0) * alpha)
+    out = ops.where(input > 0, input, (ops.exp(_nonpositive(input) / alpha) - 1.0) * alpha)
     return _inplace(input, out) if inplace else out
 
 
