@@ -405,6 +405,11 @@ def test_special_values_give_pytorchs_gradients():
     x = fg.tensor([0.0, 0.0], requires_grad=True)
     x.norm().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    # atan2 at (0, 0): 0, as PyTorch (0 / 0 gave NaN)
+    y, x = fg.zeros(2, requires_grad=True), fg.tensor([0.0, -1.0], requires_grad=True)
+    fg.atan2(y, x).sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [0.0, -1.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
     # elu's family far past 89, where float32's exp of the branch not taken overflows
     x = fg.tensor([100.0, -100.0], requires_grad=True)
     F = fg.nn.functional

@@ -954,7 +954,16 @@ pow_.defvjp(
     y=lambda g, x, y, out: where((x == 0.0) & (y >= 0.0), 0.0, g * out * log(x)),
 )
 
-# At (0, 0) both rules divide 0 by 0, as PyTorch's do: the gradient is nan.
+
+def _over_squares(numerator, y, x):
+    """numerator / (x^2 + y^2), 0 where that is 0: PyTorch's atan2 gradient
+    at (0, 0) (the division only ever sees non-zero sums, so derivatives of
+    the rule are finite there too)."""
+    squares = x * x + y * y
+    zero = squares == 0.0
+    return where(zero, 0.0, numerator / where(zero, 1.0, squares))
+
+
 atan2 = Primitive(
     "atan2",
     _rounded_from_float64(np.arctan2),
@@ -964,8 +973,8 @@ atan2 = Primitive(
     public="float",
 )
 atan2.defvjp(
-    y=lambda g, y, x: g * x / (x * x + y * y),
-    x=lambda g, y, x: -(g * y) / (x * x + y * y),
+    y=lambda g, y, x: _over_squares(g * x, y, x),
+    x=lambda g, y, x: _over_squares(-(g * y), y, x),
 )
 
 # the next float after x toward y: x moved by an ulp, so its derivative in x
