@@ -405,6 +405,11 @@ def test_special_values_give_pytorchs_gradients():
     x = fg.tensor([0.0, 0.0], requires_grad=True)
     x.norm().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    # maximum and minimum with a NaN: both operands take the gradient, as PyTorch's
+    x, y = fg.tensor([np.nan, 1.0], requires_grad=True), fg.tensor([1.0, 1.0], requires_grad=True)
+    (fg.maximum(x, y) + fg.minimum(x, y)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 1.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [2.0, 1.0])
     # atan2 at (0, 0): 0, as PyTorch (0 / 0 gave NaN)
     y, x = fg.zeros(2, requires_grad=True), fg.tensor([0.0, -1.0], requires_grad=True)
     fg.atan2(y, x).sum().backward()

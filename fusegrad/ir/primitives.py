@@ -1023,21 +1023,22 @@ logaddexp2.defvjp(
     y=lambda g, x, y: g * sigmoid((y - x) * math.log(2.0)),
 )
 
-# Ties split the gradient evenly, as PyTorch does.
+# Ties split the gradient evenly, as PyTorch does; where a NaN makes the
+# comparison false both operands take all of it, as in PyTorch too.
 maximum = Primitive(
     "maximum", np.maximum, _binary_rule("maximum"), inputs=("x", "y"), elementwise=True
 )
 maximum.defvjp(
-    x=lambda g, x, y: where(x > y, g, where(x == y, g * 0.5, 0.0)),
-    y=lambda g, x, y: where(y > x, g, where(x == y, g * 0.5, 0.0)),
+    x=lambda g, x, y: where(x < y, 0.0, where(x == y, g * 0.5, g)),
+    y=lambda g, x, y: where(y < x, 0.0, where(x == y, g * 0.5, g)),
 )
 
 minimum = Primitive(
     "minimum", np.minimum, _binary_rule("minimum"), inputs=("x", "y"), elementwise=True
 )
 minimum.defvjp(
-    x=lambda g, x, y: where(x < y, g, where(x == y, g * 0.5, 0.0)),
-    y=lambda g, x, y: where(y < x, g, where(x == y, g * 0.5, 0.0)),
+    x=lambda g, x, y: where(x > y, 0.0, where(x == y, g * 0.5, g)),
+    y=lambda g, x, y: where(y > x, 0.0, where(x == y, g * 0.5, g)),
 )
 
 eq = Primitive(
