@@ -55,6 +55,16 @@ CASES = [
     (lambda: fg.ones(2).clamp(), RuntimeError, "At least one of 'min' or 'max'"),
     (lambda: fg.nn.functional.dropout(fg.ones(2), 1.5), ValueError, "between 0 and 1"),
     (lambda: fg.nn.functional.layer_norm(fg.ones(2, 3), (4,)), RuntimeError, "normalized_shape"),
+    (
+        lambda: fg.nn.functional.group_norm(fg.ones(1, 2, 1), 2),
+        ValueError,
+        "more than 1 value per channel",
+    ),
+    (
+        lambda: fg.nn.functional.max_pool2d(fg.ones(1, 8, 8), 3, padding=2, dilation=2),
+        RuntimeError,
+        "half of kernel size",
+    ),
     # eagerly, numpy sliced it to nothing; compiled, the shape rule raised
     (lambda: fg.nn.functional.pad(fg.ones(2, 1), (-1, -1)), RuntimeError, "negative output size"),
     (lambda: fg.nn.functional.one_hot(fg.tensor([0, 4]), 4), RuntimeError, "smaller than num"),

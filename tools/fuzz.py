@@ -1481,8 +1481,8 @@ def _pooling(d: Draw):
     dilation = [1] * dims
     if kind == "max":
         dilation = [d.rng.choice([1, 1, 1, 2]) for _ in sides]
-    widest = [(g * (k - 1) + 1) // 2 for k, g in zip(kernel, dilation)]
-    text += _settings(d, "padding", [d.rng.randint(0, w) for w in widest], 0)
+    # up to half the kernel, dilated or not (PyTorch's max_pool1d/2d's bound)
+    text += _settings(d, "padding", [d.rng.randint(0, k // 2) for k in kernel], 0)
     text += _settings(d, "dilation", dilation, 1) if kind == "max" else ""
     text += ", ceil_mode=True" if d.rng.random() < 0.3 else ""
     if kind == "avg" and d.rng.random() < 0.3:

@@ -524,6 +524,23 @@ def _pool_size(size, kernel, padding, stride, dilation, ceil_mode) -> int:
     return count
 
 
+def _check_max_pool_padding(kernel, padding, name):
+    """PyTorch's max_pool1d and max_pool2d take padding up to half the
+    kernel, whatever the dilation (its other poolings, half the dilated one)."""
+    if all(p <= k // 2 for k, p in zip(kernel, padding)):
+        return
+    if name == "max_pool1d":
+        raise RuntimeError(
+            f"max_pool1d() padding should be at most half of kernel size, but got "
+            f"padding={padding[0]} and kernel_size={kernel[0]}"
+        )
+    (kh, kw), (ph, pw) = kernel, padding
+    raise RuntimeError(
+        f"pad should be smaller than or equal to half of kernel size, but got padW = {pw}, "
+        f"padH = {ph}, kW = {kw}, kH = {kh}"
+    )
+
+
 class _Pooling:
     """The windows of a pooling: the settings checked, the input padded with
     ``fill`` (and cropped or extended for ceil_mode), then its windows taken."""
@@ -543,6 +560,8 @@ class _Pooling:
         self.dilation = _tuple(dilation, dims, "dilation")
         if any(k < 1 for k in self.kernel) or any(s < 1 for s in self.stride):
             raise RuntimeError(f"{name}: kernel_size and stride must be greater than zero")
+        if name in ("max_pool1d", "max_pool2d"):
+            _check_max_pool_padding(self.kernel, self.padding, name)
         for k, p, d in zip(self.kernel, self.padding, self.dilation):
             if p < 0 or p > (d * (k - 1) + 1) // 2:
                 raise RuntimeError(
@@ -1594,6 +1613,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(
             f"Expected number of channels in input to be divisible by num_groups, but got input "
             f"of shape {list(input.shape)} and num_groups={num_groups}"
+        )
+    per_group = [batch * channels // num_groups, num_groups, *input.shape[2:]]
+    if per_group[0] * math.prod(per_group[2:]) == 1:  # PyTorch's check, as batch_norm's
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got input size {per_group}"
         )
     grouped = input.reshape(batch, num_groups, -1)
     mean = ops.mean(grouped, 2, keepdim=True)
