@@ -1254,8 +1254,9 @@ def _view(d: Draw):
         return f"fg.broadcast_to({a.name}, {target!r})", [a]
     if kind == "transpose":
         return f"{a.name}.transpose({d.dim(n)}, {d.dim(n)})", [a]
-    if kind == "permute":
-        return f"{a.name}.permute({', '.join(map(str, d.rng.sample(range(n), n)))})", [a]
+    if kind == "permute":  # (PyTorch's permute() wants dimensions, even of a 0-d tensor)
+        order = d.rng.sample(range(n), n)
+        return (f"{a.name}.permute({', '.join(map(str, order))})", [a]) if n else None
     if kind in ("reshape", "view"):
         return f"{a.name}.{kind}({', '.join(map(str, _factor(d, math.prod(shape))))})", [a]
     if kind == "flatten":
