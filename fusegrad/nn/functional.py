@@ -560,14 +560,14 @@ class _Pooling:
         self.dilation = _tuple(dilation, dims, "dilation")
         if any(k < 1 for k in self.kernel) or any(s < 1 for s in self.stride):
             raise RuntimeError(f"{name}: kernel_size and stride must be greater than zero")
-        if name in ("max_pool1d", "max_pool2d"):
-            _check_max_pool_padding(self.kernel, self.padding, name)
         for k, p, d in zip(self.kernel, self.padding, self.dilation):
             if p < 0 or p > (d * (k - 1) + 1) // 2:
                 raise RuntimeError(
                     f"pad should be at most half of effective kernel size, but got pad={p}, "
                     f"kernel_size={k} and dilation={d}"
                 )
+        if name in ("max_pool1d", "max_pool2d"):  # then, as PyTorch, half the kernel itself
+            _check_max_pool_padding(self.kernel, self.padding, name)
         self.sizes = tuple(self.x.shape[2:])
         self.counts = tuple(
             _pool_size(size, k, p, s, d, ceil_mode)
