@@ -429,6 +429,9 @@ def test_special_values_give_pytorchs_gradients():
         x = fg.tensor([np.nan, 0.5, 2.0], requires_grad=True)
         clamp(x).sum().backward()
         np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0])
+    # and no tangent in forward mode (the NaN's mask once hung on requires_grad)
+    _, tangent = fg.func.jvp(lambda x: x.clamp(max=1.0), (x.detach(),), (fg.ones(3),))
+    np.testing.assert_array_equal(tangent.numpy(), [0.0, 1.0, 0.0])
     # std of equal values: 0, and PyTorch's subgradient there (sqrt's gave NaN)
     for std in (lambda x: x.std(dim=0), fg.jit(lambda x: x.std(dim=0))):
         x = fg.full((5, 2), 0.3, dtype=fg.float64, requires_grad=True)

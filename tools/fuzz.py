@@ -102,11 +102,12 @@ def snapshot(values):
 
 
 def values_of(tensor):
-    """A copy of ``tensor``'s values; a bfloat16 or float16 tensor's in float32,
-    with its dtype's name in the array dtype's metadata (``dtype_name``)."""
+    """A copy of ``tensor``'s values (fusegrad's or torch's); a bfloat16 or
+    float16 tensor's in float32, with its dtype's name in the array dtype's
+    metadata (``dtype_name``)."""
     tensor = tensor.detach()
-    if tensor.dtype in (fg.bfloat16, fg.float16):
-        name = str(tensor.dtype).split(".")[-1]
+    name = str(tensor.dtype).split(".")[-1]
+    if name in ("bfloat16", "float16"):
         named = np.dtype(np.float32, metadata={"dtype": name})
         return np.array(tensor.float().numpy()).astype(named)
     return np.array(tensor.numpy())

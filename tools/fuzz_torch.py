@@ -37,17 +37,6 @@ def torch_namespace(program) -> dict:
     return namespace
 
 
-def torch_values(tensor):
-    """As ``fuzz.values_of``: a copy in numpy, bfloat16 as named float32."""
-    if tensor is None:
-        return None
-    tensor = tensor.detach()
-    if tensor.dtype in (torch.bfloat16, torch.float16):
-        named = np.dtype(np.float32, metadata={"dtype": str(tensor.dtype).split(".")[-1]})
-        return tensor.float().numpy().astype(named)
-    return tensor.numpy().copy()
-
-
 def outputs_and_gradients(module, program_function, inputs, seed):
     """(outputs, gradients of the outputs against random cotangents with
     respect to each input) of one eager run, by ``module`` (fusegrad or
@@ -99,8 +88,7 @@ def differences(program) -> list:
         ("output", fg_outputs, t_outputs, 0),
         ("gradient", fg_grads or [], t_grads or [], 1),
     ):
-        want = [None if v is None else fuzz.values_of(v) for v in want]
-        got = [torch_values(v) for v in got]
+        want, got = fuzz.snapshot(want), fuzz.snapshot(got)
         noise = fuzz.noise_of(want, [o[index] for o in others])
         for k, (g, w, n) in enumerate(zip(got, want, noise)):
             problem = fuzz.mismatch(g, w, n, precision)

@@ -303,9 +303,9 @@ def clamp(input, min=None, max=None):
         out = where(out < min, min, out)
     if max is not None:
         out = where(out > max, max, out)
-    if input.requires_grad and input.dtype.is_floating_point:
-        # a NaN stays, as PyTorch's, which gives it no gradient (it is not
-        # within the bounds)
+    if input.dtype.is_floating_point:
+        # a NaN stays, as PyTorch's, which gives it no derivative (it is not
+        # within the bounds), in reverse and forward mode alike
         out = where(isnan(input), input.detach(), out)
     return out
 
