@@ -314,10 +314,23 @@ def norm(input, p="fro", dim=None, keepdim=False):
     elif p == 0:
         out = P.reduce_sum(_cast(x != 0, x._dtype), axes=axes)
     elif isinstance(p, (int, float)):
-        out = P.reduce_sum(abs(x) ** p, axes=axes) ** (1.0 / p)
+        out = _root_of_powers(x, p, axes)
     else:
         raise ValueError(f"norm: unsupported p={p!r}")
     return _keep(out, x, axes, keepdim)
+
+
+def _root_of_powers(x, p, axes):
+    """(sum |x|^p)^(1/p) with PyTorch's subgradients: 0 for an element at 0
+    (where |x|^p's derivative is infinite for p < 1) and for a norm of 0
+    (where the root's is, for p > 1). Neither power sees a 0 (the "double
+    where"): there they take their values, 0 or (p < 0) infinity, as
+    constants."""
+    zero = x == 0.0
+    powers = P.where(zero, 0.0 if p > 0 else math.inf, P.where(zero, 1.0, abs(x)) ** p)
+    sums = P.reduce_sum(powers, axes=axes)
+    none = sums == 0.0
+    return P.where(none, 0.0 if p > 0 else math.inf, P.where(none, 1.0, sums) ** (1.0 / p))
 
 
 def sqrt_of_squares(squares):
