@@ -65,6 +65,32 @@ CASES = [
         RuntimeError,
         "half of kernel size",
     ),
+    # products of two dtypes: PyTorch refuses them where fusegrad promoted
+    (
+        lambda: fg.addmm(fg.ones(2, 4, dtype=fg.float64), fg.ones(2, 3), fg.ones(3, 4)),
+        RuntimeError,
+        "self and mat2 must have the same dtype, but got Double and Float",
+    ),
+    (
+        lambda: fg.nn.functional.linear(fg.ones(3), fg.ones(4, 3), fg.ones(4, dtype=fg.float64)),
+        RuntimeError,
+        "self and mat2 must have the same dtype",
+    ),
+    (
+        lambda: fg.addmv(fg.ones(2, dtype=fg.float64), fg.ones(2, 3), fg.ones(3)),
+        RuntimeError,
+        "got Double, Float, and Float",
+    ),
+    (
+        lambda: fg.baddbmm(fg.ones(1, 2, 4), fg.ones(1, 2, 3), fg.ones(1, 3, 4, dtype=fg.float64)),
+        RuntimeError,
+        "input float, batch1: float, batch2: double",
+    ),
+    (
+        lambda: fg.tensordot(fg.ones(2, 3), fg.ones(3, 4, dtype=fg.float64), 1),
+        RuntimeError,
+        "both inputs should have same dtype",
+    ),
     # eagerly, numpy sliced it to nothing; compiled, the shape rule raised
     (lambda: fg.nn.functional.pad(fg.ones(2, 1), (-1, -1)), RuntimeError, "negative output size"),
     (lambda: fg.nn.functional.one_hot(fg.tensor([0, 4]), 4), RuntimeError, "smaller than num"),

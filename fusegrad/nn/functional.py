@@ -28,6 +28,7 @@ from ..eager.ops import (
     softmax,
     tanh,
 )
+from ..eager.ops.linear import check_added_dtype
 from ..eager.random import bernoulli_mask
 from ..eager.tensor import Tensor, constant_array
 from ..ir import dtypes
@@ -257,7 +258,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     rounded once, product and bias), viewed back to its leading dimensions."""
     if bias is None or weight.ndim != 2 or input.ndim < 2:
         out = ops.matmul(input, ops.t(weight))
-        return out if bias is None else out + bias
+        if bias is None:
+            return out
+        check_added_dtype(bias, input, weight)  # PyTorch's addmm: no promotion
+        return out + bias
     if input.ndim == 2:
         return ops.addmm(bias, input, ops.t(weight))
     rows = ops.addmm(bias, ops.flatten(input, 0, -2), ops.t(weight))

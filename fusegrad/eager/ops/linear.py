@@ -11,7 +11,7 @@ import math
 from ...ir import primitives as P
 from ...ir.shapes import broadcast_shapes, normalize_dim
 from ..tensor import Tensor
-from .arguments import _ints, _promote_all, _short, as_tensor_arg
+from .arguments import _ints, _short, as_tensor_arg
 from .composite import _named
 from .copies import clone
 from .registry import public
@@ -29,10 +29,21 @@ def _check_same_dtype(a, b, what):
             )
         raise RuntimeError(
             f"expected m1 and m2 to have the same dtype, but got: "
-            f"{a._dtype.name.replace('float32', 'float').replace('float64', 'double')}"
-            f" != "
-            f"{b._dtype.name.replace('float32', 'float').replace('float64', 'double')}"
+            f"{_c_name(a._dtype)} != {_c_name(b._dtype)}"
         )
+
+
+def _c_name(dtype) -> str:
+    """The dtype's name as some of PyTorch's messages spell it (C's)."""
+    return dtype.name.replace("float32", "float").replace("float64", "double")
+
+
+def _refuse_mixed_dtypes(operands: list, message):
+    """PyTorch's fused products (addmv, baddbmm) refuse operands of
+    different dtypes rather than promote: ``message(dtypes)`` says so."""
+    operands = [as_tensor_arg(t) for t in operands]
+    if len({t._dtype for t in operands}) > 1:
+        raise RuntimeError(message([t._dtype for t in operands]))
 
 
 @public(out=True)
@@ -185,7 +196,9 @@ def tensordot(a, b, dims=2):
         permute(b, dims_b + free_b), (contracted, math.prod(b.shape[d] for d in free_b))
     )
     shape = tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b)
-    return reshape(mm(*_promote_all([left, right], "tensordot")), shape)
+    if a._dtype is not b._dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    return reshape(mm(left, right), shape)
 
 
 @public
@@ -212,15 +225,36 @@ def _scaled_sum(input, product, beta, alpha):
     return (input if beta == 1 else input * beta) + product
 
 
+def check_added_dtype(input, mat1, mat2):
+    """PyTorch's addmm (and addbmm, linear with a bias) refuses an added
+    tensor or a first factor of another dtype than the second factor's,
+    rather than promoting."""
+    input, mat1, mat2 = (as_tensor_arg(t) for t in (input, mat1, mat2))
+    for name, t in (("self", input), ("mat1", mat1)):
+        if t._dtype is not mat2._dtype:
+            raise RuntimeError(
+                f"{name} and mat2 must have the same dtype, but got "
+                f"{_short(t._dtype)} and {_short(mat2._dtype)}"
+            )
+
+
 @public(inplace=True)
 @_named("AddmmBackward0")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    check_added_dtype(input, mat1, mat2)
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
 
 
 @public(inplace=True)
 @_named("AddmvBackward0")
 def addmv(input, mat, vec, *, beta=1, alpha=1):
+    _refuse_mixed_dtypes(
+        [input, mat, vec],
+        lambda d: (
+            "addmv input tensors must have the same dtype, but got "
+            f"{_short(d[0])}, {_short(d[1])}, and {_short(d[2])}"
+        ),
+    )
     return _scaled_sum(input, mv(mat, vec), beta, alpha)
 
 
@@ -233,10 +267,18 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 @public(inplace=True)
 @_named("BaddbmmBackward0")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    _refuse_mixed_dtypes(
+        [input, batch1, batch2],
+        lambda d: (
+            f"Input dtypes must be the same, got: input {_c_name(d[0])}, "
+            f"batch1: {_c_name(d[1])}, batch2: {_c_name(d[2])}"
+        ),
+    )
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
 
 @public(inplace=True)
 @_named("AddbmmBackward0")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    check_added_dtype(input, batch1, batch2)
     return _scaled_sum(input, P.reduce_sum(bmm(batch1, batch2), axes=(0,)), beta, alpha)
