@@ -91,6 +91,29 @@ CASES = [
         RuntimeError,
         "both inputs should have same dtype",
     ),
+    # no filters, fewer than the groups: PyTorch refuses them (fusegrad made empty outputs)
+    (
+        lambda: fg.nn.functional.conv1d(fg.ones(1, 1, 4), fg.ones(0, 1, 1)),
+        RuntimeError,
+        "expected weight to be at least 1 at dimension 0, but got weight of size [0, 1, 1]",
+    ),
+    (
+        lambda: fg.nn.functional.conv_transpose2d(
+            fg.ones(1, 1, 4, 4), fg.ones(1, 2, 2, 2), groups=2
+        ),
+        RuntimeError,
+        "expected weight to be at least 2 at dimension 0",
+    ),
+    (
+        lambda: fg.nn.functional.interpolate(fg.ones(1, 1, 4, 4), size=(0, 3)),
+        RuntimeError,
+        "but got input (H: 4, W: 4) output (H: 0, W: 3)",
+    ),
+    (
+        lambda: fg.nn.functional.interpolate(fg.ones(1, 1, 4), scale_factor=0.1, mode="linear"),
+        RuntimeError,
+        "but got input (W: 4) and output (W: 0)",
+    ),
     # eagerly, numpy sliced it to nothing; compiled, the shape rule raised
     (lambda: fg.nn.functional.pad(fg.ones(2, 1), (-1, -1)), RuntimeError, "negative output size"),
     (lambda: fg.nn.functional.one_hot(fg.tensor([0, 4]), 4), RuntimeError, "smaller than num"),

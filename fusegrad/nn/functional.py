@@ -415,6 +415,21 @@ def _same_padding(kernel, dilation) -> tuple:
     return tuple(pairs)
 
 
+def _check_filters(weight, groups: int) -> None:
+    """PyTorch's checks of a weight's first dimension (filters, or a
+    transposed convolution's input channels): at least one per group, and
+    a whole number of them."""
+    for condition, what in (
+        (weight.shape[0] < groups, "at least"),
+        (weight.shape[0] % groups, "divisible by"),
+    ):
+        if condition:
+            raise RuntimeError(
+                f"Given groups={groups}, expected weight to be {what} {groups} at dimension "
+                f"0, but got weight of size {list(weight.shape)} instead"
+            )
+
+
 def _conv(input, weight, bias, stride, padding, dilation, groups, dims, name):
     x, batched = _batched(input, dims, name)
     if weight.ndim != dims + 2:
@@ -439,16 +454,12 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, dims, name):
     if any(d < 1 for d in dilation):
         raise RuntimeError("dilation should be greater than zero")
     out_channels = weight.shape[0]
+    _check_filters(weight, groups)
     if x.shape[1] != weight.shape[1] * groups:
         raise RuntimeError(
             f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
             f"input{list(x.shape)} to have {weight.shape[1] * groups} channels, but got "
             f"{x.shape[1]} channels instead"
-        )
-    if out_channels % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension "
-            f"0, but got weight of size {list(weight.shape)} instead"
         )
     if isinstance(padding, str):
         if padding == "valid":
@@ -1917,6 +1928,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
             f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to "
             f"conv_transpose{dims}d, but got input of size: {list(input.shape)}"
         )
+    _check_filters(weight, groups)
     if dims == 1:  # as 2-D with a height of 1
         out = _conv_transpose(
             input.unsqueeze(2), weight.unsqueeze(2), bias, (1, *_tuple(stride, 1, "stride")),
@@ -2085,6 +2097,15 @@ def interpolate(
         return pool(input, out_size)
     if mode not in ("nearest", "nearest-exact", *linear_modes):
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by fusegrad")
+    if min(*input.shape[2:], *out_size) <= 0:
+        axes = "HW"[-dims:]
+        sizes = [
+            ", ".join(f"{a}: {n}" for a, n in zip(axes, s)) for s in (input.shape[2:], out_size)
+        ]
+        raise RuntimeError(
+            "Input and output sizes should be greater than 0, but got input "
+            f"({sizes[0]}){' and' if dims == 1 else ''} output ({sizes[1]})"
+        )
     out = input
     for axis, (n_in, n_out, scale) in enumerate(zip(input.shape[2:], out_size, scales), start=2):
         if mode in ("nearest", "nearest-exact"):
