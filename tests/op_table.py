@@ -247,6 +247,10 @@ class OpInfo:
     samples: list
     differentiable: bool = True  # outputs require grad when a float input does
     second_order: bool = True
+    # gradients checked against finite differences: not where a sample sits
+    # on a jump of a piecewise constant op (round's halves), whose derivative
+    # is 0 there as elsewhere while finite differences straddle the jump
+    finite_differences: bool = True
     float_inputs: tuple | None = None  # positions of float args (default: all float arrays)
     rtol32: float = 1e-5
     jit: bool = True  # compiles under fusegrad.jit (a mask's result shape depends on values)
@@ -454,26 +458,19 @@ OPS = [
     OpInfo("fmod", fg.fmod, np.fmod, DIVISION_SAMPLES),
     OpInfo("remainder", lambda a, b: a % b, np.remainder, DIVISION_SAMPLES),
     OpInfo("remainder_fn", fg.remainder, np.remainder, DIVISION_SAMPLES[:1]),
-    OpInfo(
-        "floor_divide",
-        lambda a, b: a // b,
-        np.floor_divide,
-        DIVISION_SAMPLES,
-        differentiable=False,
-    ),
+    # the quotients are piecewise constant: zero gradients (samples away from the jumps)
+    OpInfo("floor_divide", lambda a, b: a // b, np.floor_divide, DIVISION_SAMPLES),
     OpInfo(
         "div_floor",
         lambda a, b: fg.div(a, b, rounding_mode="floor"),
         np.floor_divide,
         DIVISION_SAMPLES[:1],
-        differentiable=False,
     ),
     OpInfo(
         "div_trunc",
         lambda a, b: a.div(b, rounding_mode="trunc"),
         lambda a, b: np.trunc(a / b),
         DIVISION_SAMPLES[:2],
-        differentiable=False,
     ),
     OpInfo(
         "integer_division",
@@ -586,16 +583,18 @@ OPS = [
     OpInfo("ge", lambda a, b: a >= b, np.greater_equal, BINARY_SAMPLES, differentiable=False),
     OpInfo("eq", lambda a, b: a == b, np.equal, [S(r(3), r(3))], differentiable=False),
     OpInfo("ne", lambda a, b: a != b, np.not_equal, [S(r(3), r(3))], differentiable=False),
-    OpInfo("sign", fg.sign, np.sign, UNARY_SAMPLES, differentiable=False),
-    OpInfo("floor", fg.floor, np.floor, UNARY_SAMPLES, differentiable=False),
-    OpInfo("ceil", fg.ceil, np.ceil, UNARY_SAMPLES, differentiable=False),
-    OpInfo("trunc", fg.trunc, np.trunc, UNARY_SAMPLES, differentiable=False),
-    OpInfo(
-        "round",
+    # piecewise constant: zero gradients (the samples are away from the jumps)
+    OpInfo("sign", fg.sign, np.sign, UNARY_SAMPLES),
+    OpInfo("floor", fg.floor, np.floor, UNARY_SAMPLES),
+    OpInfo("ceil", fg.ceil, np.ceil, UNARY_SAMPLES),
+    OpInfo("trunc", fg.trunc, np.trunc, UNARY_SAMPLES),
+    OpInfo("round", fg.round, np.round, UNARY_SAMPLES),
+    OpInfo(  # halves go to even; on these jumps only finite differences see a slope
+        "round_halves",
         fg.round,
         np.round,
-        [*UNARY_SAMPLES, S(np.arange(-3, 3) + 0.5)],
-        differentiable=False,
+        [S(np.arange(-3, 3) + 0.5)],
+        finite_differences=False,
     ),
     # reductions
     _reduction(
@@ -2450,8 +2449,8 @@ MORE_OPS = [
     OpInfo("vdot", fg.vdot, np.vdot, [S(r(5), r(5))]),
     OpInfo("inverse", fg.inverse, np.linalg.inv, [S(_well_conditioned(3))]),
     OpInfo("pinverse", fg.pinverse, np.linalg.pinv, [S(r(2, 3, 5))]),
-    # no gradient: signs, predicates, bits, counts, indices
-    OpInfo("sgn", fg.sgn, np.sign, UNARY_SAMPLES, differentiable=False),
+    OpInfo("sgn", fg.sgn, np.sign, UNARY_SAMPLES),  # piecewise constant, as sign
+    # no gradient: predicates, bits, counts, indices
     *(
         OpInfo(
             name,

@@ -452,6 +452,80 @@ def test_special_values_give_pytorchs_gradients():
     np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.5, 1.0])
 
 
+PIECEWISE_CONSTANT = [
+    (fg.sign, "SignBackward0"),
+    (fg.sgn, "SgnBackward0"),
+    (fg.floor, "FloorBackward0"),
+    (fg.ceil, "CeilBackward0"),
+    (fg.trunc, "TruncBackward0"),
+    (fg.round, "RoundBackward0"),
+    (lambda x: fg.div(x, 0.75, rounding_mode="floor"), "DivBackward2"),
+    (lambda x: fg.div(x, 0.75, rounding_mode="trunc"), "DivBackward2"),
+    # PyTorch's node is NotImplemented, and its backward raises: here, zeros
+    (lambda x: x // 0.75, "FloorDivideBackward0"),
+]
+
+
+@pytest.mark.parametrize("op,name", PIECEWISE_CONSTANT, ids=[n for _, n in PIECEWISE_CONSTANT])
+def test_piecewise_constant_ops_have_pytorchs_zero_gradients(op, name):
+    """Their results require grad, as PyTorch's, and the gradient is zeros
+    (+0): where the cotangent is infinite or NaN too (0 * inf would be NaN),
+    with no graph of its own (PyTorch's zeros_like(grad)), in forward mode,
+    and compiled on the tracing call and the two after it."""
+    values = [-1.7, -0.5, 0.0, 0.3, 2.5, np.inf, np.nan]
+    x = fg.tensor(values, requires_grad=True)
+    y = op(x)
+    assert y.requires_grad and type(y.grad_fn).__name__ == name
+    y.sum().backward()
+    zeros = np.zeros(len(values), np.float32)
+    np.testing.assert_array_equal(x.grad.numpy(), zeros)
+    cotangent = fg.tensor([1.0, np.inf, -np.inf, np.nan, 2.0, np.nan, np.inf], requires_grad=True)
+    (grad,) = fg.autograd.grad(op(x), x, cotangent, create_graph=True)
+    assert not grad.requires_grad
+    np.testing.assert_array_equal(grad.numpy(), zeros)
+    assert not np.signbit(grad.numpy()).any()
+    _, tangent = fg.func.jvp(op, (x.detach(),), (cotangent.detach(),))
+    np.testing.assert_array_equal(tangent.numpy(), zeros)
+    compiled = fg.jit(op)
+    for _ in range(3):
+        x.grad = None
+        out = compiled(x)
+        np.testing.assert_array_equal(out.detach().numpy(), op(x).detach().numpy())
+        out.backward(cotangent.detach())
+        np.testing.assert_array_equal(x.grad.numpy(), zeros)
+        assert not np.signbit(x.grad.numpy()).any()
+    assert compiled.cache_info().hits == 2
+
+
+def test_quotients_have_zero_gradients_in_the_divisor_and_remainders_keep_theirs():
+    """floor_divide and div with a rounding mode are piecewise constant in
+    both operands; remainder's and fmod's derivative in the divisor is minus
+    the floored or truncated quotient, and their second derivatives are 0
+    (a truncated quotient's once went through 0 / y: NaN at y = 0), as
+    PyTorch's."""
+    x = fg.tensor([-1.7, 3.5, 0.5, 7.0, 5.0, 1.0], dtype=fg.float64, requires_grad=True)
+    y = fg.tensor([2.0, -1.5, 1.0, 0.0, np.inf, 3.0], dtype=fg.float64, requires_grad=True)
+    g = fg.tensor([1.0, 2.0, np.inf, 1.0, 1.0, np.nan], dtype=fg.float64)
+    quotients = (
+        lambda a, b: a // b,
+        lambda a, b: fg.div(a, b, rounding_mode="floor"),
+        lambda a, b: fg.div(a, b, rounding_mode="trunc"),
+    )
+    for quotient in quotients:
+        for grad in fg.autograd.grad(quotient(x, y), (x, y), g):
+            np.testing.assert_array_equal(grad.numpy(), np.zeros(6))
+    for op, dy in (
+        (fg.remainder, [1.0, 6.0, np.nan, -np.inf, -0.0, np.nan]),
+        (fg.fmod, [0.0, 4.0, np.nan, -np.inf, -0.0, np.nan]),
+    ):
+        gx, gy = fg.autograd.grad(op(x, y), (x, y), g, create_graph=True)
+        np.testing.assert_array_equal(gx.detach().numpy(), g.numpy())
+        np.testing.assert_array_equal(gy.detach().numpy(), dy)
+        assert gy.requires_grad  # through the quotient, as PyTorch's
+        for second in fg.autograd.grad(gy.sum(), (x, y)):
+            np.testing.assert_array_equal(second.numpy(), np.zeros(6))
+
+
 def test_integer_indexing_returns_a_view_that_inplace_ops_write_through():
     x = fg.zeros(2, 2)
     x[1, 1].add_(5)

@@ -553,10 +553,11 @@ def test_elementwise_max_min_relu_and_sign_give_numpys_signed_zeros(dtype):
 
 
 @pytest.mark.parametrize("dtype", [fg.float32, fg.float64], ids=["f32", "f64"])
-def test_fmod_remainder_and_floor_divide_give_numpys_bits(dtype):
+def test_fmod_remainder_and_the_integral_quotients_give_numpys_bits(dtype):
     """The kernels' divisions with an integral quotient against numpy's, sign
     bits included: every pair of signed zeros, infinities, NaN, subnormals,
-    huge and tiny values, and quotients that are integers up to rounding."""
+    huge and tiny values, and quotients that are integers up to rounding
+    (the truncated quotient is numpy's x / y truncated, as PyTorch's)."""
     specials = [0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, -7.5, 0.1, 1 / 3, 1e-30, -1e30]
     specials += [np.inf, -np.inf, np.nan, 5e-324, 1e308, np.finfo(dtype.np).tiny]
     with np.errstate(all="ignore"):
@@ -568,10 +569,11 @@ def test_fmod_remainder_and_floor_divide_give_numpys_bits(dtype):
         xs = np.concatenate([pairs[0], multiples, scattered[0].astype(dtype.np)])
         ys = np.concatenate([pairs[1], divisors, scattered[1].astype(dtype.np)])
         wants = [np.fmod(xs, ys), np.remainder(xs, ys), np.floor_divide(xs, ys)]
+        wants.append(np.trunc(xs / ys))
     x, y = Var(xs.shape, dtype), Var(ys.shape, dtype)
     builder = GraphBuilder()
     with building(builder):
-        outs = [P.fmod(x, y), P.remainder(x, y), P.floor_divide(x, y)]
+        outs = [P.fmod(x, y), P.remainder(x, y), P.floor_divide(x, y), P.trunc_divide(x, y)]
     executor = Executor(Graph([x, y], builder.eqns, outs))
     assert not [s for s in executor.steps if not isinstance(s, Launcher)]  # all in kernels
     for got, want in zip(executor.run([xs, ys]), wants):

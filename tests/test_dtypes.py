@@ -61,6 +61,24 @@ def test_float16_arithmetic_is_rounded_once_per_op(op):
     np.testing.assert_array_equal(got.numpy(), op(a, b))  # numpy's float16 ufuncs round once too
 
 
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16])
+def test_a_truncated_division_truncates_the_quotient_rounded_to_the_type(dtype):
+    """PyTorch's div(rounding_mode="trunc") truncates x / y as the type
+    rounds it (2476 / 1.3 is 1904.6 in float32, 1905 in float16), not the
+    float32 quotient: eagerly and in a kernel, on every call."""
+    rng = np.random.default_rng(3)
+    x = fg.tensor(rng.uniform(-3000, 3000, (64, 80))).to(dtype)
+    y = fg.tensor(rng.uniform(0.3, 3.0, (64, 80))).to(dtype)
+    expected = (x.float() / y.float()).to(dtype).float().trunc().to(dtype)
+    truncated_in_float32 = fg.div(x.float(), y.float(), rounding_mode="trunc").to(dtype)
+    assert (expected != truncated_in_float32).any()  # the samples tell the two apart
+    compiled = fg.jit(lambda x, y: fg.div(x, y, rounding_mode="trunc"))
+    for run in (lambda x, y: fg.div(x, y, rounding_mode="trunc"), compiled, compiled, compiled):
+        got = run(x, y)
+        assert got.dtype is dtype and got.tolist() == expected.tolist()
+    assert compiled.cache_info().hits == 2
+
+
 def test_a_python_number_operand_stays_float32_but_comparisons_round_it():
     x = fg.tensor([0.1, 3.0, 7.0], dtype=fg.half)
     expected = (x.float() * np.float32(0.1)).half()  # PyTorch: the scalar in float32
@@ -239,6 +257,11 @@ NARROW_OPS = [
     ("compare", lambda a, b, d: (a < b) | (a == d), None),
     ("scalar_add", lambda a, b, d: a + 300, lambda a, b, d: a + _wrapped(300, a.dtype)),
     ("scalar_floor_divide", lambda a, b, d: a // 300, lambda a, b, d: a // _wrapped(300, a.dtype)),
+    (
+        "trunc_divide",
+        lambda a, b, d: fg.div(a, d, rounding_mode="trunc"),
+        lambda a, b, d: (a - np.fmod(a, d)) // d,
+    ),
     ("true_divide", lambda a, b, d: a / d, lambda a, b, d: a.astype(np.float32) / d),
     ("to_float", lambda a, b, d: a.float() * 1.5, lambda a, b, d: a.astype(np.float32) * 1.5),
     (

@@ -237,6 +237,15 @@ def _floor_divide(b, args, eqn):
     return b.select(b.fcmp_ordered("==", y, zero), exact, result)
 
 
+def _trunc_divide(b, args, eqn):
+    """The quotient as the division rounds it to the type, truncated (a
+    float16 or bfloat16 one rounded first, as eagerly)."""
+    quotient = b.fdiv(*args)
+    if eqn.out.dtype.reduced:
+        quotient = round_to(b, quotient, eqn.out.dtype)
+    return _intrinsic(b, "llvm.trunc", quotient)
+
+
 def _relu(b, args, eqn):
     (x,) = args
     return _max(b, x, ir.Constant(x.type, 0.0 if _floating(eqn) else 0), eqn, ">")
@@ -463,6 +472,7 @@ for _prim, _emit in (
     (P.fmod, lambda b, args, eqn: b.frem(*args)),
     (P.remainder, _remainder),
     (P.floor_divide, _floor_divide),
+    (P.trunc_divide, _trunc_divide),
 ):
     LOWERINGS[_prim] = Lowering(_emit, applies=lambda eqn: eqn.out.dtype.is_floating_point)
 

@@ -332,6 +332,16 @@ def unbroadcast(g, shape, dtype):
     return g
 
 
+def zeros_like(g):
+    """Zeros of g's shape and dtype: the gradient of a piecewise constant
+    function, 0 even where g is infinite or NaN (``g * 0`` is NaN there),
+    as PyTorch's ``zeros_like(grad)``. ``g < g`` is false for every value,
+    NaN included, and a comparison passes no gradient on, so the zeros
+    need none of their own either; the simplifier folds them to a constant
+    (ir/simplify.py)."""
+    return convert(g < g, dtype=g.dtype)
+
+
 def swap_last(x):
     perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
     return transpose(x, perm=perm)
@@ -853,18 +863,21 @@ def _sign_impl(x):
     return np.where(np.isnan(x), x.dtype.type(0), np.sign(x))  # PyTorch's sign of NaN: 0
 
 
+# Piecewise constant, as the roundings and floor_divide below: the derivative
+# is 0 (PyTorch's results require grad and get zeros), so the rule is zeros.
 sign = Primitive("sign", _sign_impl, lambda x: (x.shape, x.dtype), elementwise=True)
-# zero derivative: no rule
+sign.defvjp(x=zeros_like)
 
 
 def _rounding(name, to_integer):
     """A primitive rounding floats to integral values (integers stay as they
-    are). Piecewise constant: a zero derivative, so no rule, as sign."""
+    are). Piecewise constant: a zero derivative, as sign's."""
 
     def impl(x):
         return to_integer(x) if x.dtype.kind == "f" else x
 
-    return Primitive(name, impl, lambda x: (x.shape, x.dtype), elementwise=True, public="same")
+    prim = Primitive(name, impl, lambda x: (x.shape, x.dtype), elementwise=True, public="same")
+    return prim.defvjp(x=zeros_like)
 
 
 floor = _rounding("floor", np.floor)
@@ -921,12 +934,13 @@ div = Primitive(
 div.defvjp(x=lambda g, y: g / y, y=lambda g, x, y: -(g * x) / (y * y))
 
 
-def _division(name):
+def _division(name, quotient=None, kind=Primitive, **options):
     """A division with an integral quotient, exact as C's fmod is: numpy's
-    ufunc of that name, raising PyTorch's error for an integer divided by
-    zero (numpy gives 0 and warns); floats divided by zero give numpy's inf
-    and nan. Booleans are refused before numpy makes int8 of them."""
-    ufunc = getattr(np, name)
+    ufunc of that name (or ``quotient``), raising PyTorch's error for an
+    integer divided by zero (numpy gives 0 and warns); floats divided by
+    zero give numpy's inf and nan. Booleans are refused before numpy makes
+    int8 of them."""
+    ufunc = quotient or getattr(np, name)
 
     def impl(x, y):
         if x.dtype.kind == "b":
@@ -936,14 +950,50 @@ def _division(name):
         return ufunc(x, y)
 
     rule = _binary_rule(name, require=(dtypes.FLOATING, dtypes.INTEGER))
-    return Primitive(name, impl, rule, inputs=("x", "y"), elementwise=True, public="same")
+    options = {"public": "same", **options}
+    return kind(name, impl, rule, inputs=("x", "y"), elementwise=True, **options)
+
+
+def _truncated_quotient(x, y):
+    """x / y rounded toward zero: a float quotient as the division rounds it,
+    truncated (fmod's exact quotient is an integer less where x / y rounds
+    up to one); an integer one exact (x less fmod's remainder is a multiple
+    of y)."""
+    if x.dtype.kind == "f":
+        return np.trunc(np.true_divide(x, y))
+    return np.floor_divide(x - np.fmod(x, y), y)
+
+
+class _TruncatedDivision(Primitive):
+    """A float16 or bfloat16 quotient is rounded to its type before it is
+    truncated, as PyTorch's kernel computes it, rather than truncated in
+    float32 and rounded once, as other primitives compute."""
+
+    def compute(self, values: list, operand_dtypes, out_dtype, params: dict):
+        if out_dtype.reduced and out_dtype.is_floating_point:
+            return np.trunc(out_dtype.round(np.true_divide(*values)))
+        return super().compute(values, operand_dtypes, out_dtype, params)
 
 
 # fmod's remainder has the sign of x (the quotient truncated), remainder's
 # the sign of y (the quotient floored: Python's % and //).
 fmod = _division("fmod")
-fmod.defvjp(x=lambda g: g, y=lambda g, x, y: -(g * trunc(x / y)))
-floor_divide = _division("floor_divide")  # piecewise constant: no rule
+fmod.defvjp(x=lambda g: g, y=lambda g, x, y: -(g * trunc_divide(x, y)))
+# The quotients are piecewise constant in both operands. trunc_divide is
+# PyTorch's div(rounding_mode="trunc"), one primitive: its derivatives are
+# zeros, where trunc of a division passes 0 / y on (NaN at y = 0).
+# floor_divide has div(rounding_mode="floor")'s (PyTorch's floor_divide and
+# // have none: their backward raises).
+trunc_divide = _division(
+    "trunc_divide",
+    _truncated_quotient,
+    _TruncatedDivision,
+    public=None,
+    backward_name="DivBackward2",
+)
+trunc_divide.defvjp(x=zeros_like, y=zeros_like)
+floor_divide = _division("floor_divide")
+floor_divide.defvjp(x=zeros_like, y=zeros_like)
 remainder = _division("remainder")
 remainder.defvjp(x=lambda g: g, y=lambda g, x, y: -(g * floor_divide(x, y)))
 
@@ -987,7 +1037,7 @@ nextafter = Primitive(
     elementwise=True,
     public="float",
 )
-nextafter.defvjp(x=lambda g: g, y=lambda g: g * 0.0)
+nextafter.defvjp(x=lambda g: g, y=zeros_like)
 
 hypot = Primitive(
     "hypot",

@@ -13,7 +13,8 @@ whose every value is bit-for-bit what the original computes.
   values scattered into adjacent slices, which is their concatenation); an
   elementwise operand that is a constant array of one repeated value (or a
   broadcast of one) becomes that value when the other operands set the
-  shape; negations move out of products and into differences.
+  shape; negations move out of products and into differences; a < a and
+  a > a are false, and a sum of +0s is +0.
 - ``cse``: one equation per distinct (primitive, operands, parameters),
   the operands of a sum or product in either order.
 - ``dce``: equations no output depends on are dropped.
@@ -173,6 +174,16 @@ def _broadcast_of_leading_ones(m: _Match):
     if padding < 0 or m.ins[0].shape != (1,) * padding + tuple(inner.shape):
         return None
     return Eqn(P.broadcast_to, (inner,), m.eqn.params, m.out)
+
+
+def _reshape_of_a_broadcast_number(m: _Match):
+    """A reshape of a number broadcast (zeros summed down to a broadcast
+    operand's shape, then given its size-1 axes back) broadcasts the number
+    to the new shape: kernels take it in, where the reshape was a step."""
+    inner = m.producer_of(m.ins[0], P.broadcast_to)
+    if inner is None or not isinstance(inner.inputs[0], Const) or inner.inputs[0].value.ndim:
+        return None
+    return Eqn(P.broadcast_to, inner.inputs, {"shape": tuple(m.out.shape)}, m.out)
 
 
 def _reshape_of_reshape(m: _Match):
@@ -441,6 +452,27 @@ def _negation_into_difference(m: _Match):
     return Eqn(P.sub, (m.ins[1], first.inputs[0]), {}, m.out) if first else None
 
 
+def _strictly_below_itself(m: _Match):
+    """a < a and a > a are false for every a, NaN included: the zeros a
+    piecewise constant function's gradient is made of (``P.zeros_like``)
+    become a constant, and what computed the cotangent is dead."""
+    if m.ins[0] is not m.ins[1] or not isinstance(m.ins[0], Var):
+        return None
+    false = Const(np.zeros((), np.bool_), dtypes.bool_)
+    return [Eqn(P.broadcast_to, (false,), {"shape": tuple(m.out.shape)}, m.out)]
+
+
+def _sum_of_zeros(m: _Match):
+    """A sum of +0s is +0 in any order (of -0s, -0 or +0: the order decides):
+    a piecewise constant function's zero gradient summed down to a
+    broadcast operand's shape."""
+    zeros = m.constant(0)
+    if not _all_equal_to(zeros, 0.0) or np.signbit(zeros.value).any():
+        return None
+    zero = Const(np.zeros((), m.out.dtype.np), m.out.dtype)
+    return [Eqn(P.broadcast_to, (zero,), {"shape": tuple(m.out.shape)}, m.out)]
+
+
 def _all_floating(m: _Match) -> bool:
     return all(v.dtype.is_floating_point for v in (*m.ins, m.out))
 
@@ -469,6 +501,8 @@ RULES = [
     ((P.mul, P.div), _negations_out_of_products),
     ((P.add, P.sub), _negation_into_difference),
     ((P.index_put,), _overwrite_of_everything),
+    ((P.lt, P.gt), _strictly_below_itself),
+    ((P.reduce_sum,), _sum_of_zeros),
     (
         (P.reshape, P.broadcast_to),
         lambda m: m.same(m.ins[0]) if m.ins[0].shape == m.out.shape else None,
@@ -481,6 +515,7 @@ RULES = [
         ),
     ),
     ((P.broadcast_to,), _broadcast_of_leading_ones),
+    ((P.reshape,), _reshape_of_a_broadcast_number),
     ((P.reshape,), _reshape_of_reshape),
     ((P.transpose,), _transpose_of_transpose),
     ((P.concatenate,), _concatenate_of_concatenate),

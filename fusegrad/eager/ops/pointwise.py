@@ -63,13 +63,13 @@ def rsub(input, other):
 def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         return _binary(P.div, input, other, floating=True)
-    if rounding_mode == "floor":
-        return _binary(P.floor_divide, input, other)
     if rounding_mode == "trunc":
-        if dtypes.result_type(_check_operand(input), _check_operand(other)).is_floating_point:
-            return P.trunc(_binary(P.div, input, other))
-        # integers: x - fmod(x, y) is a multiple of y, so its floored quotient is exact
-        return _binary(P.floor_divide, sub(input, _binary(P.fmod, input, other)), other)
+        return _binary(P.trunc_divide, input, other)
+    if rounding_mode == "floor":
+        out = _binary(P.floor_divide, input, other)
+        if out.grad_fn is not None:  # PyTorch's node of a division with a rounding mode
+            out.grad_fn.label = "DivBackward2"
+        return out
     raise RuntimeError(
         "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
         f"'{rounding_mode}'"
@@ -145,7 +145,10 @@ def copysign(input, other):
 
 @public(inplace=True)
 def sgn(input):
-    return sign(input)
+    out = sign(input)
+    if out.grad_fn is not None:  # a new node: the label can't land on an input's
+        out.grad_fn.label = "SgnBackward0"
+    return out
 
 
 @public
