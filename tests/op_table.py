@@ -596,6 +596,13 @@ OPS = [
         [S(np.arange(-3, 3) + 0.5)],
         finite_differences=False,
     ),
+    OpInfo(  # scaled, rounded and scaled back, as PyTorch: 2.5 and 250 go to even
+        "round_decimals",
+        lambda x: fg.stack([fg.round(x, decimals=1), x.round(decimals=-2), x.fix()]),
+        lambda x: np.stack([np.round(x * 10) / 10, np.round(x / 100) * 100, np.trunc(x)]),
+        [S(np.array([0.25, -1.25, 250.0, 349.0, 1.234])), S(r(3, 4))],
+        finite_differences=False,
+    ),
     # reductions
     _reduction(
         "sum",

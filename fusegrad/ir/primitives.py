@@ -869,21 +869,22 @@ sign = Primitive("sign", _sign_impl, lambda x: (x.shape, x.dtype), elementwise=T
 sign.defvjp(x=zeros_like)
 
 
-def _rounding(name, to_integer):
+def _rounding(name, to_integer, public="same"):
     """A primitive rounding floats to integral values (integers stay as they
     are). Piecewise constant: a zero derivative, as sign's."""
 
     def impl(x):
         return to_integer(x) if x.dtype.kind == "f" else x
 
-    prim = Primitive(name, impl, lambda x: (x.shape, x.dtype), elementwise=True, public="same")
+    prim = Primitive(name, impl, lambda x: (x.shape, x.dtype), elementwise=True, public=public)
     return prim.defvjp(x=zeros_like)
 
 
 floor = _rounding("floor", np.floor)
 ceil = _rounding("ceil", np.ceil)
 trunc = _rounding("trunc", np.trunc)
-round_ = _rounding("round", np.round)  # halves to even, as PyTorch
+# halves to even, as PyTorch; the op (eager/ops/pointwise.py) also takes decimals=
+round_ = _rounding("round", np.round, public=None)
 
 # The cotangent's cast back to the input dtype is unbroadcast's job, so the rule is g.
 convert = Primitive(

@@ -143,6 +143,26 @@ def copysign(input, other):
     return out
 
 
+@public(inplace=True, out=True)
+def round(input, *, decimals=0):
+    """To the nearest integer, halves to even; with ``decimals``, to that
+    many decimal places (left of the point when negative)."""
+    input = as_tensor_arg(input)
+    return P.round_(input) if decimals == 0 else _round_decimals(input, int(decimals))
+
+
+@_named("RoundBackward1")
+def _round_decimals(input, decimals: int):
+    """As PyTorch's kernel: scaled by a power of ten in the tensor's dtype
+    (float32 for float16 and bfloat16, rounded once), rounded, scaled back."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"round_cpu\" not implemented for '{_short(input.dtype)}'")
+    scale = 10.0 ** builtins.abs(decimals)
+    if decimals > 0:
+        return P.round_(input * scale) / scale
+    return P.round_(input / scale) * scale
+
+
 @public(inplace=True)
 def sgn(input):
     out = sign(input)
@@ -633,3 +653,4 @@ for _alias, _name, _out in (
 ):
     public(DEFINED[_name], name=_alias, inplace=True, out=_out)
 public(DEFINED["mul"], name="multiply", out=True)
+public(DEFINED["trunc"], name="fix", inplace=True, out=True)
