@@ -127,10 +127,11 @@ def as_tensors(arrays, like):
     return [fg.from_numpy(a).to(t.dtype) for a, t in zip(arrays, like)]
 
 
-def jitter(value, rng, ulp=None):
-    """``value`` moved by 1 to 4 ``ulp`` per float element. By default each
-    element's own ulp, and zeros and multiples of 0.5 (exact in any order of
-    operations) stay; NaN and inf always do."""
+def jitter(value, rng, ulp=None, direction=None):
+    """``value`` moved by 1 to 4 ``ulp`` per float element, up or down at
+    random or all one ``direction`` (1 or -1). By default each element's own
+    ulp, and zeros and multiples of 0.5 (exact in any order of operations)
+    stay; NaN and inf always do."""
     a = np.asarray(value)
     if a.dtype.kind != "f" or a.size == 0:
         return value
@@ -138,7 +139,8 @@ def jitter(value, rng, ulp=None):
     if ulp is None:
         ulp = np.spacing(a)
         exact |= np.round(a * 2) == a * 2
-    steps = rng.integers(1, 5, a.shape) * rng.choice([-1, 1], a.shape)
+    signs = direction if direction is not None else rng.choice([-1, 1], a.shape)
+    steps = rng.integers(1, 5, a.shape) * signs
     return np.where(exact, a, a + steps * ulp).astype(a.dtype)
 
 
@@ -148,11 +150,17 @@ def rounding_noise(seed=0, keep_bfloat16=False):
     sum's by a few ulps of the sum of its terms' magnitudes times the square root
     of their count (another order of addition); the same on every run. Eager then
     shows how far rounding anywhere moves each value. ``keep_bfloat16``: results
-    whose every value is a bfloat16 stay (autocast's rounded values). Internal
-    (the primitives' registry): adapt when it changes."""
+    whose every value is a bfloat16 stay (autocast's rounded values). Seed 0
+    moves every result up, seed 1 down, the others at random: where a value
+    that cancelled to an exact 0 decides a branch (a ReLU of a row's
+    deviation from its mean, all its values equal), only noise of both signs
+    shows that either branch may be taken (three runs at random missed it
+    one time in eight). Internal (the primitives' registry): adapt when it
+    changes."""
     from fusegrad.ir.primitives import PRIMITIVES
 
     rng = np.random.default_rng(seed)
+    direction = {0: 1, 1: -1}.get(seed)
     exact = {p: p.impl for p in PRIMITIVES.values()}
 
     def noisy(name, impl):
@@ -162,11 +170,11 @@ def rounding_noise(seed=0, keep_bfloat16=False):
             if keep_bfloat16 and is_bfloat16(result):
                 return result
             if name != "reduce_sum" or np.asarray(result).dtype.kind != "f":
-                return jitter(result, rng)
+                return jitter(result, rng, direction=direction)
             terms = np.asarray(args[0])
             count = terms.size // max(np.asarray(result).size, 1)
             magnitude = np.asarray(impl(np.abs(terms), **params))
-            return jitter(result, rng, np.spacing(magnitude) * np.sqrt(count))
+            return jitter(result, rng, np.spacing(magnitude) * np.sqrt(count), direction)
 
         return run
 
