@@ -105,6 +105,11 @@ CASES = [
         "expected weight to be at least 2 at dimension 0",
     ),
     (
+        lambda: fg.nn.functional.conv_transpose1d(fg.ones(1, 2, 4), fg.ones(2, 2, 2), groups=0),
+        RuntimeError,
+        "non-positive groups is not supported",
+    ),
+    (
         lambda: fg.nn.functional.interpolate(fg.ones(1, 1, 4, 4), size=(0, 3)),
         RuntimeError,
         "but got input (H: 4, W: 4) output (H: 0, W: 3)",

@@ -415,6 +415,11 @@ def _same_padding(kernel, dilation) -> tuple:
     return tuple(pairs)
 
 
+def _check_groups(groups: int) -> None:
+    if groups < 1:
+        raise RuntimeError("non-positive groups is not supported")
+
+
 def _check_filters(weight, groups: int) -> None:
     """PyTorch's checks of a weight's first dimension (filters, or a
     transposed convolution's input channels): at least one per group, and
@@ -447,8 +452,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, dims, name):
         )
     kernel = tuple(weight.shape[2:])
     stride, dilation = _tuple(stride, dims, "stride"), _tuple(dilation, dims, "dilation")
-    if groups < 1:
-        raise RuntimeError("non-positive groups is not supported")
+    _check_groups(groups)
     if any(s < 1 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
     if any(d < 1 for d in dilation):
@@ -1928,6 +1932,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
             f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to "
             f"conv_transpose{dims}d, but got input of size: {list(input.shape)}"
         )
+    _check_groups(groups)
     _check_filters(weight, groups)
     if dims == 1:  # as 2-D with a height of 1
         out = _conv_transpose(
