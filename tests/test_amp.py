@@ -240,6 +240,16 @@ def test_normalization_of_a_reduced_input_with_float32_weights_as_pytorchs_kerne
     normed = F.batch_norm(x, running_mean, running_var, fg.ones(3), fg.zeros(3), training=True)
     assert normed.dtype is bf16 and running_mean.dtype is f32
     np.testing.assert_allclose(values(running_mean), 0.1 * values(x).mean(axis=(0, 2)), rtol=1e-6)
+    # rms_norm: in float32 with float32's eps (the input's, 2^-7, moved small values
+    # a long way), times the weight, rounded once to the input's dtype
+    small = randn(4, 3, 5, dtype=bf16) * 0.01
+    for norm in (F.rms_norm, fg.jit(F.rms_norm)):
+        out = norm(small, (5,), weight)
+        assert out.dtype is bf16
+        up = values(small).astype(np.float32)
+        rms = np.sqrt((up * up).mean(-1, keepdims=True) + np.finfo(np.float32).eps)
+        expected = fg.tensor(up / rms * values(weight)).to(bf16)
+        np.testing.assert_array_equal(values(out), values(expected))
 
 
 # ------------------------------------------------------------ the numbers

@@ -119,6 +119,18 @@ CASES = [
         RuntimeError,
         "but got input (W: 4) and output (W: 0)",
     ),
+    # normalizations' weights and statistics of another dtype (but float32 beside
+    # float16 and bfloat16): PyTorch refuses them where fusegrad promoted
+    (
+        lambda: fg.nn.functional.layer_norm(fg.ones(2, 3), (3,), fg.ones(3, dtype=fg.float64)),
+        RuntimeError,
+        "mixed dtype (CPU): expect parameter to have scalar type of Float",
+    ),
+    (
+        lambda: fg.nn.functional.group_norm(fg.ones(2, 4, 3, dtype=fg.float64), 2, fg.ones(4)),
+        RuntimeError,
+        "mixed dtype (CPU): all inputs must share same datatype.",
+    ),
     # eagerly, numpy sliced it to nothing; compiled, the shape rule raised
     (lambda: fg.nn.functional.pad(fg.ones(2, 1), (-1, -1)), RuntimeError, "negative output size"),
     (lambda: fg.nn.functional.one_hot(fg.tensor([0, 4]), 4), RuntimeError, "smaller than num"),

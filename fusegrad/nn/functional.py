@@ -306,9 +306,23 @@ def _in_input_dtype(norm):
     return norm_in_input_dtype
 
 
+def _check_parameter_dtypes(input, *parameters) -> None:
+    """PyTorch's CPU normalizations take weights and statistics of the
+    input's dtype, or float32 ones with a float16 or bfloat16 input
+    (``_in_input_dtype``); other dtypes raise rather than promote."""
+    given = [p for p in parameters if p is not None]
+    if all(p.dtype is input.dtype for p in given):
+        return
+    if any(p.dtype is not dtypes.float32 for p in given):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if not input.dtype.reduced:
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
 @_named("NativeLayerNormBackward0")
 @_in_input_dtype
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    _check_parameter_dtypes(input, weight, bias)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape) :]) != shape:
         raise RuntimeError(
@@ -346,6 +360,7 @@ def batch_norm(
     otherwise by the running statistics. ``momentum`` may be a tensor."""
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    _check_parameter_dtypes(input, weight, bias, running_mean, running_var)
     channels = input.shape[1]
     axes = (0, *range(2, input.ndim))
     count = input.numel() // channels if channels else 0
@@ -1627,6 +1642,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(
             f"Expected at least 2 dimensions for input tensor but received {input.ndim}"
         )
+    _check_parameter_dtypes(input, weight, bias)
     batch, channels = input.shape[0], input.shape[1]
     if channels % num_groups:
         raise RuntimeError(
@@ -1666,6 +1682,7 @@ def instance_norm(
     by running statistics when ``use_input_stats`` is False)."""
     if input.ndim < 3:
         raise ValueError(f"expected a batch of channels with spatial dimensions, got {input.ndim}D")
+    _check_parameter_dtypes(input, weight, bias, running_mean, running_var)
     batch, channels = input.shape[0], input.shape[1]
     shape = (1, channels) + (1,) * (input.ndim - 2)
     if use_input_stats:
@@ -1695,17 +1712,23 @@ def instance_norm(
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the trailing ``normalized_shape``
-    dimensions (eps the dtype's machine epsilon when not given), times weight."""
+    dimensions, times weight, as PyTorch computes it: a float16 or bfloat16
+    input in float32 (eps float32's machine epsilon when not given, else the
+    input's), the product with the weight in their promoted dtype, the
+    result rounded once to the input's dtype."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape) :]) != shape:
         raise RuntimeError(
             f"Given normalized_shape={list(shape)}, expected input with shape "
             f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
         )
-    eps = dtypes.finfo(input.dtype).eps if eps is None else eps
+    x = P.convert(input, dtype=dtypes.float32) if input.dtype.reduced else input
+    eps = dtypes.finfo(x.dtype).eps if eps is None else eps
     dims = tuple(range(input.ndim - len(shape), input.ndim))
-    out = input * ops.rsqrt(ops.mean(input * input, dims, keepdim=True) + eps)
-    return out * weight if weight is not None else out
+    out = x * ops.rsqrt(ops.mean(x * x, dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out if out.dtype is input.dtype else P.convert(out, dtype=input.dtype)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
