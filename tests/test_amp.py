@@ -154,6 +154,9 @@ IN_INPUT_DTYPE = [
     ("adaptive pool", lambda a: F.adaptive_avg_pool1d(a[None], 2)),
     ("einsum of products only", lambda a: fg.einsum("ij,ij->ij", a, a)),
     ("einsum outer", lambda a: fg.einsum("i,j->ij", a[0], a[1])),
+    # a summed label of size 1 (in either operand) makes PyTorch multiply, not bmm
+    ("einsum summing one", lambda a: fg.einsum("ij,kj->ik", a[:, :1], a[:, :1])),
+    ("einsum summing one side's one", lambda a: fg.einsum("ij,kj->ik", a[:, :1], a)),
 ]
 POLICY_CASES = [
     pytest.param(op, result, id=name)

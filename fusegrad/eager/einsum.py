@@ -216,6 +216,10 @@ def _product(a, a_labels, b, b_labels, later, sizes) -> tuple:
     summed = [label for label in shared if label not in later]
     a_only = [label for label in a_labels if label not in b_labels]
     b_only = [label for label in b_labels if label not in a_labels]
+    # PyTorch sums with bmm, which autocast lowers, only over labels both
+    # operands have more than one of; it multiplies where there is none
+    a_sizes, b_sizes = dict(zip(a_labels, a.shape)), dict(zip(b_labels, b.shape))
+    by_bmm = any(a_sizes[label] != 1 and b_sizes[label] != 1 for label in summed)
     a = _arranged(a, a_labels, batch + a_only + summed, sizes)
     b = _arranged(b, b_labels, batch + summed + b_only, sizes)
 
@@ -225,8 +229,6 @@ def _product(a, a_labels, b, b_labels, later, sizes) -> tuple:
     count = extent(batch)
     a = P.reshape(a, shape=(count, extent(a_only), extent(summed)))
     b = P.reshape(b, shape=(count, extent(summed), extent(b_only)))
-    # PyTorch sums over shared labels with bmm, which autocast lowers, and
-    # multiplies where none is summed, which it does not
-    out = _summed_product(a, b) if summed else P.matmul(a, b)
+    out = _summed_product(a, b) if by_bmm else P.matmul(a, b)
     labels = batch + a_only + b_only
     return P.reshape(out, shape=tuple(sizes[label] for label in labels)), labels
