@@ -1656,3 +1656,11 @@ def test_clip_grad_norm_is_the_deprecated_name_of_clip_grad_norm_():
         total = nn.utils.clip_grad_norm([p], 1.0)
     assert total.item() == 5.0
     np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-5)
+
+
+def test_logsigmoid_of_large_inputs_is_positive_zero_as_pytorchs():
+    """-softplus(-x) underflowed to -0.0, which prints as -0. and divides into -inf."""
+    for logsigmoid in (fg.nn.functional.logsigmoid, fg.jit(fg.nn.functional.logsigmoid)):
+        for _ in range(2):
+            out = logsigmoid(fg.tensor([1e4, 50.0])).numpy()
+            assert out[0] == 0.0 and not np.signbit(out[0]) and out[1] < 0

@@ -212,7 +212,8 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 @_named("LogSigmoidBackward0")
 def logsigmoid(input: Tensor) -> Tensor:
-    return -P.softplus(-input)
+    # + 0.0 turns the -0.0 of a softplus that underflowed into PyTorch's +0.0
+    return -P.softplus(-input) + 0.0
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
