@@ -312,6 +312,7 @@ _EXACT = {
     P.where: lambda b, args, eqn: b.select(*args),
     P.convert: _convert,
     P.stop_gradient: lambda b, args, eqn: args[0],
+    P.unrounded: lambda b, args, eqn: args[0],
     P.forward_only: lambda b, args, eqn: args[0],
     P.broadcast_to: lambda b, args, eqn: args[0],  # the load already broadcast it
 }
@@ -522,18 +523,18 @@ IN_NUMPY = {
 def emit(b, operands: list, eqn, precise: bool = False):
     """The equation's result from its operands. A float16 or bfloat16 result
     is computed in float32 and rounded to its type, as eagerly; a comparison
-    rounds a reduced constant operand (a Python number kept as float32 holds
-    it) as PyTorch's comparisons do."""
+    rounds its reduced operands (a Python number kept as float32 holds one
+    unrounded; the others are rounded already) as PyTorch's comparisons do."""
     lowering = LOWERINGS[eqn.prim]
     fn = lowering.precise if precise and lowering.precise is not None else lowering.emit
     out = eqn.out.dtype
     if out is dtypes.bool_:
         operands = [
-            round_to(b, x, v.dtype) if v.dtype.reduced and isinstance(v, Const) else x
-            for x, v in zip(operands, eqn.inputs)
+            round_to(b, x, v.dtype) if v.dtype.reduced else x for x, v in zip(operands, eqn.inputs)
         ]
     value = fn(b, operands, eqn)
-    return round_to(b, value, out) if out.reduced and eqn.prim is not P.convert else value
+    kept = eqn.prim is P.convert or eqn.prim is P.unrounded
+    return round_to(b, value, out) if out.reduced and not kept else value
 
 
 def can_lower(eqn) -> bool:

@@ -922,7 +922,7 @@ def computed(prim, args, params) -> tuple:
     reduced = (
         first._dtype.reduced
         or args[-1]._dtype.reduced
-        or (prim is P.convert and params["dtype"].reduced)
+        or ((prim is P.convert or prim is P.unrounded) and params["dtype"].reduced)
     )
     # Values and dtypes come from numpy; the shape rule (which tests check
     # against numpy over the op table) words the error when numpy refuses.

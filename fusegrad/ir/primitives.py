@@ -896,6 +896,15 @@ convert = Primitive(
 )
 convert.defvjp(x=lambda g: g)
 
+# A float32 number as an operand of a float16 or bfloat16 operation, not
+# rounded to the type: what a Python number is eagerly (a float32 constant
+# beside the tensor, as PyTorch's scalar in a product), for a number a
+# program takes as an input (an argument, an .item()). Converting it would
+# round it, and the compiled call would differ from the eager one.
+unrounded = Primitive(
+    "unrounded", lambda x, dtype: x, lambda x, dtype: (x.shape, dtype), view=True, elementwise=True
+)
+
 # Identity with no derivative: detach() and .data inside a traced function.
 stop_gradient = Primitive(
     "stop_gradient", lambda x: x, lambda x: (x.shape, x.dtype), view=True, elementwise=True

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..eager.tensor import TRACED_NUMBERS, NumberOperand, Tensor, recording
 from ..ir import dtypes
+from ..ir import primitives as P
 
 
 class TracedNumber(NumberOperand):
@@ -51,8 +52,12 @@ class TracedNumber(NumberOperand):
 
     def operand(self, dtype) -> Tensor:
         """The number as a tensor operand of ``dtype`` (a Python number takes
-        the dtype of the tensor it meets)."""
+        the dtype of the tensor it meets): beside a float16 or bfloat16
+        tensor, float32 and unrounded, as an eager Python number is."""
         t = self.tensor
+        if dtype.reduced and dtype.is_floating_point:
+            wide = t if t._dtype is dtypes.float32 else t.to(dtypes.float32)
+            return P.unrounded(wide, dtype=dtype)
         return t if t._dtype is dtype else t.to(dtype)
 
     def decided(self, what: str, tensor=None) -> None:
