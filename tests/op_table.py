@@ -14,6 +14,7 @@ import numpy as np
 
 import fusegrad as fg
 import fusegrad.nn.functional as F
+from fusegrad.ir import dtypes
 
 _rng = np.random.default_rng(1234)
 _erf = np.vectorize(math.erf)
@@ -57,6 +58,11 @@ def _placed_in_order(mask, values):
     out = np.zeros(mask.shape)
     out[mask] = values[: mask.sum()]
     return out
+
+
+def _bfloat16(x):
+    """x rounded to bfloat16 (held in float32)."""
+    return dtypes.bfloat16.round(np.asarray(x, np.float32))
 
 
 def _group_norm_ref(x, groups):
@@ -254,6 +260,7 @@ class OpInfo:
     float_inputs: tuple | None = None  # positions of float args (default: all float arrays)
     rtol32: float = 1e-5
     jit: bool = True  # compiles under fusegrad.jit (a mask's result shape depends on values)
+    vmap: bool = True  # vmap takes it (it reads no number out of a tensor: .item())
 
 
 def _reduction(name, numpy_name, samples):
@@ -595,6 +602,14 @@ OPS = [
         np.round,
         [S(np.arange(-3, 3) + 0.5)],
         finite_differences=False,
+    ),
+    OpInfo(  # a number input of a program beside a bfloat16 tensor stays float32 (unrounded)
+        "number_beside_bfloat16",
+        lambda x: (x.to(fg.bfloat16) * x.max().item()).to(x.dtype),
+        lambda x: _bfloat16(_bfloat16(x) * np.float32(x.max())),
+        [S(r(3, 4))],
+        finite_differences=False,
+        vmap=False,
     ),
     OpInfo(  # scaled, rounded and scaled back, as PyTorch: 2.5 and 250 go to even
         "round_decimals",

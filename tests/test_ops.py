@@ -173,6 +173,7 @@ def test_op_table_exercises_every_primitive_and_shape_rules_agree_with_numpy(mon
     fg.cat([fg.ones(2, requires_grad=True), fg.ones(1)]).sum().backward()  # concatenate
     fg.ones(3).to(fg.float64)  # convert
     fg.jit(lambda t: t.detach() + 1)(fg.ones(2))  # stop_gradient, recorded only in traces
+    fg.jit(lambda t, s: t * s)(fg.ones(2, dtype=fg.bfloat16), 0.7)  # unrounded: a traced number
     hvp = fg.jit(lambda x, d: fg.func.jvp(fg.func.grad(lambda y: y.sin().sum()), (x,), (d,)))
     hvp(fg.ones(2), fg.ones(2))  # forward_only: a transform's detach in a trace
     (fg.ones(3) > 0) & (fg.ones(3) > 1) | ~(fg.ones(3) > 0)  # logical ops
